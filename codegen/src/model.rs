@@ -1,0 +1,347 @@
+//! The declaration model: the Rust shape of `tools.toml`.
+//!
+//! These types are the single source of the file's vocabulary. The loader (`crate::load`) accepts
+//! exactly their fields, the legend at the top of `tools.toml` documents exactly their fields (a
+//! text-level test compares the two), and `generated/tools.schema.json` is derived from them with
+//! schemars for editor completion.
+//!
+//! Values here are what the author wrote, with source spans; rules between rows are checked in
+//! `crate::validate`, and derived tables are built in `crate::derive`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A byte range into the `tools.toml` source text; `0..0` for values that were defaulted.
+pub type Span = Range<usize>;
+
+/// A value together with the byte range of the source text it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: Span) -> Self {
+        Spanned { value, span }
+    }
+    /// A value that was not written in the file (a default); its span is empty.
+    pub fn defaulted(value: T) -> Self {
+        Spanned { value, span: 0..0 }
+    }
+}
+
+/// The whole `tools.toml` file.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "tools.toml",
+    description = "toolcat catalog: every tool of an agent declared once; every other list is derived."
+)]
+pub struct CatalogFile {
+    /// Remote MCP servers that tool rows may name as their `source`.
+    #[serde(default)]
+    pub mcp_server: BTreeMap<String, McpServerDecl>,
+    /// Capability boundaries: which tools an agent owns. `full` is implicit and owns every tool.
+    #[serde(default)]
+    pub profile: BTreeMap<String, ProfileDecl>,
+    /// Attention groups: tools shown to the model together.
+    #[serde(default)]
+    pub toolset: BTreeMap<String, ToolsetDecl>,
+    /// A deployment's default profile and active toolsets.
+    #[serde(default)]
+    pub preset: BTreeMap<String, PresetDecl>,
+    /// One row per tool.
+    #[serde(default)]
+    pub tool: Vec<ToolDecl>,
+}
+
+/// `[mcp_server.NAME]`: a remote MCP server.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerDecl {
+    /// What the server is.
+    pub description: String,
+    /// Prefix of the exported names of this server's tools: `NS__tool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Launch command for the stdio transport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Arguments of `command`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Endpoint for the streamable HTTP transport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// `[profile.NAME]`: a capability boundary.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileDecl {
+    /// What the profile is for.
+    pub description: String,
+    /// Cap on the inline tools this profile may show in one turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_inline: Option<u32>,
+}
+
+/// `[toolset.NAME]`: an attention group.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsetDecl {
+    /// What the toolset is for.
+    pub description: String,
+    /// Other toolsets expanded into this one, recursively and deduplicated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub includes: Vec<String>,
+}
+
+/// `[preset.NAME]`: a deployment's defaults.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresetDecl {
+    /// What deployment the preset serves.
+    pub description: String,
+    /// The profile it runs under.
+    pub profile: String,
+    /// The toolsets active at the start of a turn.
+    pub toolsets: Vec<String>,
+}
+
+/// `[[tool]]`: one tool's whole identity.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDecl {
+    /// Unique; ASCII letters, digits, `_`, `-`. The exported name (`NS__name` when the source server
+    /// has a namespace) is at most 64 characters, the limit of OpenAI and Anthropic tool names.
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
+    pub name: String,
+    /// What the model reads.
+    pub description: String,
+    /// Extra words search matches on: synonyms, the words users say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Whether the definition is sent every turn or only after discovery.
+    pub visibility: Visibility,
+    /// How a call is authorized.
+    pub tier: Tier,
+    /// What a call does to the world.
+    pub effect: EffectKind,
+    /// Repeating the call with the same arguments has no further effect.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent: bool,
+    /// The tool reaches outside the agent's own state (network, other people's data).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub open_world: bool,
+    /// The narrowest MCP scope that lists the tool.
+    pub exposure: Exposure,
+    /// Profiles that own the tool besides the implicit `full` (default-deny).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<String>,
+    /// The toolsets the tool belongs to (at least one).
+    pub toolsets: Vec<String>,
+    /// Who answers for the tool.
+    pub owner: String,
+    /// Lifecycle state.
+    #[serde(default, skip_serializing_if = "Status::is_active")]
+    pub status: Status,
+    /// The active tool that replaces this deprecated one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
+    /// The date a deprecated tool is removed, `YYYY-MM-DD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}$"))]
+    pub removal: Option<String>,
+    /// Tools that become visible whenever this one does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// The twin of a propose/immediate pair: same capability, other tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<String>,
+    /// Calls allowed per window: `N/sec`, `N/min` or `N/hour`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[1-9][0-9]*/(sec|min|hour)$"))]
+    pub rate_limit: Option<String>,
+    /// `local` (a `#[tool]` handler), `loop` (a runtime meta-tool) or the name of an `[mcp_server]`.
+    #[serde(default = "default_source", skip_serializing_if = "is_local")]
+    pub source: String,
+    /// JSON Schema of the arguments, for tools whose source is a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn default_source() -> String {
+    SOURCE_LOCAL.to_string()
+}
+fn is_local(s: &str) -> bool {
+    s == SOURCE_LOCAL
+}
+
+/// `source` of a tool whose handler is a `#[tool]` function in the crate that owns `tools.toml`.
+pub const SOURCE_LOCAL: &str = "local";
+/// `source` of the discovery meta-tools, implemented by the runtime itself.
+pub const SOURCE_LOOP: &str = "loop";
+/// The implicit profile that owns every tool.
+pub const PROFILE_FULL: &str = "full";
+/// The discovery meta-tools: tier `loop`, source `loop`.
+pub const META_TOOLS: [&str; 4] = [
+    "tool_search",
+    "tool_describe",
+    "tool_call",
+    "read_tool_result",
+];
+
+macro_rules! code_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal => $code:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] $variant = $code),+
+        }
+        impl $name {
+            /// Every value, in code order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The spelling used in `tools.toml`, errors, the CLI and the docs.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+            /// The compact code stored in the generated tables.
+            pub const fn code(self) -> u8 {
+                self as u8
+            }
+            /// Inverse of [`Self::code`]; `None` for a code no variant has.
+            pub const fn from_code(code: u8) -> Option<Self> {
+                match code { $($code => Some($name::$variant),)+ _ => None }
+            }
+            /// Inverse of [`Self::as_str`].
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+            /// Every spelling, for did-you-mean suggestions and help text.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+code_enum! {
+    /// Whether a tool's definition is sent every turn its toolsets are active.
+    Visibility {
+        /// Sent every turn its toolsets are active.
+        Inline = "inline" => 0,
+        /// Sent only after `tool_search`, when the user names it, or when preselected.
+        Discoverable = "discoverable" => 1,
+    }
+}
+
+code_enum! {
+    /// How a call is authorized.
+    Tier {
+        /// Runs without interrupting anyone; requires `effect = "read"`.
+        Silent = "silent" => 0,
+        /// Asks the authorization hook about the concrete operation first.
+        Gated = "gated" => 1,
+        /// Part of the discovery loop itself (the meta-tools).
+        Loop = "loop" => 2,
+    }
+}
+
+code_enum! {
+    /// What a call does to the world. MCP annotations are derived from it.
+    EffectKind {
+        /// Changes nothing (`readOnlyHint: true`).
+        Read = "read" => 0,
+        /// Changes state, additively (`readOnlyHint: false`, `destructiveHint: false`).
+        Write = "write" => 1,
+        /// May delete or overwrite (`destructiveHint: true`); requires `tier = "gated"`.
+        Destructive = "destructive" => 2,
+    }
+}
+
+code_enum! {
+    /// The narrowest MCP scope that lists a tool. Scopes nest: `read-only` ⊂ `staging` ⊂ `full`.
+    Exposure {
+        /// Listed in every scope; requires `effect = "read"`.
+        ReadOnly = "read-only" => 0,
+        /// Listed in the `staging` and `full` scopes.
+        Staging = "staging" => 1,
+        /// Listed only in the `full` scope.
+        Full = "full" => 2,
+        /// Never listed over MCP.
+        Excluded = "excluded" => 3,
+    }
+}
+
+code_enum! {
+    /// Lifecycle state of a tool.
+    Status {
+        /// In use.
+        Active = "active" => 0,
+        /// Usable, may change without notice.
+        Experimental = "experimental" => 1,
+        /// On its way out: never planned into a turn; names `replaced_by` and `removal`.
+        Deprecated = "deprecated" => 2,
+    }
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::Active
+    }
+}
+
+impl Status {
+    fn is_active(&self) -> bool {
+        *self == Status::Active
+    }
+}
+
+/// An MCP exposure scope a client can be granted; a tool with exposure `E` is listed in scope `S`
+/// when `E` ≤ `S` (`excluded` is listed nowhere).
+pub type Scope = Exposure;
+
+/// Field names of a `[[tool]]` row, as the loader accepts them, in legend order.
+pub fn tool_fields() -> Vec<String> {
+    schema_fields::<ToolDecl>()
+}
+
+/// Field names of each side table (`mcp_server`, `profile`, `toolset`, `preset`).
+pub fn table_fields(table: &str) -> Option<Vec<String>> {
+    Some(match table {
+        "mcp_server" => schema_fields::<McpServerDecl>(),
+        "profile" => schema_fields::<ProfileDecl>(),
+        "toolset" => schema_fields::<ToolsetDecl>(),
+        "preset" => schema_fields::<PresetDecl>(),
+        _ => return None,
+    })
+}
+
+/// The property names schemars derives for `T`, in declaration order.
+fn schema_fields<T: JsonSchema>() -> Vec<String> {
+    let schema = schemars::schema_for!(T);
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|props| props.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The JSON Schema of `tools.toml` (`generated/tools.schema.json`), pretty-printed with a final newline.
+pub fn catalog_json_schema() -> String {
+    let schema = schemars::schema_for!(CatalogFile);
+    let mut text = serde_json::to_string_pretty(&schema).expect("a JSON Schema serializes");
+    text.push('\n');
+    text
+}

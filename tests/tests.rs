@@ -1,0 +1,1 @@
+//! The one integration-test binary. Each module says what it pins.
