@@ -10,6 +10,8 @@
 //! - [`build`] is the one call a user's `build.rs` makes.
 
 pub mod derive;
+#[cfg(feature = "index")]
+pub mod index;
 pub mod diagnostics;
 pub mod load;
 pub mod model;
