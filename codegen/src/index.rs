@@ -1,20 +1,88 @@
 //! The BM25 search index of a catalog (tantivy), built once and embedded as bytes.
+//!
+//! One document per tool, fields in decreasing weight:
+//!
+//! | field         | text                                                    | boost |
+//! |---------------|---------------------------------------------------------|-------|
+//! | `name`        | exported and declared name, lower-cased, one token each | 4.0   |
+//! | `name_parts`  | the names split into words by [`split_name`]            | 3.0   |
+//! | `keywords`    | the declared `keywords`                                 | 2.0   |
+//! | `description` | the description                                         | 1.0   |
+//! | `params`      | parameter names, split into words                       | 0.7   |
+//! | `param_docs`  | parameter descriptions from the `input_schema`          | 0.3   |
+//! | `tool`        | the tool index (`u64` fast field, not searched)         | —     |
+//!
+//! Text fields go through one English analyzer ([`ANALYZER`]: split on non-alphanumerics,
+//! drop tokens over 40 bytes, lower-case, drop English stop words, Snowball English stemmer);
+//! [`register_analyzers`] installs it, and both the build and [`open_index`] call it, so indexing
+//! and querying always agree. Queries are never parsed with tantivy's query language (user text
+//! would hit syntax errors): [`SearchIndex::search`] runs the query text through the same analyzer
+//! and builds a boolean "should" query of one boosted term query per field and term.
+//!
+//! # Byte format
+//! The index lives in a tantivy `RamDirectory`; [`build_index_bytes`] packs its files into one blob:
+//!
+//! ```text
+//! magic    8 bytes  b"TCATIDX\0"
+//! version  u32 LE   1
+//! count    u32 LE   number of files
+//! count × { name_len u32 LE, name (UTF-8), data_len u64 LE, data }   sorted by name
+//! ```
+//!
+//! The build is deterministic: the same tables and parameters give the same bytes. Tantivy names
+//! segments with random UUIDs, so the packer renames the one segment to a fixed id (in its file
+//! names and in `meta.json`); everything else tantivy writes depends only on the documents, which
+//! are added in catalog order by a single indexing thread.
 
-use crate::tables::Tables;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// Builds the search index of `tables` and serializes it to bytes.
-///
-/// `params[i]` are the parameter names of tool `i` known outside its declared `input_schema`
-/// (a local tool's argument fields); it may be shorter than `tables.len` (missing entries = none).
-///
-/// # Errors
-/// When tantivy fails to build the index.
-pub fn build_index_bytes(tables: &Tables, params: &[Vec<String>]) -> Result<Vec<u8>, IndexError> {
-    let _ = (tables, params);
-    todo!("index::build_index_bytes")
-}
+use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::directory::{Directory, RamDirectory};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter,
+    TextAnalyzer,
+};
+use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
-/// Why an index could not be built or opened.
+use crate::tables::{bit, Tables};
+
+/// Name of the English analyzer registered on every index: simple tokenizer, long-token removal,
+/// lower-casing, English stop words, English stemmer.
+pub const ANALYZER: &str = "toolcat_en";
+/// Name of the analyzer of the `name` field: the whole name as one lower-cased token.
+pub const NAME_ANALYZER: &str = "toolcat_name";
+
+/// Field boosts, in the order of the table in the module docs. Name parts outrank keywords,
+/// keywords outrank the description, the description outranks parameters: a tool's name is the
+/// most deliberate text about it, parameter names the least specific.
+pub const BOOST_NAME: f32 = 4.0;
+/// See [`BOOST_NAME`].
+pub const BOOST_NAME_PARTS: f32 = 3.0;
+/// See [`BOOST_NAME`].
+pub const BOOST_KEYWORDS: f32 = 2.0;
+/// See [`BOOST_NAME`].
+pub const BOOST_DESCRIPTION: f32 = 1.0;
+/// See [`BOOST_NAME`].
+pub const BOOST_PARAMS: f32 = 0.7;
+/// See [`BOOST_NAME`].
+pub const BOOST_PARAM_DOCS: f32 = 0.3;
+
+/// Most distinct query terms used per field; a longer query is cut (its first terms are kept).
+pub const MAX_QUERY_TERMS: usize = 64;
+
+const MAGIC: &[u8; 8] = b"TCATIDX\0";
+const VERSION: u32 = 1;
+const META_JSON: &str = "meta.json";
+/// Heap budget of the single indexing thread, in bytes (tantivy's minimum is 15 MB).
+const WRITER_BUDGET: usize = 15_000_000;
+
+/// Why an index could not be built, opened or searched.
 #[derive(Debug)]
 pub struct IndexError(pub String);
 
@@ -24,3 +92,807 @@ impl std::fmt::Display for IndexError {
     }
 }
 impl std::error::Error for IndexError {}
+
+impl IndexError {
+    fn tantivy(doing: &str, e: impl std::fmt::Display) -> Self {
+        IndexError(format!("search index: {doing}: {e}"))
+    }
+    fn format(what: impl std::fmt::Display) -> Self {
+        IndexError(format!(
+            "search index bytes are malformed: {what}; rebuild the catalog so its index is regenerated"
+        ))
+    }
+}
+
+/// Splits a tool or parameter name into lower-case words.
+///
+/// Separators are every non-alphanumeric character (`_`, `-`, `.`, `/`, spaces, so `snake_case`,
+/// `kebab-case` and the `NS__` namespace prefix all split); inside a word, a lower-case letter or
+/// digit followed by an upper-case letter starts a new word (`createPullRequest` → `create pull
+/// request`), and so does the last capital of a run followed by a lower-case letter
+/// (`HTTPServer` → `http server`). Digits stay with the letters before them (`s3Bucket` → `s3
+/// bucket`).
+pub fn split_name(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for chunk in name.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = chunk.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            let boundary = (cur.is_uppercase() && (prev.is_lowercase() || prev.is_numeric()))
+                || (cur.is_uppercase() && prev.is_uppercase() && next_lower);
+            if boundary {
+                parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            parts.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    parts
+}
+
+/// The English analyzer ([`ANALYZER`]).
+pub fn english_analyzer() -> TextAnalyzer {
+    let builder = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .dynamic();
+    // The English stop-word list ships with tantivy's `stopwords` feature; without it the
+    // analyzer still works, only less precisely.
+    let builder = match StopWordFilter::new(Language::English) {
+        Some(stop) => builder.filter_dynamic(stop),
+        None => builder,
+    };
+    builder
+        .filter_dynamic(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The analyzer of the `name` field ([`NAME_ANALYZER`]): the whole text as one lower-cased token.
+pub fn name_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(RawTokenizer::default())
+        .filter(LowerCaser)
+        .build()
+}
+
+/// Registers [`ANALYZER`] and [`NAME_ANALYZER`] on `index`; the build and [`open_index`] both call
+/// this, so indexed and queried text are analyzed the same way.
+pub fn register_analyzers(index: &Index) {
+    index.tokenizers().register(ANALYZER, english_analyzer());
+    index.tokenizers().register(NAME_ANALYZER, name_analyzer());
+}
+
+/// The schema's fields.
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    name: Field,
+    name_parts: Field,
+    keywords: Field,
+    description: Field,
+    params: Field,
+    param_docs: Field,
+    tool: Field,
+}
+
+impl Fields {
+    /// The searched text fields with their boosts and analyzers (`true` = English analyzer).
+    fn weighted(&self) -> [(Field, f32, bool); 6] {
+        [
+            (self.name, BOOST_NAME, false),
+            (self.name_parts, BOOST_NAME_PARTS, true),
+            (self.keywords, BOOST_KEYWORDS, true),
+            (self.description, BOOST_DESCRIPTION, true),
+            (self.params, BOOST_PARAMS, true),
+            (self.param_docs, BOOST_PARAM_DOCS, true),
+        ]
+    }
+}
+
+fn schema() -> (Schema, Fields) {
+    let text = |analyzer: &str| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(analyzer)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        )
+    };
+    let mut b = Schema::builder();
+    let fields = Fields {
+        name: b.add_text_field("name", text(NAME_ANALYZER)),
+        name_parts: b.add_text_field("name_parts", text(ANALYZER)),
+        keywords: b.add_text_field("keywords", text(ANALYZER)),
+        description: b.add_text_field("description", text(ANALYZER)),
+        params: b.add_text_field("params", text(ANALYZER)),
+        param_docs: b.add_text_field("param_docs", text(ANALYZER)),
+        tool: b.add_u64_field("tool", NumericOptions::default().set_fast()),
+    };
+    (b.build(), fields)
+}
+
+fn fields_of(schema: &Schema) -> Result<Fields, IndexError> {
+    let get = |name: &str| {
+        schema
+            .get_field(name)
+            .map_err(|_| IndexError::format(format!("field `{name}` is missing")))
+    };
+    Ok(Fields {
+        name: get("name")?,
+        name_parts: get("name_parts")?,
+        keywords: get("keywords")?,
+        description: get("description")?,
+        params: get("params")?,
+        param_docs: get("param_docs")?,
+        tool: get("tool")?,
+    })
+}
+
+/// Parameter names and descriptions declared in a tool's `input_schema` JSON text (top-level
+/// `properties` only). Unparsable text yields nothing: validation reports it, not the index.
+fn schema_params(input_schema: Option<&str>) -> (Vec<String>, Vec<String>) {
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    let Some(text) = input_schema else {
+        return (names, docs);
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        return (names, docs);
+    };
+    if let Some(props) = value.get("properties").and_then(|p| p.as_object()) {
+        for (name, prop) in props {
+            names.push(name.clone());
+            if let Some(d) = prop.get("description").and_then(|d| d.as_str()) {
+                docs.push(d.to_string());
+            }
+        }
+    }
+    (names, docs)
+}
+
+/// Builds the search index of `tables` and serializes it to bytes (format in the module docs).
+///
+/// `params[i]` are the parameter names of tool `i` known outside its declared `input_schema`
+/// (a local tool's argument fields); it may be shorter than `tables.len` (missing entries = none).
+/// Parameter names and descriptions of a declared `input_schema` are read from the tables.
+///
+/// # Errors
+/// When tantivy fails to build the index.
+pub fn build_index_bytes(tables: &Tables, params: &[Vec<String>]) -> Result<Vec<u8>, IndexError> {
+    let (schema, f) = schema();
+    let dir = RamDirectory::create();
+    let index = Index::create(dir.clone(), schema, Default::default())
+        .map_err(|e| IndexError::tantivy("creating the index", e))?;
+    register_analyzers(&index);
+    // One thread: documents keep catalog order, so doc id == tool index and the bytes are stable.
+    let mut writer = index
+        .writer_with_num_threads::<TantivyDocument>(1, WRITER_BUDGET)
+        .map_err(|e| IndexError::tantivy("starting the writer", e))?;
+    for i in 0..tables.len {
+        let mut doc = TantivyDocument::new();
+        let exported = tables.exported_names[i].as_ref();
+        let declared = tables.names[i].as_ref();
+        doc.add_text(f.name, exported);
+        if declared != exported {
+            doc.add_text(f.name, declared);
+        }
+        doc.add_text(f.name_parts, split_name(exported).join(" "));
+        for kw in tables.keywords[i].iter() {
+            doc.add_text(f.keywords, kw.as_ref());
+        }
+        doc.add_text(f.description, tables.descriptions[i].as_ref());
+        let (mut names, docs) = schema_params(tables.input_schema[i].as_deref());
+        if let Some(extra) = params.get(i) {
+            names.extend(extra.iter().cloned());
+        }
+        for name in &names {
+            doc.add_text(f.params, split_name(name).join(" "));
+        }
+        for d in &docs {
+            doc.add_text(f.param_docs, d);
+        }
+        doc.add_u64(f.tool, i as u64);
+        writer
+            .add_document(doc)
+            .map_err(|e| IndexError::tantivy("adding a document", e))?;
+    }
+    writer
+        .commit()
+        .map_err(|e| IndexError::tantivy("committing", e))?;
+    writer
+        .wait_merging_threads()
+        .map_err(|e| IndexError::tantivy("finishing the writer", e))?;
+    pack(&index, &dir)
+}
+
+/// Reads the files of the committed index, renames its segment to a fixed id and packs them.
+fn pack(index: &Index, dir: &RamDirectory) -> Result<Vec<u8>, IndexError> {
+    let metas = index
+        .load_metas()
+        .map_err(|e| IndexError::tantivy("reading the index metadata", e))?;
+    let read = |path: &Path| {
+        dir.atomic_read(path)
+            .map_err(|e| IndexError::tantivy("reading an index file", e))
+    };
+    let mut meta = String::from_utf8(read(Path::new(META_JSON))?)
+        .map_err(|e| IndexError::tantivy("reading `meta.json`", e))?;
+    let segments = metas.segments.clone();
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let paths = metas.list_segment_files();
+    for (n, segment) in segments.iter().enumerate() {
+        let id = segment.id();
+        let fixed = format!("{:032x}", n + 1);
+        let fixed_hyphenated = format!(
+            "{}-{}-{}-{}-{}",
+            &fixed[0..8],
+            &fixed[8..12],
+            &fixed[12..16],
+            &fixed[16..20],
+            &fixed[20..32]
+        );
+        let simple = id.uuid_string();
+        let hyphenated = format!(
+            "{}-{}-{}-{}-{}",
+            &simple[0..8],
+            &simple[8..12],
+            &simple[12..16],
+            &simple[16..20],
+            &simple[20..32]
+        );
+        meta = meta
+            .replace(&hyphenated, &fixed_hyphenated)
+            .replace(&simple, &fixed);
+        let mut own: Vec<&PathBuf> = paths
+            .iter()
+            .filter(|p| p.to_string_lossy().starts_with(&simple))
+            .collect();
+        own.sort();
+        for path in own {
+            let exists = dir
+                .exists(path)
+                .map_err(|e| IndexError::tantivy("listing index files", e))?;
+            if exists {
+                let name = path.to_string_lossy().replace(&simple, &fixed);
+                files.push((name, read(path)?));
+            }
+        }
+    }
+    files.push((META_JSON.to_string(), meta.into_bytes()));
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(files.len() as u32).to_le_bytes());
+    for (name, data) in &files {
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    Ok(out)
+}
+
+/// Unpacks the container into `(name, data)` pairs, checking every length.
+fn unpack(bytes: &[u8]) -> Result<Vec<(&str, &[u8])>, IndexError> {
+    struct Cursor<'a>(&'a [u8]);
+    impl<'a> Cursor<'a> {
+        fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], IndexError> {
+            if self.0.len() < n {
+                return Err(IndexError::format(format!("truncated {what}")));
+            }
+            let (head, rest) = self.0.split_at(n);
+            self.0 = rest;
+            Ok(head)
+        }
+        fn u32(&mut self, what: &str) -> Result<u32, IndexError> {
+            let b = self.take(4, what)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        }
+        fn u64(&mut self, what: &str) -> Result<u64, IndexError> {
+            let b = self.take(8, what)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            Ok(u64::from_le_bytes(a))
+        }
+    }
+    let mut c = Cursor(bytes);
+    if c.take(MAGIC.len(), "header")? != MAGIC {
+        return Err(IndexError::format("the header is not `TCATIDX`"));
+    }
+    let version = c.u32("version")?;
+    if version != VERSION {
+        return Err(IndexError::format(format!(
+            "container version {version}, expected {VERSION}"
+        )));
+    }
+    let count = c.u32("file count")?;
+    let mut files: Vec<(&str, &[u8])> = Vec::new();
+    for _ in 0..count {
+        let len = c.u32("file name length")? as usize;
+        let name = std::str::from_utf8(c.take(len, "file name")?)
+            .map_err(|_| IndexError::format("a file name is not UTF-8"))?;
+        let len = usize::try_from(c.u64("file length")?)
+            .map_err(|_| IndexError::format("a file is larger than memory"))?;
+        let data = c.take(len, "file data")?;
+        if files.iter().any(|(n, _)| *n == name) {
+            return Err(IndexError::format(format!("file `{name}` appears twice")));
+        }
+        files.push((name, data));
+    }
+    if !c.0.is_empty() {
+        return Err(IndexError::format("trailing bytes after the last file"));
+    }
+    Ok(files)
+}
+
+/// An opened search index, ready to answer queries. Cheap to share (`Send + Sync`).
+pub struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    len: usize,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens an index serialized by [`build_index_bytes`]; the files are copied into a `RamDirectory`.
+///
+/// # Errors
+/// When the bytes are not a well-formed container or tantivy cannot open the index in it.
+pub fn open_index(bytes: &[u8]) -> Result<SearchIndex, IndexError> {
+    let dir = RamDirectory::create();
+    for (name, data) in unpack(bytes)? {
+        dir.atomic_write(Path::new(name), data)
+            .map_err(|e| IndexError::tantivy("loading an index file", e))?;
+    }
+    let index = Index::open(dir).map_err(|e| IndexError::tantivy("opening the index", e))?;
+    register_analyzers(&index);
+    let fields = fields_of(&index.schema())?;
+    let reader = index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .try_into()
+        .map_err(|e| IndexError::tantivy("opening a reader", e))?;
+    let searcher = reader.searcher();
+    let len = searcher.num_docs() as usize;
+    Ok(SearchIndex {
+        index,
+        reader,
+        fields,
+        len,
+    })
+}
+
+impl SearchIndex {
+    /// Number of indexed tools (documents).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when no tool is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The underlying tantivy index.
+    pub fn tantivy(&self) -> &Index {
+        &self.index
+    }
+
+    /// The analyzed query terms, per searched field, as `(field name, terms)`; for diagnostics and
+    /// tests of what a query matches on.
+    pub fn query_terms(&self, query: &str) -> Vec<(String, Vec<String>)> {
+        let schema = self.index.schema();
+        let terms = QueryTerms::of(query);
+        self.fields
+            .weighted()
+            .iter()
+            .map(|&(field, _, english)| {
+                let list = terms.for_field(&self.fields, field, english);
+                (
+                    schema.get_field_name(field).to_string(),
+                    list.iter().cloned().collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// BM25 search: the best `limit` tools whose bit is set in `allowed`, as `(tool index,
+    /// score)`, best first (ties in catalog order).
+    ///
+    /// `allowed` is a bitset in the table layout (bit `i` = tool `i`); bits past its end count as
+    /// unset. The filter runs inside the collector, so the top `limit` are filled from allowed
+    /// tools only. Scores are tantivy BM25 sums over fields and terms, times the field boosts;
+    /// they are comparable only within one query. An empty or all-stop-word query returns nothing.
+    ///
+    /// # Errors
+    /// When tantivy fails while searching.
+    pub fn search(
+        &self,
+        query: &str,
+        allowed: &[u64],
+        limit: usize,
+    ) -> Result<Vec<(u32, f32)>, IndexError> {
+        if limit == 0 || self.len == 0 {
+            return Ok(Vec::new());
+        }
+        let terms = QueryTerms::of(query);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (field, boost, english) in self.fields.weighted() {
+            let list = terms.for_field(&self.fields, field, english);
+            for text in list.iter().take(MAX_QUERY_TERMS) {
+                let term = Term::from_field_text(field, text);
+                let q = TermQuery::new(term, IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+            }
+        }
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = BooleanQuery::new(clauses);
+        let allowed: Arc<[u64]> = Arc::from(allowed);
+        let filter = move |tool: u64| {
+            let i = tool as usize;
+            i / 64 < allowed.len() && bit(&allowed, i)
+        };
+        let collector = FilterCollector::new(
+            "tool".to_string(),
+            filter,
+            TopDocs::with_limit(limit).order_by_score(),
+        );
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(&query, &collector)
+            .map_err(|e| IndexError::tantivy("searching", e))?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let reader = searcher.segment_reader(address.segment_ord);
+            let column = reader
+                .fast_fields()
+                .u64("tool")
+                .map_err(|e| IndexError::tantivy("reading the `tool` field", e))?;
+            if let Some(tool) = column.first(address.doc_id) {
+                hits.push((tool as u32, score));
+            }
+        }
+        // Equal scores keep catalog order, whatever order the collector left them in.
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(hits)
+    }
+}
+
+/// A query's terms, analyzed once per analyzer.
+struct QueryTerms {
+    /// Whole whitespace-separated words, lower-cased (for the `name` field).
+    names: BTreeSet<String>,
+    /// English-analyzed words of the query text.
+    words: BTreeSet<String>,
+    /// `words` plus the English-analyzed [`split_name`] parts of each word (for `name_parts`), so
+    /// `createPullRequest` in a query also matches `create`, `pull` and `request`.
+    with_parts: BTreeSet<String>,
+}
+
+impl QueryTerms {
+    fn of(query: &str) -> Self {
+        let mut names = BTreeSet::new();
+        for word in query.split_whitespace() {
+            let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'));
+            if !word.is_empty() {
+                names.insert(word.to_lowercase());
+            }
+        }
+        let mut english = english_analyzer();
+        let words = analyze(&mut english, query);
+        let mut with_parts = words.clone();
+        let split: Vec<String> = query
+            .split_whitespace()
+            .flat_map(split_name)
+            .collect::<Vec<_>>();
+        with_parts.extend(analyze(&mut english, &split.join(" ")));
+        QueryTerms {
+            names,
+            words,
+            with_parts,
+        }
+    }
+}
+
+impl QueryTerms {
+    /// The terms searched in `field`.
+    fn for_field(&self, fields: &Fields, field: Field, english: bool) -> &BTreeSet<String> {
+        if field == fields.name_parts {
+            &self.with_parts
+        } else if english {
+            &self.words
+        } else {
+            &self.names
+        }
+    }
+}
+
+fn analyze(analyzer: &mut TextAnalyzer, text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stream = analyzer.token_stream(text);
+    stream.process(&mut |token| {
+        out.insert(token.text.clone());
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// Tables for `tools` = `(name, description, keywords, input_schema)`, one bitset column each.
+    fn tables(tools: &[(&str, &str, &[&str], Option<&str>)]) -> Tables {
+        let len = tools.len();
+        let words = len.div_ceil(64);
+        let strs =
+            |f: &dyn Fn(&(&str, &str, &[&str], Option<&str>)) -> String| -> crate::tables::Strs {
+                tools
+                    .iter()
+                    .map(|t| Cow::Owned(f(t)))
+                    .collect::<Vec<_>>()
+                    .into()
+            };
+        let none_u32: Vec<Option<u32>> = vec![None; len];
+        Tables {
+            len,
+            words,
+            names: strs(&|t| t.0.rsplit("__").next().unwrap_or(t.0).to_string()),
+            exported_names: strs(&|t| t.0.to_string()),
+            descriptions: strs(&|t| t.1.to_string()),
+            keywords: tools
+                .iter()
+                .map(|t| {
+                    let k: crate::tables::Strs =
+                        t.2.iter()
+                            .map(|s| Cow::Owned(s.to_string()))
+                            .collect::<Vec<_>>()
+                            .into();
+                    k
+                })
+                .collect::<Vec<_>>()
+                .into(),
+            owners: strs(&|_| "team".to_string()),
+            visibility: vec![0; len].into(),
+            tier: vec![0; len].into(),
+            effect: vec![0; len].into(),
+            exposure: vec![0; len].into(),
+            status: vec![0; len].into(),
+            idempotent: vec![0; words].into(),
+            open_world: vec![0; words].into(),
+            source: vec![crate::tables::SOURCE_LOCAL; len].into(),
+            requires: vec![Cow::Owned(Vec::new()); len].into(),
+            pair: none_u32.clone().into(),
+            replaced_by: none_u32.into(),
+            removal: vec![None; len].into(),
+            rate_limit: vec![None; len].into(),
+            input_schema: tools
+                .iter()
+                .map(|t| t.3.map(|s| Cow::Owned(s.to_string())))
+                .collect::<Vec<_>>()
+                .into(),
+            profile_names: vec![Cow::Borrowed("full")].into(),
+            profile_descriptions: vec![Cow::Borrowed("every tool")].into(),
+            profile_max_inline: vec![None].into(),
+            profile_bits: vec![u64::MAX; words].into(),
+            toolset_names: Vec::new().into(),
+            toolset_descriptions: Vec::new().into(),
+            toolset_bits: Vec::new().into(),
+            preset_names: Vec::new().into(),
+            preset_descriptions: Vec::new().into(),
+            preset_profile: Vec::new().into(),
+            preset_toolsets: Vec::new().into(),
+            server_names: Vec::new().into(),
+            server_descriptions: Vec::new().into(),
+            server_namespaces: Vec::new().into(),
+            server_commands: Vec::new().into(),
+            server_args: Vec::new().into(),
+            server_urls: Vec::new().into(),
+            tier_bits: vec![0; 3 * words].into(),
+            effect_bits: vec![0; 3 * words].into(),
+            scope_bits: vec![0; 3 * words].into(),
+            visibility_bits: vec![0; 2 * words].into(),
+            status_bits: vec![0; 3 * words].into(),
+        }
+    }
+
+    fn sample() -> Tables {
+        tables(&[
+            (
+                "read_file",
+                "Read the contents of a file in the workspace.",
+                &["open", "cat"],
+                None,
+            ),
+            (
+                "write_file",
+                "Create or overwrite a file with new contents.",
+                &["save"],
+                None,
+            ),
+            (
+                "github__createPullRequest",
+                "Open a pull request from a branch.",
+                &["pr", "merge request"],
+                Some(
+                    r#"{"type":"object","properties":{"head_branch":{"type":"string","description":"Branch holding the changes"},"base":{"type":"string"}}}"#,
+                ),
+            ),
+            (
+                "github__list_issues",
+                "List issues of a repository.",
+                &["bugs", "tickets"],
+                None,
+            ),
+            (
+                "run-shell-command",
+                "Execute a command in a shell and return its output.",
+                &["bash", "terminal"],
+                None,
+            ),
+        ])
+    }
+
+    fn all(len: usize) -> Vec<u64> {
+        let mut set = vec![0u64; len.div_ceil(64)];
+        for i in 0..len {
+            crate::tables::set_bit(&mut set, i);
+        }
+        set
+    }
+
+    #[test]
+    fn split_name_handles_every_convention() {
+        let cases: &[(&str, &[&str])] = &[
+            ("createPullRequest", &["create", "pull", "request"]),
+            ("create_pull_request", &["create", "pull", "request"]),
+            ("create-pull-request", &["create", "pull", "request"]),
+            (
+                "github__create_pull_request",
+                &["github", "create", "pull", "request"],
+            ),
+            ("HTTPServer", &["http", "server"]),
+            ("getHTTPResponseCode", &["get", "http", "response", "code"]),
+            ("s3Bucket", &["s3", "bucket"]),
+            ("NS__listIssues", &["ns", "list", "issues"]),
+            ("already lower", &["already", "lower"]),
+            ("", &[]),
+            ("__", &[]),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(split_name(input), *expected, "split_name({input:?})");
+        }
+    }
+
+    #[test]
+    fn round_trip_through_bytes_keeps_every_tool() {
+        let t = sample();
+        let bytes = build_index_bytes(&t, &[]).expect("index builds");
+        let index = open_index(&bytes).expect("index opens");
+        assert_eq!(index.len(), t.len);
+        // Every tool is findable by its own exported name, and comes first.
+        for i in 0..t.len {
+            let hits = index
+                .search(&t.exported_names[i], &all(t.len), 3)
+                .expect("search runs");
+            assert_eq!(
+                hits.first().map(|h| h.0),
+                Some(i as u32),
+                "{}",
+                t.exported_names[i]
+            );
+        }
+    }
+
+    #[test]
+    fn build_is_deterministic() {
+        let t = sample();
+        let a = build_index_bytes(&t, &[]).expect("index builds");
+        let b = build_index_bytes(&t, &[]).expect("index builds");
+        assert!(a == b, "two builds of the same tables differ");
+    }
+
+    #[test]
+    fn ranks_on_name_parts_keywords_description_and_params() {
+        let t = sample();
+        let params = vec![
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec!["workingDirectory".to_string()],
+        ];
+        let index = open_index(&build_index_bytes(&t, &params).expect("builds")).expect("opens");
+        let top = |q: &str| index.search(q, &all(t.len), 5).expect("search runs");
+        // name parts of a camelCase name, stemmed ("requests" → "request")
+        assert_eq!(top("pull requests")[0].0, 2);
+        // keywords
+        assert_eq!(top("tickets")[0].0, 3);
+        assert_eq!(top("terminal")[0].0, 4);
+        // description only
+        assert_eq!(top("repository")[0].0, 3);
+        // parameter name from the declared input_schema, split
+        assert_eq!(top("head")[0].0, 2);
+        // parameter description
+        assert_eq!(top("changes")[0].0, 2);
+        // parameter names passed in for a local tool
+        assert_eq!(top("working directory")[0].0, 4);
+        // a camelCase query matches the name parts too
+        assert_eq!(top("listIssues")[0].0, 3);
+        // the exact name as a word inside a sentence
+        assert_eq!(top("please use read_file now")[0].0, 0);
+    }
+
+    #[test]
+    fn filter_keeps_disallowed_tools_out_and_fills_top_k() {
+        let t = sample();
+        let index = open_index(&build_index_bytes(&t, &[]).expect("builds")).expect("opens");
+        // "file" matches tools 0 and 1; allow only tool 1.
+        let mut allowed = vec![0u64; 1];
+        crate::tables::set_bit(&mut allowed, 1);
+        let hits = index.search("file", &allowed, 1).expect("search runs");
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
+        let none = index.search("file", &[], 5).expect("search runs");
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn hostile_queries_do_not_fail() {
+        let t = sample();
+        let index = open_index(&build_index_bytes(&t, &[]).expect("builds")).expect("opens");
+        for q in [
+            "",
+            "   ",
+            "the a of",
+            "\"unclosed",
+            "a:b AND (",
+            "*",
+            "file)))",
+            "ümlaut ß",
+        ] {
+            index.search(q, &all(t.len), 5).expect("search runs");
+        }
+        assert!(index
+            .search("the of", &all(t.len), 5)
+            .expect("runs")
+            .is_empty());
+        assert!(index
+            .search("file", &all(t.len), 0)
+            .expect("runs")
+            .is_empty());
+    }
+
+    #[test]
+    fn malformed_bytes_are_errors() {
+        let t = sample();
+        let bytes = build_index_bytes(&t, &[]).expect("builds");
+        assert!(open_index(&[]).is_err());
+        assert!(open_index(b"not an index at all").is_err());
+        assert!(open_index(&bytes[..bytes.len() - 1]).is_err());
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(open_index(&extra).is_err());
+        let mut version = bytes;
+        version[8] = 99;
+        assert!(open_index(&version).is_err());
+    }
+
+    #[test]
+    fn empty_catalog_builds_and_searches() {
+        let t = tables(&[]);
+        let index = open_index(&build_index_bytes(&t, &[]).expect("builds")).expect("opens");
+        assert!(index.is_empty());
+        assert!(index.search("anything", &[], 5).expect("runs").is_empty());
+    }
+}
