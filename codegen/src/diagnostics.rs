@@ -4,11 +4,21 @@
 //! ```text
 //! PATH:LINE:COL: error[CODE]: message
 //!    |
-//! 12 | name = "read_file"
+//! 12 | name = "read file"
 //!    |        ^^^^^^^^^^^ label
+//!    |
 //!    = help: the fix
 //! ```
+//! The first line is ours (the `PATH:LINE:COL` form editors and CI annotators jump to); the excerpt
+//! below it is rendered by `annotate-snippets`, in plain ASCII without colour. `LINE` and `COL` are
+//! 1-based and `COL` counts characters, not bytes. A diagnostic whose span is `0..0` is about the
+//! file as a whole and renders without an excerpt.
+//!
 //! Errors are collected, never thrown one at a time: a user sees every problem of a file at once.
+//! The codes and the rule behind each are listed in [`crate::validate`].
+
+use annotate_snippets::renderer::DecorStyle;
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
 use crate::model::Span;
 
@@ -17,6 +27,16 @@ use crate::model::Span;
 pub enum Severity {
     Warning,
     Error,
+}
+
+impl Severity {
+    /// `error` or `warning`, as rendered.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
 }
 
 /// One finding about a catalog file.
@@ -33,4 +53,301 @@ pub struct Diagnostic {
     pub label: Option<String>,
     /// The fix.
     pub help: Option<String>,
+    /// Other places that explain the fault (the first declaration of a duplicate, the other half
+    /// of a pair), each with a short label; rendered as secondary annotations in the excerpt.
+    pub related: Vec<(Span, String)>,
+}
+
+impl Diagnostic {
+    /// An error with `code` about the source text at `span`.
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic::new(Severity::Error, code, message, span)
+    }
+
+    /// A warning with `code` about the source text at `span`.
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic::new(Severity::Warning, code, message, span)
+    }
+
+    fn new(severity: Severity, code: &'static str, message: impl Into<String>, span: Span) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            message: message.into(),
+            span,
+            label: None,
+            help: None,
+            related: Vec::new(),
+        }
+    }
+
+    /// Sets the text under the caret.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets the fix.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a secondary place, shown in the excerpt with its own label. Empty spans are ignored.
+    pub fn with_related(mut self, span: Span, label: impl Into<String>) -> Self {
+        if span != (0..0) {
+            self.related.push((span, label.into()));
+        }
+        self
+    }
+
+    /// Whether this diagnostic fails the build.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The 1-based `(line, column)` of the start of the span in `source`; the column counts
+    /// characters. `(1, 1)` for a `0..0` span.
+    pub fn line_col(&self, source: &str) -> (usize, usize) {
+        line_col(source, self.span.start)
+    }
+
+    /// The first line alone: `PATH:LINE:COL: error[CODE]: message`.
+    pub fn headline(&self, path: &str, source: &str) -> String {
+        let (line, col) = self.line_col(source);
+        format!(
+            "{path}:{line}:{col}: {}[{}]: {}",
+            self.severity.as_str(),
+            self.code,
+            self.message
+        )
+    }
+
+    /// Renders the diagnostic: the headline, then (unless the span is `0..0`) the source line with
+    /// a caret under the span and the label, then the `help:` line. Plain text, no ANSI colour,
+    /// ends with a newline.
+    pub fn render(&self, path: &str, source: &str) -> String {
+        let mut out = self.headline(path, source);
+        out.push('\n');
+        let level = match self.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let mut group = Group::with_level(level);
+        if self.span != (0..0) {
+            let primary = clamp(source, &self.span);
+            let mut snippet = Snippet::source(source).annotation(
+                AnnotationKind::Primary
+                    .span(primary)
+                    .label(self.label.as_deref()),
+            );
+            for (span, label) in &self.related {
+                snippet = snippet.annotation(
+                    AnnotationKind::Context
+                        .span(clamp(source, span))
+                        .label(label.as_str()),
+                );
+            }
+            group = group.element(snippet);
+        } else if let Some(label) = &self.label {
+            group = group.element(Level::NOTE.message(label.as_str()));
+        }
+        if let Some(help) = &self.help {
+            group = group.element(Level::HELP.message(help.as_str()));
+        }
+        if !group.is_empty() {
+            let renderer = Renderer::plain().decor_style(DecorStyle::Ascii);
+            let body = renderer.render(&[group]);
+            for line in body.lines() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Renders every diagnostic, in order, separated by blank lines, followed by a summary line
+/// (`error: 3 errors and 1 warning in PATH`) when there is at least one diagnostic.
+pub fn render_all(diagnostics: &[Diagnostic], path: &str, source: &str) -> String {
+    let mut out = String::new();
+    for d in diagnostics {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&d.render(path, source));
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - errors;
+    if !diagnostics.is_empty() {
+        let plural = |n: usize, word: &str| {
+            if n == 1 {
+                format!("1 {word}")
+            } else {
+                format!("{n} {word}s")
+            }
+        };
+        let summary = match (errors, warnings) {
+            (0, w) => format!("warning: {} in {path}", plural(w, "warning")),
+            (e, 0) => format!("error: {} in {path}", plural(e, "error")),
+            (e, w) => format!(
+                "error: {} and {} in {path}",
+                plural(e, "error"),
+                plural(w, "warning")
+            ),
+        };
+        out.push('\n');
+        out.push_str(&summary);
+        out.push('\n');
+    }
+    out
+}
+
+/// The candidate closest to `word`, if one is close enough to be a likely misspelling.
+///
+/// Case and the `_`/`-` distinction are ignored (`Read_Only` suggests `read-only`); otherwise a
+/// candidate qualifies when its edit distance is at most a third of the longer word (at least 1),
+/// or when the two share a long common start (Jaro-Winkler similarity ≥ 0.83: `destroy` suggests
+/// `destructive`). Among qualifying candidates the smallest distance wins, then the first given.
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let normal = |s: &str| s.to_lowercase().replace('_', "-");
+    let word_n = normal(word);
+    let mut best: Option<(usize, &'a str)> = None;
+    for candidate in candidates {
+        let cand_n = normal(candidate);
+        let distance = strsim::damerau_levenshtein(&word_n, &cand_n);
+        let longest = word_n.chars().count().max(cand_n.chars().count());
+        let close =
+            distance <= (longest / 3).max(1) || strsim::jaro_winkler(&word_n, &cand_n) >= 0.83;
+        if close && best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// The 1-based `(line, column)` of byte `offset` in `source`; the column counts characters.
+/// Offsets past the end or inside a character are moved back to the nearest character boundary.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = floor_char_boundary(source, offset);
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = source[line_start..offset].chars().count() + 1;
+    (line, col)
+}
+
+/// `span` moved inside `source` and onto character boundaries, so rendering never panics on a
+/// span that came from a different text.
+fn clamp(source: &str, span: &Span) -> Span {
+    let start = floor_char_boundary(source, span.start);
+    let end = floor_char_boundary(source, span.end.max(start));
+    start..end
+}
+
+fn floor_char_boundary(source: &str, offset: usize) -> usize {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "[[tool]]\nname = \"réad file\"\ntier = \"silent\"\n";
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let at = SOURCE.find("file").unwrap();
+        assert_eq!(line_col(SOURCE, at), (2, 14));
+        assert_eq!(line_col(SOURCE, 0), (1, 1));
+        assert_eq!(line_col(SOURCE, SOURCE.len() + 10), (4, 1));
+    }
+
+    #[test]
+    fn renders_headline_excerpt_and_help() {
+        let start = SOURCE.find("\"réad").unwrap();
+        let d = Diagnostic::error(
+            "E0202",
+            "tool name `réad file` has characters outside `a-zA-Z0-9_-`",
+            start..start + "\"réad file\"".len(),
+        )
+        .with_label("not allowed in a tool name")
+        .with_help("use ASCII letters, digits, `_` and `-`, e.g. `read_file`");
+        let text = d.render("tools.toml", SOURCE);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "tools.toml:2:8: error[E0202]: tool name `réad file` has characters outside `a-zA-Z0-9_-`"
+        );
+        assert!(text.contains("2 | name = \"réad file\""), "{text}");
+        let caret = lines
+            .iter()
+            .find(|l| l.contains('^'))
+            .expect("a caret line");
+        assert!(
+            caret.ends_with("^^^^^^^^^^^ not allowed in a tool name"),
+            "{text}"
+        );
+        assert!(
+            lines.last().unwrap().contains("help: use ASCII letters"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "no ANSI colour by default");
+    }
+
+    #[test]
+    fn empty_span_renders_without_excerpt() {
+        let d = Diagnostic::warning("W0501", "whole file", 0..0).with_help("fix it");
+        let text = d.render("t.toml", SOURCE);
+        assert!(text.starts_with("t.toml:1:1: warning[W0501]: whole file\n"));
+        assert!(!text.contains(" | "), "{text}");
+        assert!(text.contains("help: fix it"), "{text}");
+    }
+
+    #[test]
+    fn spans_outside_the_source_do_not_panic() {
+        let d = Diagnostic::error("E0100", "x", 500..900).with_related(3..1000, "y");
+        let _ = d.render("t.toml", SOURCE);
+        let d = Diagnostic::error("E0100", "x", 11..12); // inside `é`
+        let _ = d.render("t.toml", SOURCE);
+    }
+
+    #[test]
+    fn did_you_mean_finds_misspellings_only() {
+        let tiers = ["silent", "gated", "loop"];
+        assert_eq!(did_you_mean("silnet", tiers), Some("silent"));
+        assert_eq!(did_you_mean("Gated", tiers), Some("gated"));
+        assert_eq!(did_you_mean("approval", tiers), None);
+        let exposures = ["read-only", "staging", "full", "excluded"];
+        assert_eq!(did_you_mean("read_only", exposures), Some("read-only"));
+        assert_eq!(did_you_mean("readonly", exposures), Some("read-only"));
+        assert_eq!(
+            did_you_mean("destroy", ["read", "write", "destructive"]),
+            Some("destructive")
+        );
+        assert_eq!(
+            did_you_mean("profiles", ["profile", "toolset"]),
+            Some("profile")
+        );
+    }
+
+    #[test]
+    fn render_all_summarises() {
+        let ds = vec![
+            Diagnostic::error("E0411", "a", 0..0),
+            Diagnostic::warning("W0501", "b", 0..0),
+        ];
+        let text = render_all(&ds, "t.toml", SOURCE);
+        assert!(
+            text.ends_with("error: 1 error and 1 warning in t.toml\n"),
+            "{text}"
+        );
+    }
 }

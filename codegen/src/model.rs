@@ -312,6 +312,36 @@ impl Status {
 /// when `E` ≤ `S` (`excluded` is listed nowhere).
 pub type Scope = Exposure;
 
+/// Whether `name` is a valid name of a tool, profile, toolset, preset, server or namespace: one
+/// or more ASCII letters, digits, `_` and `-` (the charset of `^[a-zA-Z0-9_-]{1,64}$`, the tool
+/// name rule of OpenAI and Anthropic).
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The longest exported tool name every export target accepts (OpenAI and Anthropic: 64).
+pub const MAX_EXPORTED_NAME: usize = 64;
+
+/// Parses a `rate_limit` (`N/sec`, `N/min` or `N/hour`, `N` ≥ 1) into `(calls, window seconds)`;
+/// `None` when it is malformed.
+pub fn parse_rate_limit(text: &str) -> Option<(u32, u32)> {
+    let (calls, window) = text.split_once('/')?;
+    if calls.is_empty() || !calls.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let calls: u32 = calls.parse().ok().filter(|&n| n >= 1)?;
+    let seconds = match window {
+        "sec" => 1,
+        "min" => 60,
+        "hour" => 3600,
+        _ => return None,
+    };
+    Some((calls, seconds))
+}
+
 /// Field names of a `[[tool]]` row, as the loader accepts them, in legend order.
 pub fn tool_fields() -> Vec<String> {
     schema_fields::<ToolDecl>()
@@ -326,6 +356,43 @@ pub fn table_fields(table: &str) -> Option<Vec<String>> {
         "preset" => schema_fields::<PresetDecl>(),
         _ => return None,
     })
+}
+
+/// The top-level tables of `tools.toml` (`mcp_server`, `profile`, `toolset`, `preset`, `tool`), in
+/// declaration order of [`CatalogFile`].
+pub fn catalog_tables() -> Vec<String> {
+    schema_fields::<CatalogFile>()
+}
+
+/// Fields a `[[tool]]` row must write (those without a default), in legend order.
+pub fn required_tool_fields() -> Vec<String> {
+    schema_required::<ToolDecl>()
+}
+
+/// Fields each entry of a side table (`mcp_server`, `profile`, `toolset`, `preset`) must write.
+pub fn required_table_fields(table: &str) -> Option<Vec<String>> {
+    Some(match table {
+        "mcp_server" => schema_required::<McpServerDecl>(),
+        "profile" => schema_required::<ProfileDecl>(),
+        "toolset" => schema_required::<ToolsetDecl>(),
+        "preset" => schema_required::<PresetDecl>(),
+        _ => return None,
+    })
+}
+
+/// The `required` property names schemars derives for `T` (fields without a serde default).
+fn schema_required<T: JsonSchema>() -> Vec<String> {
+    let schema = schemars::schema_for!(T);
+    schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The property names schemars derives for `T`, in declaration order.

@@ -1,10 +1,1471 @@
 //! The rules every catalog must follow, each with a stable code.
+//!
+//! [`validate`] checks a [`Loaded`] catalog and returns every finding, errors and warnings, in
+//! source order; it never stops at the first and never panics. Codes are stable: tests, docs and
+//! users' scripts refer to them. Each rule, and why it exists:
+//!
+//! **Reading the file** (reported by [`crate::load`]; validation never sees a file that fails them)
+//! - `E0100` TOML syntax error — nothing after it can be read reliably, so it is the only report.
+//! - `E0101` unknown field — a misspelt optional field would silently keep its default.
+//! - `E0102` unknown enum value (`tier`, `effect`, `visibility`, `exposure`, `status`) — each value
+//!   changes who may run or see a tool; guessing is not an option.
+//! - `E0103` value of the wrong type — as above; also a `removal` date written unquoted.
+//! - `E0104` missing required field — the legend's required fields (this includes a missing
+//!   `owner`; an empty one is `E0401`).
+//! - `E0105` unknown top-level table — `[profiles.x]` for `[profile.x]` would drop a whole table.
+//!
+//! **Names**
+//! - `E0201` duplicate tool name, compared on exported names (`NS__name` when the source server
+//!   has a `namespace`) — a name is how the model calls a tool; two tools cannot share one.
+//! - `E0202` a tool, profile, toolset, preset, server name or namespace outside `[a-zA-Z0-9_-]+`
+//!   — the charset of `^[a-zA-Z0-9_-]{1,64}$`, the name rule of OpenAI and Anthropic tools.
+//! - `E0203` exported name longer than 64 characters — the same rule's length limit.
+//! - `E0204` exported name starting with a digit or `-` — Gemini function declarations must start
+//!   with a letter or `_`, and every export target must accept every name.
+//!
+//! **References** (each with a did-you-mean)
+//! - `E0301` unknown profile in a tool's `profiles` or a preset's `profile` (`full` always exists).
+//! - `E0302` unknown toolset in a tool's `toolsets`, a toolset's `includes` or a preset's
+//!   `toolsets`.
+//! - `E0303` unknown tool in `requires`, `pair` or `replaced_by`; also a declared name shared by
+//!   tools of several namespaced servers, which must be referenced by exported name.
+//! - `E0304` `source` that is neither `local`, `loop` nor a declared `[mcp_server]`.
+//! - `E0305` toolset `includes` cycle, reported once per cycle with its path — expansion would
+//!   never end.
+//!
+//! **Rows and tables**
+//! - `E0401` empty `owner` — every tool needs someone who answers for it.
+//! - `E0402` `tier = "silent"` without `effect = "read"` — only a tool that changes nothing may run
+//!   without asking anyone.
+//! - `E0403` `effect = "destructive"` without `tier = "gated"` — deleting or overwriting needs
+//!   approval. (A silent destructive tool gets this error only: its fix also fixes `E0402`.)
+//! - `E0404` `exposure = "read-only"` without `effect = "read"` — a read-only MCP scope must not
+//!   list a tool that writes.
+//! - `E0405` `status = "deprecated"` without a `replaced_by` naming another existing, active tool
+//!   and a `removal` date — users of the tool need somewhere to go, and a date to go by.
+//! - `E0406` `pair` that is not symmetric (the twin must name this tool back), pairs a tool with
+//!   itself, or twins with the same `tier` — a pair is one capability offered at two tiers.
+//! - `E0407` a profile whose inline tools exceed its `max_inline`: toolsets are added in
+//!   declaration order, each adding its inline, non-deprecated tools the profile owns; the error
+//!   names the toolset whose addition tips the count over — the cap keeps per-turn token cost and
+//!   selection accuracy in bounds.
+//! - `E0408` a profile that owns a discoverable tool but not all of the discovery meta-tools
+//!   `tool_search`, `tool_describe`, `tool_call`, or that owns no inline tool at all; also a
+//!   discovery meta-tool that is itself discoverable — otherwise a discoverable tool can never be
+//!   found.
+//! - `E0409` tier `loop` or source `loop` on a tool that is not one of [`model::META_TOOLS`], or a
+//!   meta-tool without both — the loop tier means "implemented by the runtime itself".
+//! - `E0410` a tool in no toolset — it could never become visible.
+//! - `E0411` empty description (tools and every side table) — the model reads it to choose.
+//! - `E0412` `input_schema` on a local or loop tool (their schema comes from the handler's Rust
+//!   type), or an `input_schema` that is not a JSON object schema (`type`, when present, must be
+//!   `"object"`) — every export target requires object parameters.
+//! - `E0413` `rate_limit` not `N/sec`, `N/min` or `N/hour` with `N` ≥ 1.
+//! - `E0414` `removal` that is not a real `YYYY-MM-DD` date.
+//! - `E0415` `replaced_by` or `removal` on a tool that is not deprecated — stale lifecycle data.
+//! - `E0416` a tool that `requires` itself.
+//! - `E0417` not used: an unknown profile or toolset in a preset is `E0301`/`E0302`, as anywhere
+//!   else, so one fault has one code.
+//! - `E0418` `[profile.full]` with anything but a `description` — `full` is implicit and owns
+//!   every tool, so a cap or other settings would contradict it.
+//! - `E0419` `requires` naming a deprecated tool — deprecated tools are never planned into a
+//!   turn, so the requirement would silently not hold.
+//! - `E0420` `requires` leaving a profile: a declared profile owns the tool but not a tool it
+//!   requires — closing over `requires` would either leak the required tool past the profile's
+//!   capability boundary or leave the tool without what it needs.
+//! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), or with `args`
+//!   but no `command` — the runtime could not reach the server.
+//!
+//! **Warnings** (shown, never fail the build)
+//! - `W0501` sprawl: two tools whose normalised descriptions (lower-case words of letters and
+//!   digits, at least 4 each) share at least 90% of their distinct words (Jaccard index), unless
+//!   they are declared a `pair` or one replaces the other — near-identical options are where
+//!   tool selection goes wrong.
+//! - `W0502` the same name listed twice in one list (`profiles`, `toolsets`, `requires`, ...).
+//! - `W0503` a toolset with no tools, even after expanding `includes`.
 
-use crate::diagnostics::Diagnostic;
-use crate::load::Loaded;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::diagnostics::{did_you_mean, Diagnostic};
+use crate::load::{DeclSpans, Loaded, Resolved, ToolIndex};
+use crate::model::{
+    self, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME, META_TOOLS,
+    PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
+};
+
+/// The discovery meta-tools a profile needs to reach its discoverable tools.
+pub const DISCOVERY_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
+
+/// Jaccard index of description words at or above which two tools are reported as sprawl (W0501).
+pub const SPRAWL_THRESHOLD: f64 = 0.9;
+/// Descriptions with fewer distinct words than this are never compared for sprawl (W0501).
+pub const SPRAWL_MIN_WORDS: usize = 4;
 
 /// Checks every rule, returning all findings in source order.
 pub fn validate(loaded: &Loaded) -> Vec<Diagnostic> {
-    let _ = loaded;
-    todo!("validate::validate")
+    let mut checker = Checker::new(loaded);
+    checker.names();
+    checker.side_tables();
+    checker.references();
+    checker.toolset_cycles();
+    checker.rows();
+    checker.pairs();
+    checker.profiles();
+    checker.sprawl();
+    let mut out = checker.out;
+    out.sort_by_key(|d| d.span.start);
+    out
+}
+
+struct Checker<'a> {
+    loaded: &'a Loaded,
+    tools: &'a [ToolDecl],
+    spans: &'a [DeclSpans],
+    index: ToolIndex,
+    exported: Vec<String>,
+    out: Vec<Diagnostic>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(loaded: &'a Loaded) -> Self {
+        let exported = (0..loaded.file.tool.len())
+            .map(|i| loaded.exported_name(i))
+            .collect();
+        Checker {
+            loaded,
+            tools: &loaded.file.tool,
+            spans: &loaded.tool_spans,
+            index: loaded.tool_index(),
+            exported,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.out.push(d);
+    }
+
+    /// Spans of tool `i`; empty spans (pointing nowhere) if the load left none.
+    fn span(&self, i: usize) -> DeclSpans {
+        self.spans.get(i).cloned().unwrap_or_default()
+    }
+
+    fn declared_profiles(&self) -> impl Iterator<Item = &'a str> {
+        self.loaded.profiles.iter().map(|e| e.name.as_str())
+    }
+
+    fn profile_exists(&self, name: &str) -> bool {
+        name == PROFILE_FULL || self.loaded.file.profile.contains_key(name)
+    }
+
+    // ---- E0201, E0202, E0203, E0204 ----
+
+    fn names(&mut self) {
+        let mut first: HashMap<String, usize> = HashMap::new();
+        for i in 0..self.tools.len() {
+            let tool = &self.tools[i];
+            let spans = self.span(i);
+            let exported = self.exported[i].clone();
+            let namespaced = exported != tool.name;
+            if !model::is_valid_name(&tool.name) {
+                self.push(bad_name("tool", &tool.name, spans.value("name")));
+            } else if exported.len() > MAX_EXPORTED_NAME {
+                let what = if namespaced {
+                    format!(
+                        "exported name `{exported}` (namespace `{}__` included)",
+                        exported.split("__").next().unwrap_or("")
+                    )
+                } else {
+                    format!("tool name `{exported}`")
+                };
+                self.push(
+                    Diagnostic::error(
+                        "E0203",
+                        format!("{what} is {} characters, more than {MAX_EXPORTED_NAME}", exported.len()),
+                        spans.value("name"),
+                    )
+                    .with_label(format!("{} characters over the limit", exported.len() - MAX_EXPORTED_NAME))
+                    .with_help(format!(
+                        "shorten the name to at most {MAX_EXPORTED_NAME} characters in all: OpenAI and Anthropic reject longer tool names"
+                    )),
+                );
+            } else if !namespaced && !starts_like_identifier(&tool.name) {
+                self.push(
+                    Diagnostic::error(
+                        "E0204",
+                        format!("tool name `{}` must start with a letter or `_`", tool.name),
+                        spans.value("name"),
+                    )
+                    .with_label("starts with a digit or `-`")
+                    .with_help(format!(
+                        "rename it, e.g. `t_{}`: Gemini function declarations must start with a letter or `_`",
+                        tool.name.trim_start_matches('-')
+                    )),
+                );
+            }
+            match first.get(exported.as_str()) {
+                Some(&j) => {
+                    let what = if namespaced {
+                        "exported tool name"
+                    } else {
+                        "tool name"
+                    };
+                    let d = Diagnostic::error(
+                        "E0201",
+                        format!("duplicate {what} `{exported}`"),
+                        spans.value("name"),
+                    )
+                    .with_label("declared again here")
+                    .with_related(self.span(j).value("name"), "first declared here")
+                    .with_help("rename one of the two tools, or delete the repeated row");
+                    self.push(d);
+                }
+                None => {
+                    first.insert(exported, i);
+                }
+            }
+        }
+        for table in ["profile", "toolset", "preset", "mcp_server"] {
+            for entry in self.loaded.entries(table) {
+                if !model::is_valid_name(&entry.name) {
+                    let what = if table == "mcp_server" {
+                        "server"
+                    } else {
+                        table
+                    };
+                    self.out
+                        .push(bad_name(what, &entry.name, entry.spans.header.clone()));
+                }
+            }
+        }
+        for entry in &self.loaded.mcp_servers {
+            let Some(server) = self.loaded.file.mcp_server.get(&entry.name) else {
+                continue;
+            };
+            let Some(namespace) = &server.namespace else {
+                continue;
+            };
+            let span = entry.spans.value("namespace");
+            if !model::is_valid_name(namespace) {
+                self.out.push(bad_name("namespace", namespace, span));
+            } else if !starts_like_identifier(namespace) {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0204",
+                        format!("namespace `{namespace}` must start with a letter or `_`"),
+                        span,
+                    )
+                    .with_label("exported names would start with a digit or `-`")
+                    .with_help(
+                        "rename it: Gemini function declarations must start with a letter or `_`",
+                    ),
+                );
+            }
+        }
+    }
+
+    // ---- E0411 on side tables, E0418, E0421, W0502 on their lists ----
+
+    fn side_tables(&mut self) {
+        for table in ["mcp_server", "profile", "toolset", "preset"] {
+            for entry in self.loaded.entries(table) {
+                let description = match table {
+                    "mcp_server" => self
+                        .loaded
+                        .file
+                        .mcp_server
+                        .get(&entry.name)
+                        .map(|d| &d.description),
+                    "profile" => self
+                        .loaded
+                        .file
+                        .profile
+                        .get(&entry.name)
+                        .map(|d| &d.description),
+                    "toolset" => self
+                        .loaded
+                        .file
+                        .toolset
+                        .get(&entry.name)
+                        .map(|d| &d.description),
+                    _ => self
+                        .loaded
+                        .file
+                        .preset
+                        .get(&entry.name)
+                        .map(|d| &d.description),
+                };
+                if description.is_some_and(|d| d.trim().is_empty()) {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0411",
+                            format!("`[{table}.{}]` has an empty description", entry.name),
+                            entry.spans.value("description"),
+                        )
+                        .with_label("empty")
+                        .with_help("say in a sentence what it is for"),
+                    );
+                }
+            }
+        }
+        if let Some(spans) = self.loaded.entry("profile", PROFILE_FULL) {
+            for field in spans.keys.keys() {
+                if field != "description" {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0418",
+                            format!("the implicit profile `full` takes a `description` only, not `{field}`"),
+                            spans.key(field),
+                        )
+                        .with_label("not allowed on `full`")
+                        .with_help(format!(
+                            "remove `{field}`, or declare a profile of another name: `full` owns every tool"
+                        )),
+                    );
+                }
+            }
+        }
+        for entry in &self.loaded.mcp_servers {
+            let Some(server) = self.loaded.file.mcp_server.get(&entry.name) else {
+                continue;
+            };
+            let name = &entry.name;
+            match (&server.command, &server.url) {
+                (None, None) => self.out.push(
+                    Diagnostic::error(
+                        "E0421",
+                        format!("`[mcp_server.{name}]` has neither `command` nor `url`"),
+                        entry.spans.header.clone(),
+                    )
+                    .with_label("no transport")
+                    .with_help("add `command = \"...\"` (stdio) or `url = \"https://...\"` (streamable HTTP)"),
+                ),
+                (Some(_), Some(_)) => self.out.push(
+                    Diagnostic::error(
+                        "E0421",
+                        format!("`[mcp_server.{name}]` has both `command` and `url`"),
+                        entry.spans.key("url"),
+                    )
+                    .with_label("second transport")
+                    .with_related(entry.spans.key("command"), "first transport")
+                    .with_help("keep one: `command` for stdio or `url` for streamable HTTP"),
+                ),
+                _ => {}
+            }
+            if server.command.is_none() && !server.args.is_empty() {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0421",
+                        format!("`[mcp_server.{name}]` has `args` but no `command`"),
+                        entry.spans.key("args"),
+                    )
+                    .with_label("arguments of nothing")
+                    .with_help("add the `command` the arguments belong to, or remove `args`"),
+                );
+            }
+        }
+        for table in ["mcp_server", "toolset", "preset"] {
+            let field = match table {
+                "mcp_server" => continue, // `args` may legitimately repeat (`-v -v`)
+                "toolset" => "includes",
+                _ => "toolsets",
+            };
+            for entry in self.loaded.entries(table) {
+                let list: Vec<String> = match table {
+                    "toolset" => self
+                        .loaded
+                        .file
+                        .toolset
+                        .get(&entry.name)
+                        .map(|t| t.includes.clone()),
+                    _ => self
+                        .loaded
+                        .file
+                        .preset
+                        .get(&entry.name)
+                        .map(|p| p.toolsets.clone()),
+                }
+                .unwrap_or_default();
+                let what = format!("`[{table}.{}]`", entry.name);
+                let d = duplicates(&list, field, &what, &entry.spans);
+                self.out.extend(d);
+            }
+        }
+    }
+
+    // ---- E0301, E0302, E0303, E0304 ----
+
+    fn references(&mut self) {
+        let profiles: Vec<&str> = self
+            .declared_profiles()
+            .chain(std::iter::once(PROFILE_FULL))
+            .collect();
+        let toolsets: Vec<&str> = self
+            .loaded
+            .toolsets
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        for i in 0..self.tools.len() {
+            let tool = &self.tools[i];
+            let spans = self.span(i);
+            let what = format!("tool `{}`", tool.name);
+            for (k, profile) in tool.profiles.iter().enumerate() {
+                if !self.profile_exists(profile) {
+                    self.push(unknown(
+                        "E0301",
+                        "profile",
+                        profile,
+                        spans.item("profiles", k),
+                        &profiles,
+                    ));
+                }
+            }
+            for (k, toolset) in tool.toolsets.iter().enumerate() {
+                if !self.loaded.file.toolset.contains_key(toolset) {
+                    self.push(unknown(
+                        "E0302",
+                        "toolset",
+                        toolset,
+                        spans.item("toolsets", k),
+                        &toolsets,
+                    ));
+                }
+            }
+            for (field, names) in [
+                ("requires", tool.requires.clone()),
+                ("pair", tool.pair.iter().cloned().collect()),
+                ("replaced_by", tool.replaced_by.iter().cloned().collect()),
+            ] {
+                for (k, name) in names.iter().enumerate() {
+                    let span = if field == "requires" {
+                        spans.item(field, k)
+                    } else {
+                        spans.value(field)
+                    };
+                    match self.index.resolve(name) {
+                        Resolved::Tool(_) => {}
+                        Resolved::Unknown => {
+                            let candidates: Vec<&str> =
+                                self.tools.iter().map(|t| t.name.as_str()).collect();
+                            self.out
+                                .push(unknown("E0303", "tool", name, span, &candidates));
+                        }
+                        Resolved::Ambiguous(many) => {
+                            let options: Vec<String> = many
+                                .iter()
+                                .map(|&j| format!("`{}`", self.exported[j]))
+                                .collect();
+                            self.out.push(
+                                Diagnostic::error(
+                                    "E0303",
+                                    format!(
+                                        "tool name `{name}` in `{field}` of {what} is ambiguous"
+                                    ),
+                                    span,
+                                )
+                                .with_label("several namespaced tools have this name")
+                                .with_help(format!(
+                                    "write the exported name: {}",
+                                    options.join(" or ")
+                                )),
+                            );
+                        }
+                    }
+                }
+            }
+            let source = tool.source.as_str();
+            if source != SOURCE_LOCAL
+                && source != SOURCE_LOOP
+                && !self.loaded.file.mcp_server.contains_key(source)
+            {
+                let mut candidates: Vec<&str> = vec![SOURCE_LOCAL, SOURCE_LOOP];
+                candidates.extend(self.loaded.mcp_servers.iter().map(|e| e.name.as_str()));
+                let suggestion = did_you_mean(source, candidates.iter().copied());
+                let help = match suggestion {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!(
+                        "use `local` (a `#[tool]` handler), `loop` (a meta-tool) or declare `[mcp_server.{source}]`"
+                    ),
+                };
+                self.push(
+                    Diagnostic::error(
+                        "E0304",
+                        format!("unknown MCP server `{source}` in `source` of {what}"),
+                        spans.value("source"),
+                    )
+                    .with_label("no `[mcp_server]` of this name")
+                    .with_help(help),
+                );
+            }
+            let mut dups = Vec::new();
+            for field in ["profiles", "toolsets", "requires", "keywords"] {
+                let list = match field {
+                    "profiles" => &tool.profiles,
+                    "toolsets" => &tool.toolsets,
+                    "requires" => &tool.requires,
+                    _ => &tool.keywords,
+                };
+                dups.extend(duplicates(list, field, &what, &spans));
+            }
+            self.out.extend(dups);
+        }
+        for entry in &self.loaded.toolsets {
+            let Some(decl) = self.loaded.file.toolset.get(&entry.name) else {
+                continue;
+            };
+            for (k, name) in decl.includes.iter().enumerate() {
+                if !self.loaded.file.toolset.contains_key(name) {
+                    self.out.push(unknown(
+                        "E0302",
+                        "toolset",
+                        name,
+                        entry.spans.item("includes", k),
+                        &toolsets,
+                    ));
+                }
+            }
+        }
+        for entry in &self.loaded.presets {
+            let Some(decl) = self.loaded.file.preset.get(&entry.name) else {
+                continue;
+            };
+            if !self.profile_exists(&decl.profile) {
+                self.out.push(unknown(
+                    "E0301",
+                    "profile",
+                    &decl.profile,
+                    entry.spans.value("profile"),
+                    &profiles,
+                ));
+            }
+            for (k, name) in decl.toolsets.iter().enumerate() {
+                if !self.loaded.file.toolset.contains_key(name) {
+                    self.out.push(unknown(
+                        "E0302",
+                        "toolset",
+                        name,
+                        entry.spans.item("toolsets", k),
+                        &toolsets,
+                    ));
+                }
+            }
+        }
+    }
+
+    // ---- E0305 ----
+
+    fn toolset_cycles(&mut self) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Active,
+            Done,
+        }
+        let names: Vec<&str> = self
+            .loaded
+            .toolsets
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        let position: HashMap<&str, usize> =
+            names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let edges: Vec<Vec<(usize, usize)>> = self
+            .loaded
+            .toolsets
+            .iter()
+            .map(|entry| {
+                self.loaded
+                    .file
+                    .toolset
+                    .get(&entry.name)
+                    .map(|decl| {
+                        decl.includes
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(k, name)| position.get(name.as_str()).map(|&to| (to, k)))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut marks = vec![Mark::New; names.len()];
+        // Iterative depth-first search: a long `includes` chain must not overflow the stack.
+        for root in 0..names.len() {
+            if marks[root] != Mark::New {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            marks[root] = Mark::Active;
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                if let Some(&(to, item)) = edges[node].get(*next) {
+                    *next += 1;
+                    match marks[to] {
+                        Mark::New => {
+                            marks[to] = Mark::Active;
+                            stack.push((to, 0));
+                        }
+                        Mark::Active => {
+                            let start = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                            let mut path: Vec<String> = stack[start..]
+                                .iter()
+                                .map(|&(n, _)| format!("`{}`", names[n]))
+                                .collect();
+                            path.push(format!("`{}`", names[to]));
+                            let span = self.loaded.toolsets[node].spans.item("includes", item);
+                            self.out.push(
+                                Diagnostic::error(
+                                    "E0305",
+                                    format!(
+                                        "toolset `{}` includes itself: {}",
+                                        names[to],
+                                        path.join(" → ")
+                                    ),
+                                    span,
+                                )
+                                .with_label("closes the cycle")
+                                .with_related(
+                                    self.loaded.toolsets[to].spans.header.clone(),
+                                    "cycle starts here",
+                                )
+                                .with_help("remove one of the `includes` along the cycle"),
+                            );
+                        }
+                        Mark::Done => {}
+                    }
+                } else {
+                    marks[node] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+    }
+
+    // ---- per-row rules: E0401..E0405, E0409..E0416, E0419 ----
+
+    fn rows(&mut self) {
+        for i in 0..self.tools.len() {
+            let tool = &self.tools[i];
+            let spans = self.span(i);
+            let name = tool.name.as_str();
+            if tool.owner.trim().is_empty() {
+                self.push(
+                    Diagnostic::error("E0401", format!("tool `{name}` has an empty owner"), spans.value("owner"))
+                        .with_label("empty")
+                        .with_help("name the person or team who answers for the tool, e.g. `owner = \"team-name\"`"),
+                );
+            }
+            if tool.description.trim().is_empty() {
+                self.push(
+                    Diagnostic::error(
+                        "E0411",
+                        format!("tool `{name}` has an empty description"),
+                        spans.value("description"),
+                    )
+                    .with_label("empty")
+                    .with_help(
+                        "say what the tool does and when to use it: the model reads this to choose",
+                    ),
+                );
+            }
+            if tool.effect == EffectKind::Destructive && tool.tier != Tier::Gated {
+                self.push(
+                    Diagnostic::error(
+                        "E0403",
+                        format!(
+                            "destructive tool `{name}` must be gated, not `{}`",
+                            tool.tier
+                        ),
+                        spans.value("effect"),
+                    )
+                    .with_label("may delete or overwrite")
+                    .with_related(spans.value("tier"), format!("tier is `{}`", tool.tier))
+                    .with_help("set `tier = \"gated\"` so a call asks for approval first"),
+                );
+            } else if tool.tier == Tier::Silent && tool.effect != EffectKind::Read {
+                self.push(
+                    Diagnostic::error(
+                        "E0402",
+                        format!("silent tool `{name}` must have `effect = \"read\"`, not `{}`", tool.effect),
+                        spans.value("tier"),
+                    )
+                    .with_label("runs without asking anyone")
+                    .with_related(spans.value("effect"), format!("effect is `{}`", tool.effect))
+                    .with_help("set `tier = \"gated\"`, or `effect = \"read\"` if the tool changes nothing"),
+                );
+            }
+            if tool.exposure == Exposure::ReadOnly && tool.effect != EffectKind::Read {
+                self.push(
+                    Diagnostic::error(
+                        "E0404",
+                        format!("tool `{name}` with effect `{}` cannot have exposure `read-only`", tool.effect),
+                        spans.value("exposure"),
+                    )
+                    .with_label("listed in the read-only MCP scope")
+                    .with_related(spans.value("effect"), format!("effect is `{}`", tool.effect))
+                    .with_help("set `exposure = \"staging\"` or `\"full\"`, or `effect = \"read\"` if it changes nothing"),
+                );
+            }
+            self.meta_tool(i, &spans);
+            if tool.toolsets.is_empty() {
+                self.push(
+                    Diagnostic::error("E0410", format!("tool `{name}` is in no toolset"), spans.value("toolsets"))
+                        .with_label("no toolset")
+                        .with_help("add at least one toolset, e.g. `toolsets = [\"core\"]`: a tool in none can never become visible"),
+                );
+            }
+            self.input_schema(i, &spans);
+            if let Some(limit) = &tool.rate_limit {
+                if model::parse_rate_limit(limit).is_none() {
+                    self.push(
+                        Diagnostic::error(
+                            "E0413",
+                            format!("malformed rate limit `{limit}` on tool `{name}`"),
+                            spans.value("rate_limit"),
+                        )
+                        .with_label("not `N/sec`, `N/min` or `N/hour`")
+                        .with_help(
+                            "write calls per window with N ≥ 1, e.g. `rate_limit = \"10/min\"`",
+                        ),
+                    );
+                }
+            }
+            if let Some(removal) = &tool.removal {
+                if !is_date(removal) {
+                    self.push(
+                        Diagnostic::error(
+                            "E0414",
+                            format!("removal date `{removal}` of tool `{name}` is not a real date"),
+                            spans.value("removal"),
+                        )
+                        .with_label("not a `YYYY-MM-DD` calendar date")
+                        .with_help(
+                            "write a real date as `YYYY-MM-DD`, e.g. `removal = \"2030-01-31\"`",
+                        ),
+                    );
+                }
+            }
+            self.lifecycle(i, &spans);
+            for (k, required) in tool.requires.iter().enumerate() {
+                let Some(j) = self.index.get(required) else {
+                    continue;
+                };
+                if j == i {
+                    self.push(
+                        Diagnostic::error(
+                            "E0416",
+                            format!("tool `{name}` requires itself"),
+                            spans.item("requires", k),
+                        )
+                        .with_label("the tool itself")
+                        .with_help(format!("remove `\"{required}\"` from `requires`")),
+                    );
+                } else if self.tools[j].status == Status::Deprecated
+                    && tool.status != Status::Deprecated
+                {
+                    let replacement = self.tools[j]
+                        .replaced_by
+                        .as_deref()
+                        .map(|r| format!("require its replacement `{r}` instead"))
+                        .unwrap_or_else(|| "require an active tool instead".to_string());
+                    self.push(
+                        Diagnostic::error(
+                            "E0419",
+                            format!("tool `{name}` requires deprecated tool `{required}`"),
+                            spans.item("requires", k),
+                        )
+                        .with_label("deprecated tools are never shown")
+                        .with_help(replacement),
+                    );
+                }
+            }
+        }
+    }
+
+    fn meta_tool(&mut self, i: usize, spans: &DeclSpans) {
+        let tool = &self.tools[i];
+        let name = tool.name.as_str();
+        let is_meta = META_TOOLS.contains(&name);
+        let meta_list = META_TOOLS.map(|m| format!("`{m}`")).join(", ");
+        if is_meta {
+            if tool.tier != Tier::Loop {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0409",
+                        format!("discovery meta-tool `{name}` must have tier `loop`"),
+                        spans.value("tier"),
+                    )
+                    .with_label(format!("tier is `{}`", tool.tier))
+                    .with_help("set `tier = \"loop\"`: meta-tools are part of the loop itself"),
+                );
+            }
+            if tool.source != SOURCE_LOOP {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0409",
+                        format!("discovery meta-tool `{name}` must have source `loop`"),
+                        spans.value("source"),
+                    )
+                    .with_label(format!("source is `{}`", tool.source))
+                    .with_help("set `source = \"loop\"`: the runtime implements the meta-tools"),
+                );
+            }
+        } else {
+            if tool.tier == Tier::Loop {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0409",
+                        format!(
+                            "tier `loop` is reserved for the discovery meta-tools, not `{name}`"
+                        ),
+                        spans.value("tier"),
+                    )
+                    .with_label("only for meta-tools")
+                    .with_help(format!(
+                        "use `tier = \"silent\"` or `\"gated\"`; the meta-tools are {meta_list}"
+                    )),
+                );
+            }
+            if tool.source == SOURCE_LOOP {
+                self.out.push(
+                    Diagnostic::error("E0409", format!("source `loop` is reserved for the discovery meta-tools, not `{name}`"), spans.value("source"))
+                        .with_label("only for meta-tools")
+                        .with_help(format!("use `source = \"local\"` or an `[mcp_server]` name; the meta-tools are {meta_list}")),
+                );
+            }
+        }
+    }
+
+    fn input_schema(&mut self, i: usize, spans: &DeclSpans) {
+        let tool = &self.tools[i];
+        let Some(schema) = &tool.input_schema else {
+            return;
+        };
+        let name = tool.name.as_str();
+        let span = spans.key("input_schema");
+        if tool.source == SOURCE_LOCAL || tool.source == SOURCE_LOOP {
+            self.out.push(
+                Diagnostic::error("E0412", format!("{} tool `{name}` cannot declare `input_schema`", tool.source), span)
+                    .with_label("ignored: the schema comes from the handler")
+                    .with_help("remove `input_schema`: a local tool's schema is derived from its argument type"),
+            );
+            return;
+        }
+        let problem = match schema.as_object() {
+            None => Some("is not a JSON object".to_string()),
+            Some(object) => match object.get("type") {
+                None => None,
+                Some(serde_json::Value::String(t)) if t == "object" => None,
+                Some(other) => Some(format!("has `type` {other}, not \"object\"")),
+            },
+        };
+        if let Some(problem) = problem {
+            self.out.push(
+                Diagnostic::error("E0412", format!("`input_schema` of tool `{name}` {problem}"), spans.value("input_schema"))
+                    .with_label("not an object schema")
+                    .with_help("write a JSON Schema of an object, e.g. `input_schema = { type = \"object\", properties = {} }`"),
+            );
+        }
+    }
+
+    // ---- E0405, E0415 ----
+
+    fn lifecycle(&mut self, i: usize, spans: &DeclSpans) {
+        let tool = &self.tools[i];
+        let name = tool.name.as_str();
+        if tool.status != Status::Deprecated {
+            for field in ["replaced_by", "removal"] {
+                let present = match field {
+                    "replaced_by" => tool.replaced_by.is_some(),
+                    _ => tool.removal.is_some(),
+                };
+                if present {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0415",
+                            format!("`{field}` on tool `{name}`, which is not deprecated"),
+                            spans.key(field),
+                        )
+                        .with_label(format!("status is `{}`", tool.status))
+                        .with_help(format!(
+                            "remove `{field}`, or set `status = \"deprecated\"`"
+                        )),
+                    );
+                }
+            }
+            return;
+        }
+        let status = spans.value("status");
+        match &tool.replaced_by {
+            None => self.out.push(
+                Diagnostic::error(
+                    "E0405",
+                    format!("deprecated tool `{name}` has no `replaced_by`"),
+                    status.clone(),
+                )
+                .with_label("deprecated without a replacement")
+                .with_help("add `replaced_by = \"...\"` naming the active tool to use instead"),
+            ),
+            Some(replacement) => match self.index.get(replacement) {
+                None => {} // E0303 already
+                Some(j) if j == i => self.out.push(
+                    Diagnostic::error(
+                        "E0405",
+                        format!("deprecated tool `{name}` is replaced by itself"),
+                        spans.value("replaced_by"),
+                    )
+                    .with_label("the tool itself")
+                    .with_help("name the active tool that takes over"),
+                ),
+                Some(j) if self.tools[j].status != Status::Active => self.out.push(
+                    Diagnostic::error(
+                        "E0405",
+                        format!(
+                            "deprecated tool `{name}` is replaced by `{replacement}`, which is {}",
+                            self.tools[j].status
+                        ),
+                        spans.value("replaced_by"),
+                    )
+                    .with_label("not an active tool")
+                    .with_related(
+                        self.span(j).value("status"),
+                        format!("status is `{}`", self.tools[j].status),
+                    )
+                    .with_help("name an active tool, or make the replacement active first"),
+                ),
+                Some(_) => {}
+            },
+        }
+        if tool.removal.is_none() {
+            self.out.push(
+                Diagnostic::error(
+                    "E0405",
+                    format!("deprecated tool `{name}` has no `removal` date"),
+                    status,
+                )
+                .with_label("deprecated without a removal date")
+                .with_help("add `removal = \"YYYY-MM-DD\"`, the date the tool goes"),
+            );
+        }
+    }
+
+    // ---- E0406 ----
+
+    fn pairs(&mut self) {
+        for i in 0..self.tools.len() {
+            let tool = &self.tools[i];
+            let Some(pair) = &tool.pair else { continue };
+            let Some(j) = self.index.get(pair) else {
+                continue;
+            }; // E0303
+            let spans = self.span(i);
+            let name = tool.name.as_str();
+            if j == i {
+                self.push(
+                    Diagnostic::error(
+                        "E0406",
+                        format!("tool `{name}` is paired with itself"),
+                        spans.value("pair"),
+                    )
+                    .with_label("the tool itself")
+                    .with_help("name the twin with the other tier, or remove `pair`"),
+                );
+                continue;
+            }
+            let twin = &self.tools[j];
+            let back = twin.pair.as_deref().and_then(|p| self.index.get(p));
+            if back != Some(i) {
+                let found = match &twin.pair {
+                    Some(p) => format!("`{}` pairs with `{p}`", twin.name),
+                    None => format!("`{}` names no pair", twin.name),
+                };
+                self.push(
+                    Diagnostic::error(
+                        "E0406",
+                        format!("pair of `{name}` is not symmetric: {found}"),
+                        spans.value("pair"),
+                    )
+                    .with_label(format!("`{name}` pairs with `{}`", twin.name))
+                    .with_related(
+                        self.span(j).header.clone(),
+                        format!("`{}` is declared here", twin.name),
+                    )
+                    .with_help(format!("add `pair = \"{name}\"` to `{}`", twin.name)),
+                );
+            } else if i < j && tool.tier == twin.tier {
+                self.push(
+                    Diagnostic::error(
+                        "E0406",
+                        format!("twins `{name}` and `{}` have the same tier `{}`", twin.name, tool.tier),
+                        spans.value("pair"),
+                    )
+                    .with_label("a pair offers one capability at two tiers")
+                    .with_related(self.span(j).value("tier"), format!("tier of `{}`", twin.name))
+                    .with_help("make one `silent` (propose) and the other `gated` (immediate), or remove `pair`"),
+                );
+            }
+        }
+    }
+
+    // ---- E0407, E0408, E0420, W0503 ----
+
+    fn profiles(&mut self) {
+        let expanded = expand_toolsets(self.loaded);
+        for (t, entry) in self.loaded.toolsets.iter().enumerate() {
+            let members: BTreeSet<usize> = (0..self.tools.len())
+                .filter(|&i| {
+                    self.tools[i]
+                        .toolsets
+                        .iter()
+                        .any(|s| expanded[t].contains(s.as_str()))
+                })
+                .collect();
+            if members.is_empty() {
+                self.out.push(
+                    Diagnostic::warning(
+                        "W0503",
+                        format!("toolset `{}` has no tools", entry.name),
+                        entry.spans.header.clone(),
+                    )
+                    .with_label("empty, even with its `includes` expanded")
+                    .with_help("add it to some tool's `toolsets`, or remove it"),
+                );
+            }
+        }
+        // Profiles in declaration order, then the implicit `full` if it was not declared.
+        let mut profiles: Vec<(String, Option<DeclSpans>)> = self
+            .loaded
+            .profiles
+            .iter()
+            .map(|e| (e.name.clone(), Some(e.spans.clone())))
+            .collect();
+        if !self.loaded.file.profile.contains_key(PROFILE_FULL) {
+            profiles.push((PROFILE_FULL.to_string(), None));
+        }
+        for (profile, spans) in &profiles {
+            let owned: Vec<bool> = self.tools.iter().map(|t| owns(profile, t)).collect();
+            let live = |i: usize| owned[i] && self.tools[i].status != Status::Deprecated;
+            if let (Some(spans), Some(max)) = (
+                spans,
+                self.loaded
+                    .file
+                    .profile
+                    .get(profile)
+                    .and_then(|p| p.max_inline),
+            ) {
+                self.max_inline(profile, spans, max, &expanded, &live);
+            }
+            self.discovery(profile, spans.as_ref(), &live);
+        }
+        for (i, tool) in self.tools.iter().enumerate() {
+            for (k, required) in tool.requires.iter().enumerate() {
+                let Some(j) = self.index.get(required) else {
+                    continue;
+                };
+                if j == i {
+                    continue;
+                }
+                let leaking: Vec<String> = tool
+                    .profiles
+                    .iter()
+                    .filter(|p| {
+                        p.as_str() != PROFILE_FULL
+                            && self.loaded.file.profile.contains_key(p.as_str())
+                    })
+                    .filter(|p| !owns(p, &self.tools[j]))
+                    .map(|p| format!("`{p}`"))
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if leaking.is_empty() {
+                    continue;
+                }
+                let plural = if leaking.len() == 1 {
+                    "profile"
+                } else {
+                    "profiles"
+                };
+                self.out.push(
+                    Diagnostic::error(
+                        "E0420",
+                        format!(
+                            "tool `{}` requires `{required}`, but {plural} {} own `{}` and not `{required}`",
+                            tool.name,
+                            leaking.join(", "),
+                            tool.name
+                        ),
+                        self.spans.get(i).map(|s| s.item("requires", k)).unwrap_or(0..0),
+                    )
+                    .with_label("required tool outside the profile")
+                    .with_help(format!(
+                        "add {} to the `profiles` of `{required}`, or remove them from `{}`",
+                        leaking.join(", "),
+                        tool.name
+                    )),
+                );
+            }
+        }
+    }
+
+    fn max_inline(
+        &mut self,
+        profile: &str,
+        spans: &DeclSpans,
+        max: u32,
+        expanded: &[HashSet<&str>],
+        live: &dyn Fn(usize) -> bool,
+    ) {
+        let mut counted: BTreeSet<usize> = BTreeSet::new();
+        let mut tipped: Option<(usize, usize)> = None;
+        for (t, _) in self.loaded.toolsets.iter().enumerate() {
+            for (i, tool) in self.tools.iter().enumerate() {
+                if live(i)
+                    && tool.visibility == Visibility::Inline
+                    && tool
+                        .toolsets
+                        .iter()
+                        .any(|s| expanded[t].contains(s.as_str()))
+                {
+                    counted.insert(i);
+                }
+            }
+            if tipped.is_none() && counted.len() > max as usize {
+                tipped = Some((t, counted.len()));
+            }
+        }
+        let Some((t, at_tip)) = tipped else { return };
+        let toolset = &self.loaded.toolsets[t];
+        let total = counted.len();
+        self.out.push(
+            Diagnostic::error(
+                "E0407",
+                format!("profile `{profile}` has {total} inline tools, more than its `max_inline = {max}`"),
+                spans.value("max_inline"),
+            )
+            .with_label(format!("cap of {max}"))
+            .with_related(
+                toolset.spans.header.clone(),
+                format!("adding toolset `{}` brings it to {at_tip}", toolset.name),
+            )
+            .with_help(format!(
+                "make tools of toolset `{}` `visibility = \"discoverable\"`, take them out of profile `{profile}`, or raise `max_inline`",
+                toolset.name
+            )),
+        );
+    }
+
+    fn discovery(
+        &mut self,
+        profile: &str,
+        spans: Option<&DeclSpans>,
+        live: &dyn Fn(usize) -> bool,
+    ) {
+        let discoverable: Vec<usize> = (0..self.tools.len())
+            .filter(|&i| {
+                live(i)
+                    && self.tools[i].visibility == Visibility::Discoverable
+                    && !META_TOOLS.contains(&self.tools[i].name.as_str())
+            })
+            .collect();
+        let Some(&first) = discoverable.first() else {
+            return;
+        };
+        let first_name = self.tools[first].name.clone();
+        let span = match spans {
+            Some(spans) => spans.header.clone(),
+            None => self.span(first).value("visibility"),
+        };
+        let mut missing_decl = Vec::new();
+        let mut not_owned = Vec::new();
+        for meta in DISCOVERY_TOOLS {
+            match self
+                .tools
+                .iter()
+                .position(|t| t.name == meta && t.source == SOURCE_LOOP)
+            {
+                None => missing_decl.push(format!("`{meta}`")),
+                Some(m) if !live(m) => not_owned.push(format!("`{meta}`")),
+                Some(m) if self.tools[m].visibility != Visibility::Inline => {
+                    // Reported once per meta-tool, at the profile `full` that owns it anyway.
+                    if profile == PROFILE_FULL {
+                        self.out.push(
+                            Diagnostic::error(
+                                "E0408",
+                                format!("discovery meta-tool `{meta}` must be inline"),
+                                self.span(m).value("visibility"),
+                            )
+                            .with_label("a discoverable tool can only be found through it")
+                            .with_help("set `visibility = \"inline\"`"),
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let missing: Vec<String> = missing_decl.iter().chain(&not_owned).cloned().collect();
+        if !missing.is_empty() {
+            let noun = if missing.len() == 1 {
+                "meta-tool"
+            } else {
+                "meta-tools"
+            };
+            let mut help = Vec::new();
+            if !not_owned.is_empty() {
+                help.push(format!(
+                    "add `\"{profile}\"` to the `profiles` of {}",
+                    not_owned.join(", ")
+                ));
+            }
+            if !missing_decl.is_empty() {
+                help.push(format!(
+                    "declare {} with `tier = \"loop\"` and `source = \"loop\"`",
+                    missing_decl.join(", ")
+                ));
+            }
+            help.push(format!("or make `{first_name}` inline"));
+            let d = Diagnostic::error(
+                "E0408",
+                format!(
+                    "profile `{profile}` owns discoverable tool `{first_name}` but not the discovery {noun} {}",
+                    missing.join(", ")
+                ),
+                span.clone(),
+            )
+            .with_label("discoverable tools here could never be found")
+            .with_related(self.span(first).value("visibility"), format!("`{first_name}` is discoverable"))
+            .with_help(help.join("; "));
+            self.out.push(d);
+        }
+        let any_inline = (0..self.tools.len())
+            .any(|i| live(i) && self.tools[i].visibility == Visibility::Inline);
+        if !any_inline {
+            self.out.push(
+                Diagnostic::error("E0408", format!("profile `{profile}` owns no inline tool"), span)
+                    .with_label("nothing would be loaded at the start of a turn")
+                    .with_help("make at least one of its tools (the discovery meta-tools, at least) `visibility = \"inline\"`"),
+            );
+        }
+    }
+
+    // ---- W0501 ----
+
+    fn sprawl(&mut self) {
+        let words: Vec<BTreeSet<String>> = self
+            .tools
+            .iter()
+            .map(|t| description_words(&t.description))
+            .collect();
+        for j in 0..self.tools.len() {
+            if words[j].len() < SPRAWL_MIN_WORDS {
+                continue;
+            }
+            for i in 0..j {
+                if words[i].len() < SPRAWL_MIN_WORDS || self.related(i, j) {
+                    continue;
+                }
+                let shared = words[i].intersection(&words[j]).count();
+                let union = words[i].len() + words[j].len() - shared;
+                let jaccard = shared as f64 / union as f64;
+                if jaccard >= SPRAWL_THRESHOLD {
+                    let (a, b) = (&self.tools[i].name, &self.tools[j].name);
+                    self.out.push(
+                        Diagnostic::warning(
+                            "W0501",
+                            format!(
+                                "descriptions of `{a}` and `{b}` are nearly the same ({:.0}% of words shared)",
+                                (jaccard * 100.0).floor()
+                            ),
+                            self.span(j).value("description"),
+                        )
+                        .with_label("near-duplicate description")
+                        .with_related(self.span(i).value("description"), format!("description of `{a}`"))
+                        .with_help(format!(
+                            "say what sets `{b}` apart so the model can choose, merge the two, or declare them a `pair`"
+                        )),
+                    );
+                    break; // one report per tool is enough to find the cluster
+                }
+            }
+        }
+    }
+
+    /// Whether tools `i` and `j` are declared related: a pair, or one replacing the other.
+    fn related(&self, i: usize, j: usize) -> bool {
+        let refers = |a: usize, b: usize| {
+            let t = &self.tools[a];
+            [&t.pair, &t.replaced_by]
+                .into_iter()
+                .flatten()
+                .any(|name| self.index.get(name) == Some(b))
+        };
+        refers(i, j) || refers(j, i)
+    }
+}
+
+/// Whether `profile` owns `tool`: `full` owns every tool; any other profile only the tools that
+/// name it (default-deny).
+pub fn owns(profile: &str, tool: &ToolDecl) -> bool {
+    profile == PROFILE_FULL || tool.profiles.iter().any(|p| p == profile)
+}
+
+/// For each toolset in declaration order, the names of the toolsets it expands to (itself and
+/// everything it `includes`, recursively); unknown names are skipped and cycles end the walk.
+pub fn expand_toolsets(loaded: &Loaded) -> Vec<HashSet<&str>> {
+    loaded
+        .toolsets
+        .iter()
+        .map(|entry| {
+            let mut seen: HashSet<&str> = HashSet::new();
+            let mut todo: Vec<&str> = vec![entry.name.as_str()];
+            while let Some(name) = todo.pop() {
+                let Some(decl) = loaded.file.toolset.get(name) else {
+                    continue;
+                };
+                if !seen.insert(name) {
+                    continue;
+                }
+                todo.extend(decl.includes.iter().map(String::as_str));
+            }
+            seen
+        })
+        .collect()
+}
+
+/// The distinct lower-case words (runs of letters and digits) of a description.
+fn description_words(description: &str) -> BTreeSet<String> {
+    description
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn starts_like_identifier(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+}
+
+/// Whether `text` is a real calendar date written `YYYY-MM-DD`.
+fn is_date(text: &str) -> bool {
+    let shaped = text.len() == 10
+        && text.bytes().enumerate().all(|(k, b)| match k {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    // The TOML date parser checks the calendar (month lengths, leap years).
+    shaped
+        && text
+            .parse::<toml_edit::Datetime>()
+            .is_ok_and(|d| d.date.is_some() && d.time.is_none() && d.offset.is_none())
+}
+
+fn bad_name(what: &str, name: &str, span: std::ops::Range<usize>) -> Diagnostic {
+    let suggestion: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let (message, help) = if name.is_empty() {
+        (
+            format!("{what} name is empty"),
+            "give it a name of ASCII letters, digits, `_` and `-`".to_string(),
+        )
+    } else {
+        (
+            format!("{what} name `{name}` has characters outside `a-zA-Z0-9_-`"),
+            format!("use ASCII letters, digits, `_` and `-` only, e.g. `{suggestion}`"),
+        )
+    };
+    Diagnostic::error("E0202", message, span)
+        .with_label("not allowed in a name")
+        .with_help(help)
+}
+
+fn unknown(
+    code: &'static str,
+    kind: &str,
+    name: &str,
+    span: std::ops::Range<usize>,
+    known: &[&str],
+) -> Diagnostic {
+    let help = match did_you_mean(name, known.iter().copied()) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None if known.is_empty() => format!("declare it as `[{kind}.{name}]`"),
+        None => {
+            let shown: Vec<String> = known.iter().take(8).map(|k| format!("`{k}`")).collect();
+            let more = if known.len() > 8 { ", ..." } else { "" };
+            if kind == "tool" {
+                format!("name a declared tool ({}{more})", shown.join(", "))
+            } else {
+                format!(
+                    "use a declared {kind} ({}{more}) or declare `[{kind}.{name}]`",
+                    shown.join(", ")
+                )
+            }
+        }
+    };
+    Diagnostic::error(code, format!("unknown {kind} `{name}`"), span)
+        .with_label(format!("no {kind} of this name"))
+        .with_help(help)
+}
+
+/// W0502 for every item of `list` that repeats an earlier one.
+fn duplicates(list: &[String], field: &str, what: &str, spans: &DeclSpans) -> Vec<Diagnostic> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (k, item) in list.iter().enumerate() {
+        if let Some(&first) = seen.get(item.as_str()) {
+            out.push(
+                Diagnostic::warning(
+                    "W0502",
+                    format!("`{item}` is listed twice in `{field}` of {what}"),
+                    spans.item(field, k),
+                )
+                .with_label("repeated")
+                .with_related(spans.item(field, first), "first listed here")
+                .with_help(format!("remove the second `\"{item}\"`")),
+            );
+        } else {
+            seen.insert(item, k);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_follow_the_calendar() {
+        assert!(is_date("2030-01-31"));
+        assert!(is_date("2028-02-29"));
+        assert!(!is_date("2027-02-29"));
+        assert!(!is_date("2030-13-01"));
+        assert!(!is_date("2030-1-31"));
+        assert!(!is_date("2030-01-31T00:00:00"));
+        assert!(!is_date("soon"));
+    }
+
+    #[test]
+    fn rate_limits_parse() {
+        assert_eq!(model::parse_rate_limit("10/min"), Some((10, 60)));
+        assert_eq!(model::parse_rate_limit("1/sec"), Some((1, 1)));
+        assert_eq!(model::parse_rate_limit("3/hour"), Some((3, 3600)));
+        assert_eq!(model::parse_rate_limit("0/min"), None);
+        assert_eq!(model::parse_rate_limit("+5/min"), None);
+        assert_eq!(model::parse_rate_limit("5/day"), None);
+        assert_eq!(model::parse_rate_limit("99999999999/min"), None);
+    }
+
+    #[test]
+    fn sprawl_words_are_normalised() {
+        let a = description_words("Read a file, from the workspace.");
+        let b = description_words("read A FILE from the workspace");
+        assert_eq!(a, b);
+    }
 }
