@@ -2,12 +2,30 @@
 //!
 //! - [`Catalog`]: the tables, compiled in (static, zero start-up cost) or loaded from a file;
 //! - [`plan`]: which tools the model sees this turn, by bitset operations;
-//! - [`search`]: BM25 tool search over an index built at build time;
+//! - [`search`]: exact name, then BM25 tool search over an index built at build time;
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
+//! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors.
 
+pub mod catalog;
+pub mod error;
+pub mod export;
+#[cfg(test)]
+mod fixture;
 pub mod handler;
+pub mod plan;
+pub mod search;
+pub mod tokens;
 
+pub use catalog::{
+    Catalog, Effect, McpAnnotations, PresetId, ProfileId, RateLimit, ServerId, ToolIndex,
+    ToolSource, ToolsetId,
+};
+pub use error::{CatalogError, NameError, NameKind, SearchError};
+pub use export::ExportFormat;
 pub use handler::{erase, BoxFuture, ErasedHandler, ToolContext, ToolError, ToolHandler};
+pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
+pub use search::{Hit, HitKind};
+pub use tokens::PlanStats;
 pub use toolcat_codegen as codegen;
 pub use toolcat_macros::tool;
