@@ -1,1 +1,4 @@
 //! The one integration-test binary. Each module says what it pins.
+
+/// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
+mod invalid_catalogs;

@@ -203,6 +203,16 @@ pub fn render_all(diagnostics: &[Diagnostic], path: &str, source: &str) -> Strin
     out
 }
 
+/// Joins items for a message: `a`, `a and b`, `a, b and c`.
+pub fn and_list(items: impl IntoIterator<Item = String>) -> String {
+    let items: Vec<String> = items.into_iter().collect();
+    match items.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// The candidate closest to `word`, if one is close enough to be a likely misspelling.
 ///
 /// Case and the `_`/`-` distinction are ignored (`Read_Only` suggests `read-only`); otherwise a

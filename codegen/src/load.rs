@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use toml_edit::{Array, Document, InlineTable, Item, Key, Table, Value};
 
-use crate::diagnostics::{did_you_mean, Diagnostic};
+use crate::diagnostics::{and_list as list, did_you_mean, Diagnostic};
 use crate::model::{
     self, CatalogFile, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span, Status,
     Tier, ToolDecl, ToolsetDecl, Visibility,
@@ -628,6 +628,9 @@ impl Walker {
         } else {
             format!("`[{table}.NAME]`")
         };
+        // Required fields an unknown field was taken for: `tiers = ...` already reports that
+        // `tier` is misspelt, so its absence is not reported a second time.
+        let mut suggested: Vec<String> = Vec::new();
         for (key, item) in decl.entries() {
             let field = key.get();
             let key_span = key.span().unwrap_or(walked.spans.header.clone());
@@ -638,6 +641,9 @@ impl Walker {
             };
             let Some(kind) = kind else {
                 let suggestion = did_you_mean(field, fields.iter().map(String::as_str));
+                if let Some(s) = suggestion {
+                    suggested.push(s.to_string());
+                }
                 let help = match suggestion {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!(
@@ -673,7 +679,7 @@ impl Walker {
             }
         }
         for field in required {
-            if !walked.spans.has(field) {
+            if !walked.spans.has(field) && !suggested.contains(field) {
                 let example = example(field);
                 let help = if example.is_empty() {
                     format!("add `{field} = ...` to {}", walked.what)
@@ -795,7 +801,7 @@ impl Walker {
                 };
                 self.push(
                     Diagnostic::error("E0102", format!("unknown {field} `{text}` in {what}"), span)
-                        .with_label(format!("not a {field}"))
+                        .with_label(format!("no such {field}"))
                         .with_help(help),
                 );
                 false
@@ -933,16 +939,6 @@ fn header_span(source: &str, span: Span) -> Span {
     match text.find('\n') {
         Some(newline) => start..start + text[..newline].trim_end().len(),
         None => start..end,
-    }
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn list(items: impl IntoIterator<Item = String>) -> String {
-    let items: Vec<String> = items.into_iter().collect();
-    match items.len() {
-        0 => String::new(),
-        1 => items[0].clone(),
-        n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
     }
 }
 

@@ -90,12 +90,103 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::diagnostics::{did_you_mean, Diagnostic};
+use crate::diagnostics::{and_list, did_you_mean, Diagnostic, Severity};
 use crate::load::{DeclSpans, Loaded, Resolved, ToolIndex};
 use crate::model::{
     self, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME, META_TOOLS,
     PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
 };
+
+/// One rule of the catalog: its stable code, its severity and a one-line summary. The module
+/// documentation gives the reason for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+const fn error(code: &'static str, summary: &'static str) -> Rule {
+    Rule {
+        code,
+        severity: Severity::Error,
+        summary,
+    }
+}
+
+const fn warning(code: &'static str, summary: &'static str) -> Rule {
+    Rule {
+        code,
+        severity: Severity::Warning,
+        summary,
+    }
+}
+
+/// Every code [`crate::load::parse`] and [`validate`] can report, in code order.
+pub const RULES: &[Rule] = &[
+    error("E0100", "TOML syntax error"),
+    error("E0101", "unknown field"),
+    error("E0102", "unknown enum value"),
+    error("E0103", "value of the wrong type"),
+    error("E0104", "missing required field"),
+    error("E0105", "unknown top-level table"),
+    error("E0201", "duplicate tool name (exported names compared)"),
+    error("E0202", "name outside `[a-zA-Z0-9_-]+`"),
+    error("E0203", "exported name longer than 64 characters"),
+    error("E0204", "exported name not starting with a letter or `_`"),
+    error("E0301", "unknown profile"),
+    error("E0302", "unknown toolset"),
+    error(
+        "E0303",
+        "unknown or ambiguous tool in `requires`, `pair` or `replaced_by`",
+    ),
+    error("E0304", "unknown MCP server in `source`"),
+    error("E0305", "toolset `includes` cycle"),
+    error("E0401", "empty owner"),
+    error("E0402", "`tier = \"silent\"` without `effect = \"read\"`"),
+    error(
+        "E0403",
+        "`effect = \"destructive\"` without `tier = \"gated\"`",
+    ),
+    error(
+        "E0404",
+        "`exposure = \"read-only\"` without `effect = \"read\"`",
+    ),
+    error(
+        "E0405",
+        "deprecated without an active `replaced_by` and a `removal` date",
+    ),
+    error("E0406", "`pair` not symmetric, or twins of the same tier"),
+    error("E0407", "a profile's inline tools exceed its `max_inline`"),
+    error(
+        "E0408",
+        "discoverable tools without the discovery meta-tools, or no inline tool",
+    ),
+    error(
+        "E0409",
+        "tier or source `loop` outside the discovery meta-tools, or missing on one",
+    ),
+    error("E0410", "tool in no toolset"),
+    error("E0411", "empty description"),
+    error(
+        "E0412",
+        "`input_schema` on a local tool, or not an object schema",
+    ),
+    error("E0413", "malformed `rate_limit`"),
+    error("E0414", "`removal` not a real `YYYY-MM-DD` date"),
+    error(
+        "E0415",
+        "`replaced_by` or `removal` on a tool that is not deprecated",
+    ),
+    error("E0416", "tool that requires itself"),
+    error("E0418", "`[profile.full]` with more than a description"),
+    error("E0419", "`requires` naming a deprecated tool"),
+    error("E0420", "`requires` leaving a profile"),
+    error("E0421", "MCP server without exactly one transport"),
+    warning("W0501", "near-duplicate descriptions (sprawl)"),
+    warning("W0502", "the same name listed twice"),
+    warning("W0503", "toolset with no tools"),
+];
 
 /// The discovery meta-tools a profile needs to reach its discoverable tools.
 pub const DISCOVERY_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
@@ -127,6 +218,9 @@ struct Checker<'a> {
     spans: &'a [DeclSpans],
     index: ToolIndex,
     exported: Vec<String>,
+    /// Toolsets an unknown toolset name was probably meant as (its did-you-mean): W0503 stays
+    /// quiet for them, since the misspelling (E0302) is why they are empty.
+    meant_toolsets: HashSet<String>,
     out: Vec<Diagnostic>,
 }
 
@@ -141,6 +235,7 @@ impl<'a> Checker<'a> {
             spans: &loaded.tool_spans,
             index: loaded.tool_index(),
             exported,
+            meant_toolsets: HashSet::new(),
             out: Vec::new(),
         }
     }
@@ -209,10 +304,16 @@ impl<'a> Checker<'a> {
             }
             match first.get(exported.as_str()) {
                 Some(&j) => {
-                    let what = if namespaced {
+                    let first_namespaced = self.exported[j] != self.tools[j].name;
+                    let what = if namespaced || first_namespaced {
                         "exported tool name"
                     } else {
                         "tool name"
+                    };
+                    let first_label = if first_namespaced {
+                        format!("first declared here, exported as `{}`", self.exported[j])
+                    } else {
+                        "first declared here".to_string()
                     };
                     let d = Diagnostic::error(
                         "E0201",
@@ -220,7 +321,7 @@ impl<'a> Checker<'a> {
                         spans.value("name"),
                     )
                     .with_label("declared again here")
-                    .with_related(self.span(j).value("name"), "first declared here")
+                    .with_related(self.span(j).value("name"), first_label)
                     .with_help("rename one of the two tools, or delete the repeated row");
                     self.push(d);
                 }
@@ -427,6 +528,9 @@ impl<'a> Checker<'a> {
             }
             for (k, toolset) in tool.toolsets.iter().enumerate() {
                 if !self.loaded.file.toolset.contains_key(toolset) {
+                    if let Some(meant) = did_you_mean(toolset, toolsets.iter().copied()) {
+                        self.meant_toolsets.insert(meant.to_string());
+                    }
                     self.push(unknown(
                         "E0302",
                         "toolset",
@@ -860,7 +964,10 @@ impl<'a> Checker<'a> {
             Some(object) => match object.get("type") {
                 None => None,
                 Some(serde_json::Value::String(t)) if t == "object" => None,
-                Some(other) => Some(format!("has `type` {other}, not \"object\"")),
+                Some(serde_json::Value::String(t)) => {
+                    Some(format!("is not an object schema: its `type` is `{t}`"))
+                }
+                Some(other) => Some(format!("is not an object schema: its `type` is {other}")),
             },
         };
         if let Some(problem) = problem {
@@ -1024,7 +1131,7 @@ impl<'a> Checker<'a> {
                         .any(|s| expanded[t].contains(s.as_str()))
                 })
                 .collect();
-            if members.is_empty() {
+            if members.is_empty() && !self.meant_toolsets.contains(&entry.name) {
                 self.out.push(
                     Diagnostic::warning(
                         "W0503",
@@ -1077,33 +1184,33 @@ impl<'a> Checker<'a> {
                             && self.loaded.file.profile.contains_key(p.as_str())
                     })
                     .filter(|p| !owns(p, &self.tools[j]))
-                    .map(|p| format!("`{p}`"))
+                    .map(|p| p.to_string())
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect();
                 if leaking.is_empty() {
                     continue;
                 }
-                let plural = if leaking.len() == 1 {
-                    "profile"
+                let (plural, verb, pronoun) = if leaking.len() == 1 {
+                    ("profile", "owns", "it")
                 } else {
-                    "profiles"
+                    ("profiles", "own", "them")
                 };
                 self.out.push(
                     Diagnostic::error(
                         "E0420",
                         format!(
-                            "tool `{}` requires `{required}`, but {plural} {} own `{}` and not `{required}`",
+                            "tool `{}` requires `{required}`, but {plural} {} {verb} `{}` and not `{required}`",
                             tool.name,
-                            leaking.join(", "),
+                            and_list(leaking.iter().map(|p| format!("`{p}`"))),
                             tool.name
                         ),
                         self.spans.get(i).map(|s| s.item("requires", k)).unwrap_or(0..0),
                     )
                     .with_label("required tool outside the profile")
                     .with_help(format!(
-                        "add {} to the `profiles` of `{required}`, or remove them from `{}`",
-                        leaking.join(", "),
+                        "add {} to the `profiles` of `{required}`, or remove {pronoun} from `{}`",
+                        and_list(leaking.iter().map(|p| format!("`\"{p}\"`"))),
                         tool.name
                     )),
                 );
@@ -1217,13 +1324,13 @@ impl<'a> Checker<'a> {
             if !not_owned.is_empty() {
                 help.push(format!(
                     "add `\"{profile}\"` to the `profiles` of {}",
-                    not_owned.join(", ")
+                    and_list(not_owned.iter().cloned())
                 ));
             }
             if !missing_decl.is_empty() {
                 help.push(format!(
                     "declare {} with `tier = \"loop\"` and `source = \"loop\"`",
-                    missing_decl.join(", ")
+                    and_list(missing_decl.iter().cloned())
                 ));
             }
             help.push(format!("or make `{first_name}` inline"));
@@ -1231,7 +1338,7 @@ impl<'a> Checker<'a> {
                 "E0408",
                 format!(
                     "profile `{profile}` owns discoverable tool `{first_name}` but not the discovery {noun} {}",
-                    missing.join(", ")
+                    and_list(missing.iter().cloned())
                 ),
                 span.clone(),
             )
@@ -1264,7 +1371,9 @@ impl<'a> Checker<'a> {
                 continue;
             }
             for i in 0..j {
-                if words[i].len() < SPRAWL_MIN_WORDS || self.related(i, j) {
+                // Tools of the same name are already an error (E0201).
+                let same_name = self.exported[i] == self.exported[j];
+                if words[i].len() < SPRAWL_MIN_WORDS || same_name || self.related(i, j) {
                     continue;
                 }
                 let shared = words[i].intersection(&words[j]).count();
@@ -1444,6 +1553,60 @@ fn duplicates(list: &[String], field: &str, what: &str, spans: &DeclSpans) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code used in the loader or here is listed in [`RULES`] and documented in the module
+    /// docs, and every listed code is used.
+    #[test]
+    fn every_code_is_listed_and_documented() {
+        // The code under test only: without the `RULES` list itself and without the tests.
+        let strip = |source: &'static str| -> String {
+            let body = source.split("#[cfg(test)]").next().unwrap_or_default();
+            match (body.find("pub const RULES"), body.find("\n];\n")) {
+                (Some(start), Some(end)) if start < end => {
+                    format!("{}{}", &body[..start], &body[end..])
+                }
+                _ => body.to_string(),
+            }
+        };
+        let sources = [
+            strip(include_str!("load.rs")),
+            strip(include_str!("validate.rs")),
+        ];
+        let docs: String = include_str!("validate.rs")
+            .lines()
+            .filter(|l| l.starts_with("//!"))
+            .collect();
+        let mut used = BTreeSet::new();
+        for source in &sources {
+            for (at, _) in source.match_indices('"') {
+                let rest = &source[at + 1..];
+                let code: String = rest.chars().take(5).collect();
+                let shaped = code.len() == 5
+                    && (code.starts_with('E') || code.starts_with('W'))
+                    && code[1..].bytes().all(|b| b.is_ascii_digit())
+                    && rest[5..].starts_with('"');
+                if shaped {
+                    used.insert(code);
+                }
+            }
+        }
+        let listed: BTreeSet<String> = RULES.iter().map(|r| r.code.to_string()).collect();
+        assert_eq!(used, listed, "codes used vs codes in `RULES`");
+        for rule in RULES {
+            assert!(
+                docs.contains(&format!("`{}`", rule.code)),
+                "{} is not documented",
+                rule.code
+            );
+            let is_warning = rule.code.starts_with('W');
+            assert_eq!(
+                is_warning,
+                rule.severity == Severity::Warning,
+                "{}",
+                rule.code
+            );
+        }
+    }
 
     #[test]
     fn dates_follow_the_calendar() {
