@@ -19,7 +19,8 @@ use serde_json::Value;
 use toolcat_codegen::diagnostics::{render_all, Diagnostic};
 use toolcat_codegen::index::{build_index_bytes, open_index, SearchIndex};
 use toolcat_codegen::model::{EffectKind, Exposure, Status, Tier, Visibility};
-use toolcat_codegen::tables::{bit, ones, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_codegen::tables::{bit, ones, set_bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_codegen::validate::DISCOVERY_TOOLS;
 
 use crate::error::{CatalogError, NameError, NameKind};
 use crate::handler::ErasedHandler;
@@ -140,6 +141,8 @@ pub struct Catalog {
     handlers: Cow<'static, [Option<ErasedHandler>]>,
     /// The input JSON Schema of every tool (see [`Catalog::input_schema`]).
     schemas: Vec<Value>,
+    /// The discovery meta-tools (see [`Catalog::discovery_tools`]), one bitset.
+    discovery: Vec<u64>,
     exported: HashMap<String, u32>,
     declared: HashMap<String, Vec<u32>>,
     /// Lower-cased exported and declared names → tools, catalog order, for search.
@@ -343,10 +346,19 @@ impl Catalog {
                 })?
             } else if let Some(Some(h)) = handlers.get(i) {
                 (h.input_schema)().to_value()
+            } else if tables.source[i] == SOURCE_LOOP {
+                meta_tool_input_schema(&tables.names[i]).unwrap_or_else(minimal_input_schema)
             } else {
                 minimal_input_schema()
             };
             schemas.push(schema);
+        }
+        let mut discovery = vec![0u64; tables.words];
+        for i in 0..tables.len {
+            let name: &str = &tables.names[i];
+            if tables.source[i] == SOURCE_LOOP && DISCOVERY_TOOLS.contains(&name) {
+                set_bit(&mut discovery, i);
+            }
         }
         let mut exported = HashMap::with_capacity(tables.len);
         let mut declared: HashMap<String, Vec<u32>> = HashMap::with_capacity(tables.len);
@@ -380,6 +392,7 @@ impl Catalog {
             index,
             handlers,
             schemas,
+            discovery,
             exported,
             declared,
             folded,
@@ -546,8 +559,9 @@ impl Catalog {
     /// - a server tool: its declared `input_schema`;
     /// - a local tool with a handler: the schemars schema of the handler's argument type
     ///   (draft 2020-12, with `$schema` and `title` as schemars writes them);
-    /// - otherwise (meta-tools, local tools of a loaded catalog without handlers, server tools
-    ///   without a declared schema): [`minimal_input_schema`].
+    /// - a meta-tool (source `loop`): [`meta_tool_input_schema`];
+    /// - otherwise (local tools of a loaded catalog without handlers, server tools without a
+    ///   declared schema): [`minimal_input_schema`].
     pub fn input_schema(&self, t: ToolIndex) -> &Value {
         &self.schemas[t.index()]
     }
@@ -745,6 +759,12 @@ impl Catalog {
 
     // ---- sets by attribute ----
 
+    /// The discovery meta-tools (`tool_search`, `tool_describe`, `tool_call`; source `loop`) as a
+    /// bitset: what a plan adds whenever a discoverable tool is reachable.
+    pub fn discovery_tools(&self) -> &[u64] {
+        &self.discovery
+    }
+
     /// Tools of a tier, as a bitset.
     pub fn tier_tools(&self, tier: Tier) -> &[u64] {
         self.tables
@@ -780,6 +800,78 @@ impl Catalog {
             ),
         }
     }
+}
+
+/// The arguments the runtime's meta-tools accept, by declared name (`None` for any other name):
+///
+/// - `tool_search`: `{"query": string, "limit"?: integer 1..=50}`;
+/// - `tool_describe`: `{"name": string}` (exported name);
+/// - `tool_call`: `{"name": string, "arguments"?: object}` (exported name; arguments default to
+///   `{}`);
+/// - `read_tool_result`: `{"reference": string, "offset"?: integer ≥ 0, "length"?: integer ≥ 1}`
+///   (offset and length in characters).
+///
+/// They are fixed here, beside the catalog, because meta-tools have no handler type to derive a
+/// schema from and `tools.toml` may not declare one for them.
+pub fn meta_tool_input_schema(name: &str) -> Option<Value> {
+    use serde_json::json;
+    Some(match name {
+        "tool_search" => json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What the tool should do, in a few words, or its exact name"
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 50,
+                    "description": "Most tools to return"
+                }
+            },
+            "required": ["query"]
+        }),
+        "tool_describe" => json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Exact name of the tool"}
+            },
+            "required": ["name"]
+        }),
+        "tool_call" => json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Exact name of the tool to call"},
+                "arguments": {
+                    "type": "object",
+                    "description": "Arguments of the tool, as its input schema describes them"
+                }
+            },
+            "required": ["name"]
+        }),
+        "read_tool_result" => json!({
+            "type": "object",
+            "properties": {
+                "reference": {
+                    "type": "string",
+                    "description": "The reference given in the preview of the archived result"
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "First character to read"
+                },
+                "length": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of characters to read"
+                }
+            },
+            "required": ["reference"]
+        }),
+        _ => return None,
+    })
 }
 
 /// Top-level property names of a JSON Schema object.
@@ -1141,7 +1233,17 @@ mod tests {
         assert!(c.handler(list).is_none());
         assert_eq!(c.input_schema(list), &minimal_input_schema());
         let search = c.tool("tool_search").expect("known");
-        assert_eq!(c.input_schema(search), &minimal_input_schema());
+        assert_eq!(
+            c.input_schema(search)["required"],
+            serde_json::json!(["query"])
+        );
+        for name in toolcat_codegen::model::META_TOOLS {
+            let t = c.tool(name).expect("fixture declares every meta-tool");
+            assert_eq!(
+                Some(c.input_schema(t).clone()),
+                meta_tool_input_schema(name)
+            );
+        }
     }
 
     #[test]
@@ -1283,5 +1385,70 @@ mod tests {
         assert!(err.to_string().contains("handler of `list_dir`"), "{err}");
         let err = Catalog::compiled(tables, b"garbage", &[]).expect_err("garbage index");
         assert!(matches!(err, CatalogError::Index(_)), "{err}");
+    }
+
+    const SMALL: &str = r#"
+[toolset.files]
+description = "Reading and writing workspace files"
+
+[[tool]]
+name = "read_file"
+description = "Reads a workspace file."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "list_dir"
+description = "Lists a workspace directory."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+"#;
+
+    #[test]
+    fn from_source_compiles_and_attaches_handlers_by_name() {
+        let c = Catalog::from_source("small.toml", SMALL).expect("valid catalog");
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.path(), Some("small.toml"));
+        let read = c.tool("read_file").expect("declared");
+        assert!(c.handler(read).is_none());
+        assert_eq!(c.input_schema(read), &minimal_input_schema());
+        let full = c.full_profile();
+        assert!(c.search("max bytes", full, 5).expect("runs").is_empty());
+
+        // The compiled dispatch table of another catalog attaches by declared name.
+        let c = Catalog::from_source_with_handlers("small.toml", SMALL, &HANDLERS)
+            .expect("valid catalog");
+        let read = c.tool("read_file").expect("declared");
+        assert_eq!(c.handler(read).map(|h| h.name), Some("read_file"));
+        assert!(c.input_schema(read)["properties"]["max_bytes"].is_object());
+        // The handler's argument names join the index.
+        let hits = c.search("max bytes", full, 5).expect("runs");
+        assert_eq!(hits.first().map(|h| h.tool), Some(read));
+    }
+
+    #[test]
+    fn invalid_sources_and_missing_files_are_errors_naming_the_cause() {
+        let err = Catalog::from_source("bad.toml", "[[tool]]\nname = 1\n").expect_err("invalid");
+        match &err {
+            CatalogError::Invalid {
+                path, diagnostics, ..
+            } => {
+                assert_eq!(path, "bad.toml");
+                assert!(!diagnostics.is_empty());
+            }
+            other => panic!("expected invalid, got {other:?}"),
+        }
+        assert!(err.to_string().contains("bad.toml:"), "{err}");
+        let err = Catalog::load("/nonexistent/tools.toml").expect_err("missing");
+        assert!(matches!(err, CatalogError::Read { .. }), "{err}");
+        assert!(err.to_string().contains("/nonexistent/tools.toml"), "{err}");
     }
 }

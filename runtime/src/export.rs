@@ -163,3 +163,121 @@ pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Value {
         _ => export_tools(catalog, tools, format),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::plan::{TurnInput, TurnPlanner};
+
+    /// `coder` with toolsets `files` and `git` active, after discovering `git_commit`.
+    fn with_plan(check: impl FnOnce(&Plan<'_>)) {
+        let c = fixture::catalog();
+        let sets = [
+            c.toolset("files").expect("known"),
+            c.toolset("git").expect("known"),
+        ];
+        let discovered = [c.tool("git_commit").expect("known")];
+        let mut planner = TurnPlanner::new(&c);
+        let plan = planner.plan(
+            &c,
+            &TurnInput {
+                profile: c.profile("coder").expect("known"),
+                toolsets: &sets,
+                discovered: &discovered,
+                named: &[],
+            },
+        );
+        check(&plan);
+    }
+
+    fn pretty(value: &Value) -> String {
+        serde_json::to_string_pretty(value).expect("JSON serializes")
+    }
+
+    #[test]
+    fn mcp_tools_list_shape() {
+        with_plan(|plan| {
+            let v = export_plan(plan, ExportFormat::Mcp);
+            let tools = v["tools"].as_array().expect("tools array");
+            assert_eq!(tools.len(), plan.tools().len());
+            for (tool, &t) in tools.iter().zip(plan.tools()) {
+                let keys: Vec<&String> = tool.as_object().expect("object").keys().collect();
+                assert_eq!(keys, ["name", "description", "inputSchema", "annotations"]);
+                assert_eq!(tool["name"], plan.catalog().exported_name(t));
+            }
+            insta::assert_snapshot!("mcp_tools_list", pretty(&v));
+        });
+    }
+
+    #[test]
+    fn openai_tools_shape() {
+        with_plan(|plan| {
+            let v = export_plan(plan, ExportFormat::OpenAi);
+            for tool in v.as_array().expect("array") {
+                assert_eq!(tool["type"], "function");
+                let keys: Vec<&String> = tool["function"]
+                    .as_object()
+                    .expect("object")
+                    .keys()
+                    .collect();
+                assert_eq!(keys, ["name", "description", "parameters"]);
+                assert_eq!(tool["function"]["parameters"]["type"], "object");
+            }
+            insta::assert_snapshot!("openai_tools", pretty(&v));
+        });
+    }
+
+    #[test]
+    fn anthropic_tools_defer_reachable_discoverable_tools() {
+        with_plan(|plan| {
+            let v = export_plan(plan, ExportFormat::Anthropic);
+            let tools = v.as_array().expect("array");
+            let visible = plan.tools().len();
+            assert_eq!(tools.len(), visible + plan.counts().deferred);
+            assert!(tools[..visible]
+                .iter()
+                .all(|t| t.get("defer_loading").is_none()));
+            let deferred: Vec<&str> = tools[visible..]
+                .iter()
+                .map(|t| {
+                    assert_eq!(t["defer_loading"], true);
+                    t["name"].as_str().expect("name")
+                })
+                .collect();
+            assert_eq!(deferred, ["delete_file"]);
+            insta::assert_snapshot!("anthropic_tools", pretty(&v));
+        });
+    }
+
+    #[test]
+    fn exports_drop_the_schema_keyword_and_use_exported_names() {
+        let c = fixture::catalog();
+        let pr = c.tool("createPullRequest").expect("known");
+        let mut schema = c.input_schema(pr).clone();
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema".into();
+        let with_keyword = {
+            let mut v = schema.clone();
+            if let Value::Object(m) = &mut v {
+                m.shift_remove("$schema");
+            }
+            v
+        };
+        assert_eq!(exported_schema(&c, pr), with_keyword);
+        let v = openai_tools(&c, [pr]);
+        assert_eq!(v[0]["function"]["name"], "github__createPullRequest");
+        // The same input gives the same bytes.
+        assert_eq!(
+            mcp_tools_list(&c, c.tools()).to_string(),
+            mcp_tools_list(&c, c.tools()).to_string()
+        );
+    }
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in ExportFormat::ALL {
+            assert_eq!(ExportFormat::parse(f.as_str()), Some(*f));
+        }
+        assert_eq!(ExportFormat::parse("gemini"), None);
+    }
+}

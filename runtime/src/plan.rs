@@ -5,7 +5,9 @@
 //! ```text
 //! reachable = profile ∩ (∪ active toolsets) − deprecated
 //! visible   = reachable ∩ (inline ∪ named ∪ discovered)
-//!           ∪ meta-tools of the profile, when reachable ∩ discoverable (meta-tools aside) ≠ ∅
+//!           ∪ discovery meta-tools of the profile, when reachable ∩ discoverable ≠ ∅
+//!             (tier `loop` tools aside; the discovery meta-tools are `tool_search`,
+//!             `tool_describe` and `tool_call`: [`Catalog::discovery_tools`])
 //!           closed over `requires`, transitively, keeping only tools of the profile that are
 //!           not deprecated
 //! ```
@@ -60,7 +62,7 @@ pub struct PlanCounts {
     /// Entries of the input that could not take part: discovered or named tools outside
     /// profile ∩ active toolsets, deprecated, or not of this catalog; toolsets not of this catalog.
     pub ignored: usize,
-    /// Whether the profile's meta-tools were added because a discoverable tool is reachable.
+    /// Whether the profile's discovery meta-tools were added because a discoverable tool is reachable.
     pub discovery: bool,
 }
 
@@ -220,8 +222,9 @@ impl TurnPlanner {
         }
         if any_discoverable {
             counts.discovery = true;
+            let discovery = catalog.discovery_tools();
             for k in 0..w {
-                visible[k] |= profile[k] & meta[k] & !deprecated[k];
+                visible[k] |= profile[k] & discovery[k] & !deprecated[k];
             }
         }
 
@@ -374,8 +377,10 @@ mod tests {
         assert!(counts.discovery);
         assert_eq!(counts.discoverable_reachable, 1);
         assert_eq!(counts.deferred, 1);
-        // `read_tool_result` belongs to `full` only; `full` gets all four.
+        // `read_tool_result` is no discovery tool: it follows the usual rule (toolset `discovery`).
         let (tools, _) = plan(&c, "full", &["shell"], &[], &[]);
+        assert_eq!(tools, ["tool_search", "tool_describe", "tool_call"]);
+        let (tools, _) = plan(&c, "full", &["shell", "discovery"], &[], &[]);
         assert_eq!(
             tools,
             [

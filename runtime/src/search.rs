@@ -106,3 +106,134 @@ impl Catalog {
         Ok(hits)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    const QUERIES: &[&str] = &[
+        "file",
+        "read the contents of a file",
+        "delete",
+        "shell command",
+        "git commit changes",
+        "open a pull request",
+        "createPullRequest",
+        "list branches",
+        "grep text",
+        "search",
+        "tool_search",
+        "list_branches",
+        "run_shell",
+        "",
+        "zzz nothing matches",
+        "(a OR b) AND \"c",
+    ];
+
+    #[test]
+    fn search_never_leaves_the_profile_and_fills_from_allowed_tools() {
+        let c = fixture::catalog();
+        for p in c.profiles() {
+            let owned = c.profile_tools(p);
+            for q in QUERIES {
+                for limit in [1, 3, 50] {
+                    let hits = c.search(q, p, limit).expect("search runs");
+                    assert!(hits.len() <= limit);
+                    for h in &hits {
+                        assert!(
+                            bit(owned, h.tool.index()),
+                            "`{q}` found {} outside profile {}",
+                            c.name(h.tool),
+                            c.profile_name(p)
+                        );
+                        assert_ne!(c.status(h.tool), Status::Deprecated, "`{q}`");
+                        if h.kind == HitKind::Bm25 {
+                            assert_ne!(c.tier(h.tool), Tier::Loop, "`{q}`");
+                        }
+                    }
+                    let mut unique: Vec<_> = hits.iter().map(|h| h.tool).collect();
+                    unique.sort();
+                    unique.dedup();
+                    assert_eq!(unique.len(), hits.len(), "`{q}` returned a tool twice");
+                }
+            }
+        }
+        // `reader` owns three tools about files: a top-3 is filled with them, nothing else.
+        let reader = c.profile("reader").expect("known");
+        let names: Vec<&str> = c
+            .search("file contents directory", reader, 3)
+            .expect("runs")
+            .iter()
+            .map(|h| c.name(h.tool))
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(!names.contains(&"write_file") && !names.contains(&"delete_file"));
+    }
+
+    #[test]
+    fn exact_names_come_first() {
+        let c = fixture::catalog();
+        let full = c.full_profile();
+        for q in [
+            "github__createPullRequest",
+            "createPullRequest",
+            " `createpullrequest` ",
+        ] {
+            let hits = c.search(q, full, 5).expect("runs");
+            assert_eq!(hits[0].kind, HitKind::Name, "`{q}`");
+            assert_eq!(
+                c.exported_name(hits[0].tool),
+                "github__createPullRequest",
+                "`{q}`"
+            );
+            assert_eq!(hits[0].score, NAME_MATCH_SCORE);
+            assert!(hits[1..].iter().all(|h| h.kind == HitKind::Bm25));
+        }
+        // A declared name shared by two servers finds both, in catalog order.
+        let hits = c.search("list_branches", full, 5).expect("runs");
+        let names: Vec<&str> = hits[..2].iter().map(|h| c.exported_name(h.tool)).collect();
+        assert_eq!(names, ["github__list_branches", "gitlab__list_branches"]);
+        // Meta-tools are found by exact name only.
+        let hits = c.search("tool_search", full, 5).expect("runs");
+        assert_eq!(c.name(hits[0].tool), "tool_search");
+        assert!(hits[1..].iter().all(|h| c.tier(h.tool) != Tier::Loop));
+        // An exact name outside the profile is not a hit.
+        let reader = c.profile("reader").expect("known");
+        let hits = c.search("write_file", reader, 5).expect("runs");
+        assert!(hits.iter().all(|h| c.name(h.tool) != "write_file"));
+        // Deprecated tools are not found, even by name.
+        let hits = c.search("old_grep", full, 5).expect("runs");
+        assert!(hits.iter().all(|h| c.name(h.tool) != "old_grep"));
+    }
+
+    #[test]
+    fn search_in_uses_any_set_and_treats_missing_words_as_empty() {
+        let c = fixture::catalog();
+        assert!(c.search_in("file", &[], 5).expect("runs").is_empty());
+        let only = {
+            let mut set = vec![0u64; c.words()];
+            let t = c.tool("delete_file").expect("known");
+            set[t.index() / 64] |= 1 << (t.index() % 64);
+            set
+        };
+        let hits = c.search_in("file", &only, 5).expect("runs");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(c.name(hits[0].tool), "delete_file");
+        assert!(c
+            .search("file", c.full_profile(), 0)
+            .expect("runs")
+            .is_empty());
+    }
+
+    #[test]
+    fn bm25_ranks_the_matching_tool_first() {
+        let c = fixture::catalog();
+        let full = c.full_profile();
+        let top = |q: &str| c.exported_name(c.search(q, full, 1).expect("runs")[0].tool);
+        assert_eq!(top("open a pull request"), "github__createPullRequest");
+        assert_eq!(top("terminal"), "run_shell");
+        assert_eq!(top("remove a file"), "delete_file");
+        assert_eq!(top("ripgrep"), "search_text");
+    }
+}

@@ -80,3 +80,49 @@ pub fn plan_stats(plan: &Plan<'_>, format: ExportFormat) -> PlanStats {
         profile_tokens: count_json_tokens(&export_tools(catalog, all, format)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::plan::{TurnInput, TurnPlanner};
+
+    #[test]
+    fn counts_o200k_tokens() {
+        assert_eq!(count_tokens(""), 0);
+        // "hello world" is two o200k_base tokens: "hello", " world".
+        assert_eq!(count_tokens("hello world"), 2);
+        let v = serde_json::json!({"a": 1});
+        assert_eq!(count_json_tokens(&v), count_tokens(r#"{"a":1}"#));
+    }
+
+    #[test]
+    fn plan_stats_compare_the_plan_with_the_whole_profile() {
+        let c = fixture::catalog();
+        let coder = c.profile("coder").expect("known");
+        let sets = [c.toolset("files").expect("known")];
+        let mut planner = TurnPlanner::new(&c);
+        let plan = planner.plan(
+            &c,
+            &TurnInput {
+                profile: coder,
+                toolsets: &sets,
+                discovered: &[],
+                named: &[],
+            },
+        );
+        for &format in ExportFormat::ALL {
+            let s = plan_stats(&plan, format);
+            assert_eq!(s.definitions, plan.tools().len());
+            let exported = export_tools(&c, plan.tools().iter().copied(), format);
+            assert_eq!(s.tokens, count_json_tokens(&exported));
+            let owned = fixture::rows()
+                .iter()
+                .filter(|r| r.profiles.contains(&"coder") && r.status != Status::Deprecated)
+                .count();
+            assert_eq!(s.profile_definitions, owned);
+            assert!(s.tokens > 0 && s.tokens < s.profile_tokens, "{s:?}");
+            assert!(s.ratio() > 0.0 && s.ratio() < 1.0);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The reference `tools.toml` loaded at run time: lookups, plans, search and exports end to end.
+
+use toolcat::codegen::model::{Status, Tier, Visibility};
+use toolcat::codegen::tables::bit;
+use toolcat::export::{export_plan, ExportFormat};
+use toolcat::tokens::plan_stats;
+use toolcat::{Catalog, HitKind, TurnInput, TurnPlanner};
+
+fn reference() -> Catalog {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml");
+    Catalog::load(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const QUERIES: &[&str] = &[
+    "open a pull request",
+    "send a message to a channel",
+    "what time is it in tokyo",
+    "delete a branch",
+    "fetch a web page",
+    "run the tests",
+    "list files in a folder",
+    "read_file",
+    "github__create_pull_request",
+    "create_pull_request",
+    "tool_search",
+    "",
+    "AND OR NOT ( \" *",
+];
+
+#[test]
+fn search_stays_inside_every_profile() {
+    let c = reference();
+    for p in c.profiles() {
+        let owned = c.profile_tools(p);
+        for q in QUERIES {
+            for h in c.search(q, p, 10).expect("search runs") {
+                assert!(
+                    bit(owned, h.tool.index()),
+                    "`{q}` in profile `{}` found `{}`, which it does not own",
+                    c.profile_name(p),
+                    c.exported_name(h.tool)
+                );
+                assert_ne!(c.status(h.tool), Status::Deprecated);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_tool_is_found_by_its_names() {
+    let c = reference();
+    let full = c.full_profile();
+    for t in c.tools().filter(|&t| c.status(t) != Status::Deprecated) {
+        for name in [c.exported_name(t), c.name(t)] {
+            let hits = c.search(name, full, 3).expect("search runs");
+            assert!(
+                hits.iter().any(|h| h.tool == t && h.kind == HitKind::Name),
+                "`{name}` does not find itself by name"
+            );
+            assert_eq!(hits[0].kind, HitKind::Name);
+        }
+    }
+}
+
+#[test]
+fn most_tools_are_found_by_their_own_description() {
+    // A regression guard on the index and its boosts, not a benchmark: a tool's own description
+    // should put it in the top 5. Meta-tools are left out of BM25 by design.
+    let c = reference();
+    let full = c.full_profile();
+    let eligible: Vec<_> = c
+        .tools()
+        .filter(|&t| c.status(t) != Status::Deprecated && c.tier(t) != Tier::Loop)
+        .collect();
+    let mut missed = Vec::new();
+    for &t in &eligible {
+        let hits = c.search(c.description(t), full, 5).expect("search runs");
+        if !hits.iter().any(|h| h.tool == t) {
+            missed.push(c.exported_name(t));
+        }
+    }
+    assert!(
+        missed.len() * 20 <= eligible.len(),
+        "{} of {} tools not in the top 5 for their own description: {missed:?}",
+        missed.len(),
+        eligible.len()
+    );
+}
+
+#[test]
+fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
+    let c = reference();
+    let mut planner = TurnPlanner::new(&c);
+    for preset in c.presets() {
+        let profile = c.preset_profile(preset);
+        let toolsets: Vec<_> = c.preset_toolsets(preset).collect();
+        let plan = planner.plan(
+            &c,
+            &TurnInput {
+                profile,
+                toolsets: &toolsets,
+                discovered: &[],
+                named: &[],
+            },
+        );
+        let owned = c.profile_tools(profile);
+        for &t in plan.tools() {
+            assert!(bit(owned, t.index()), "{} outside its profile", c.name(t));
+            assert_ne!(c.status(t), Status::Deprecated);
+        }
+        let counts = plan.counts();
+        assert_eq!(counts.visible, plan.tools().len());
+        if counts.discoverable_reachable > 0 {
+            let discovery = c.discovery_tools();
+            for t in c.tools_in(discovery).filter(|t| bit(owned, t.index())) {
+                assert!(
+                    plan.is_visible(t),
+                    "{} missing from a discovery turn",
+                    c.name(t)
+                );
+            }
+        }
+        for &format in ExportFormat::ALL {
+            let v = export_plan(&plan, format);
+            let text = v.to_string();
+            for &t in plan.tools() {
+                assert!(text.contains(c.exported_name(t)));
+            }
+            let stats = plan_stats(&plan, format);
+            assert!(stats.tokens <= stats.profile_tokens, "{stats:?}");
+            if plan.deferred().next().is_some() {
+                assert!(stats.tokens < stats.profile_tokens, "{stats:?}");
+            }
+        }
+        let anthropic = export_plan(&plan, ExportFormat::Anthropic);
+        let deferred = anthropic
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter(|t| t.get("defer_loading").is_some())
+            .count();
+        assert_eq!(deferred, counts.deferred);
+        for t in plan.deferred() {
+            assert_eq!(c.visibility(t), Visibility::Discoverable);
+        }
+    }
+}
