@@ -73,8 +73,11 @@ typed_index!(
 /// What a call does to the world: the declared `effect`, `idempotent` and `open_world`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Effect {
+    /// `read`, `write` or `destructive`.
     pub kind: EffectKind,
+    /// Repeating the call with the same arguments has no further effect.
     pub idempotent: bool,
+    /// The tool reaches outside the agent's own state.
     pub open_world: bool,
 }
 
@@ -92,7 +95,9 @@ pub enum ToolSource {
 /// A declared `rate_limit`: `calls` per `window_secs` seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RateLimit {
+    /// Calls allowed per window.
     pub calls: u32,
+    /// Window length in seconds (1, 60 or 3600).
     pub window_secs: u32,
 }
 

@@ -31,11 +31,13 @@ pub enum HitKind {
 /// One search result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Hit {
+    /// The tool found.
     pub tool: ToolIndex,
     /// [`NAME_MATCH_SCORE`] for a [`HitKind::Name`] hit; otherwise the BM25 score (a sum over
     /// fields and terms, weighted by the field boosts of `toolcat_codegen::index`), comparable only
     /// within one query.
     pub score: f32,
+    /// How it matched.
     pub kind: HitKind,
 }
 
