@@ -112,3 +112,42 @@ fn every_rule_has_a_fixture() {
         .collect();
     assert!(missing.is_empty(), "rules without a fixture in tests/fixtures/invalid: {missing:?}");
 }
+
+/// Damaged variants of the valid catalog (each line deleted, each line doubled, the file cut off
+/// inside each line) are reported, never panicked on, and every report renders with a headline.
+#[test]
+fn damaged_catalogs_never_panic() {
+    let path = "tests/fixtures/valid/small.toml";
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .expect("the valid fixture is readable");
+    let lines: Vec<&str> = source.split_inclusive('\n').collect();
+    let mut variants: Vec<(String, String)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut deleted = lines.clone();
+        deleted.remove(i);
+        variants.push((format!("line {} deleted", i + 1), deleted.concat()));
+        let mut doubled = lines.clone();
+        doubled.insert(i, line);
+        variants.push((format!("line {} doubled", i + 1), doubled.concat()));
+        let start: usize = lines[..i].iter().map(|l| l.len()).sum();
+        let middle = start + line.len() / 2;
+        if source.is_char_boundary(middle) {
+            variants.push((format!("cut inside line {}", i + 1), source[..middle].to_string()));
+        }
+    }
+    let mut failing = 0;
+    for (what, text) in &variants {
+        let (diagnostics, compiled) = compile(&format!("{path} ({what})"), text);
+        if !compiled {
+            failing += 1;
+        }
+        for d in &diagnostics {
+            let rendered = d.render(path, text);
+            assert!(
+                rendered.starts_with(&format!("{path}:")) && rendered.contains(&format!("[{}]: ", d.code)),
+                "{what}: malformed rendering\n{rendered}"
+            );
+        }
+    }
+    assert!(failing > variants.len() / 4, "damage should mostly be caught ({failing} of {})", variants.len());
+}

@@ -914,7 +914,11 @@ impl<'a> Checker<'a> {
                         format!("discovery meta-tool `{name}` must have source `loop`"),
                         spans.value("source"),
                     )
-                    .with_label(format!("source is `{}`", tool.source))
+                    .with_label(if spans.has("source") {
+                        format!("source is `{}`", tool.source)
+                    } else {
+                        format!("no `source`: it defaults to `{SOURCE_LOCAL}`")
+                    })
                     .with_help("set `source = \"loop\"`: the runtime implements the meta-tools"),
                 );
             }
