@@ -2,3 +2,5 @@
 
 /// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
 mod invalid_catalogs;
+/// `toolcat import`: real catalogs and fixtures become tools.toml text that compiles and round-trips.
+mod import;

@@ -13,6 +13,7 @@ pub mod derive;
 #[cfg(feature = "index")]
 pub mod index;
 pub mod diagnostics;
+pub mod import;
 pub mod load;
 pub mod model;
 pub mod tables;
