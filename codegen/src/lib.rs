@@ -9,11 +9,14 @@
 //! - [`emit`] turns tables into Rust source and artefacts, as strings (snapshot-testable);
 //! - [`build`] is the one call a user's `build.rs` makes.
 
+#[cfg(feature = "index")]
+pub mod build;
 pub mod derive;
+pub mod diagnostics;
+pub mod emit;
+pub mod import;
 #[cfg(feature = "index")]
 pub mod index;
-pub mod diagnostics;
-pub mod import;
 pub mod load;
 pub mod model;
 pub mod tables;

@@ -1,10 +1,35 @@
 //! `#[tool]`: binds an async handler function to its row in `tools.toml`.
+//!
+//! A thin shim over `toolcat-codegen`: the catalog is read with the same loader the build script
+//! uses (`toolcat_codegen::load::parse`) and the marker type of a tool is named by the same
+//! function that named it in the generated glue (`toolcat_codegen::emit::marker_idents`), so the
+//! macro and the build script cannot disagree. The checks and the expansion live in [`expand`]
+//! (plain `proc_macro2` code with unit tests); this file only finds the catalog.
+
 use proc_macro::TokenStream;
 
+mod expand;
+
 /// Marks `async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` as the handler of
-/// tool `NAME` declared in `tools.toml`.
+/// tool `NAME` declared in `tools.toml` (`Args: Deserialize + JsonSchema + Send`,
+/// `Out: Serialize + Send`).
+///
+/// Options: `#[tool(name = "kebab-name")]` binds a function to a tool whose name is not a Rust
+/// identifier; `#[tool(catalog = some::path)]` names the module where `toolcat::include_catalog!()`
+/// was invoked (default `crate::toolcat_catalog`).
+///
+/// The function is kept as written and `toolcat::ToolHandler` is implemented for the tool's marker
+/// type, so a second handler for the same tool is a conflicting-implementation error (E0119).
+/// `Args` and `Out` become that impl's associated types, so they must be visible in the whole
+/// crate: private at the crate root, `pub(crate)` or `pub` in a submodule (rustc reports E0446,
+/// "private type in public interface", otherwise).
+///
+/// The catalog read is the file named by the `TOOLCAT_CATALOG` environment variable (set by
+/// `toolcat_codegen::build::compile_catalog` in the crate's build script), else `tools.toml` beside
+/// the crate's `Cargo.toml`. Errors, each at the function name or the faulty part of the signature:
+/// a name `tools.toml` does not declare (with a did-you-mean), a tool served by an MCP server or by
+/// the runtime, and a signature of the wrong shape.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let _ = attr;
-    item
+    expand::tool(attr.into(), item.into(), &expand::Catalog::from_env()).into()
 }

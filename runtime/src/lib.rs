@@ -8,6 +8,7 @@
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors.
 
 pub mod catalog;
+pub mod compiled;
 pub mod error;
 pub mod export;
 #[cfg(test)]

@@ -1,0 +1,212 @@
+//! The quick start a user copies (tests/fixtures/quickstart) really builds with `cargo build`: its
+//! binary runs a tool through the compiled dispatch table, and a broken tools.toml stops the build
+//! with the diagnostic, the tool's name and the fix.
+//!
+//! Each case builds a copy of the fixture in a temporary directory, with its path dependencies
+//! rewritten to this workspace, in `<workspace>/target/fixture`: a target directory of its own,
+//! because the cargo running these tests holds the lock of the workspace's, and a shared one, so
+//! only the first run compiles the dependencies.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A copy of tests/fixtures/quickstart, ready to build.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn quickstart() -> Fixture {
+        let source = Path::new(MANIFEST_DIR).join("tests/fixtures/quickstart");
+        let dir = tempfile::Builder::new()
+            .prefix("toolcat-quickstart-")
+            .tempdir()
+            .expect("a temporary directory");
+        copy_dir(&source, dir.path());
+        rewrite_path_dependencies(&source, &dir.path().join("Cargo.toml"));
+        // The workspace's lock file pins the same versions, so the shared target directory
+        // is reused and no resolution is needed.
+        std::fs::copy(
+            Path::new(MANIFEST_DIR).join("Cargo.lock"),
+            dir.path().join("Cargo.lock"),
+        )
+        .expect("Cargo.lock copies");
+        Fixture { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Replaces `from` with `to` in the copy's tools.toml, which must contain `from`.
+    fn edit_catalog(&self, from: &str, to: &str) {
+        let path = self.path().join("tools.toml");
+        let text = std::fs::read_to_string(&path).expect("tools.toml reads");
+        assert!(text.contains(from), "tools.toml has no `{from}`");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("tools.toml writes");
+    }
+
+    fn cargo(&self, args: &[&str]) -> Output {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        Command::new(cargo)
+            .args(args)
+            .current_dir(self.path())
+            .env("CARGO_TARGET_DIR", target_dir())
+            // Set by the UI tests of this binary for their own cases; the fixture's build script
+            // must be the one that names the catalog.
+            .env_remove("TOOLCAT_CATALOG")
+            .env_remove("TOOLCAT_UI_CATALOG_DIR")
+            .env_remove("CARGO_MANIFEST_DIR")
+            .output()
+            .expect("cargo runs")
+    }
+}
+
+fn target_dir() -> PathBuf {
+    Path::new(MANIFEST_DIR).join("target").join("fixture")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("directory creates");
+    for entry in std::fs::read_dir(from).expect("fixture directory reads") {
+        let entry = entry.expect("fixture entry reads");
+        let name = entry.file_name();
+        if name == "target" || name == "Cargo.lock" {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name));
+        } else {
+            std::fs::copy(&path, to.join(&name)).expect("fixture file copies");
+        }
+    }
+}
+
+/// Makes every `path = "..."` dependency of the copied manifest absolute, resolved against the
+/// fixture's place in this repository.
+fn rewrite_path_dependencies(fixture: &Path, manifest: &Path) {
+    let text = std::fs::read_to_string(manifest).expect("manifest reads");
+    let mut doc: toml_edit::DocumentMut = text.parse().expect("fixture manifest parses");
+    for section in ["dependencies", "build-dependencies", "dev-dependencies"] {
+        let Some(table) = doc.get_mut(section).and_then(|t| t.as_table_like_mut()) else {
+            continue;
+        };
+        for (_, dep) in table.iter_mut() {
+            let Some(dep) = dep.as_table_like_mut() else {
+                continue;
+            };
+            let Some(relative) = dep.get("path").and_then(|p| p.as_str()) else {
+                continue;
+            };
+            let absolute = fixture
+                .join(relative)
+                .canonicalize()
+                .expect("path dependency exists");
+            dep.insert(
+                "path",
+                toml_edit::value(absolute.to_string_lossy().into_owned()),
+            );
+        }
+    }
+    std::fs::write(manifest, doc.to_string()).expect("manifest writes");
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn quickstart_builds_and_runs_a_tool_through_the_dispatch_table() {
+    let fixture = Fixture::quickstart();
+    let build = fixture.cargo(&["build", "--quiet"]);
+    assert!(
+        build.status.success(),
+        "the quick start must build:\n{}",
+        text(&build)
+    );
+
+    let run = fixture.cargo(&["run", "--quiet"]);
+    assert!(
+        run.status.success(),
+        "the quick start must run:\n{}",
+        text(&run)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains(r#"count_words: {"lines":2,"words":4}"#),
+        "count_words ran through the dispatch table:\n{stdout}"
+    );
+    let search = stdout
+        .lines()
+        .find(|l| l.starts_with("tool_search: "))
+        .unwrap_or_default();
+    assert!(
+        search.starts_with(r#"tool_search: ["count_words""#),
+        "the discoverable tool is found first by describing its job:\n{stdout}"
+    );
+}
+
+#[test]
+fn duplicate_tool_row_fails_the_build_naming_the_tool_and_the_fix() {
+    let fixture = Fixture::quickstart();
+    let path = fixture.path().join("tools.toml");
+    let mut catalog = std::fs::read_to_string(&path).expect("tools.toml reads");
+    catalog.push_str(
+        r#"
+[[tool]]
+name = "count_words"
+description = "Counts the characters of a text"
+visibility = "discoverable"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["text"]
+owner = "quickstart"
+"#,
+    );
+    std::fs::write(&path, catalog).expect("tools.toml writes");
+
+    let build = fixture.cargo(&["build", "--quiet"]);
+    let output = text(&build);
+    assert!(
+        !build.status.success(),
+        "a duplicate row must fail the build:\n{output}"
+    );
+    assert!(output.contains("error[E0201]"), "{output}");
+    assert!(
+        output.contains("`count_words`"),
+        "names the tool:\n{output}"
+    );
+    assert!(
+        output.contains("help: rename one of the two tools"),
+        "gives the fix:\n{output}"
+    );
+    assert!(!output.contains("panicked"), "no panic:\n{output}");
+}
+
+#[test]
+fn misspelt_enum_value_fails_the_build_with_a_did_you_mean() {
+    let fixture = Fixture::quickstart();
+    fixture.edit_catalog(r#"tier = "silent""#, r#"tier = "silnet""#);
+
+    let build = fixture.cargo(&["build", "--quiet"]);
+    let output = text(&build);
+    assert!(
+        !build.status.success(),
+        "an unknown tier must fail the build:\n{output}"
+    );
+    assert!(output.contains("error[E0102]"), "{output}");
+    assert!(output.contains("`silnet`"), "names the value:\n{output}");
+    assert!(
+        output.contains("did you mean `silent`?"),
+        "suggests the fix:\n{output}"
+    );
+    assert!(!output.contains("panicked"), "no panic:\n{output}");
+}
