@@ -345,6 +345,9 @@ fn github_feature_flag_turned_on_makes_its_tools_active() {
         "issues is a default toolset"
     );
     assert_eq!(row(&out, "find_duplicate").status, Status::Experimental);
+    assert!(out.text.starts_with(
+        "# tools.toml made by `toolcat import --from github-toolsnaps --feature-flag issues_granular "
+    ));
     assert!(out.text.contains("# Feature flags on: issues_granular."));
 }
 

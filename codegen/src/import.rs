@@ -43,8 +43,9 @@
 //!   text and a warning in the report.
 //! - Every tool becomes one `[[tool]]` row with `source = NAME` of its server, `owner = NAME` of
 //!   its server, `input_schema` = the tool's `inputSchema`, status `active` (see feature flags).
-//! - The tool's `annotations.title`, when present and different from its description, becomes its
-//!   one `keywords` entry, so search matches the words of the title too.
+//! - The tool's title (`title`, else `annotations.title`), when present and different from its
+//!   description, becomes its one `keywords` entry, so search matches the words of the title too
+//!   (not when the description had to be derived from the title).
 //! - Rows keep the source's order (servers in file order, their tools in list order); the four
 //!   discovery meta-tools, when emitted, come first.
 //!
@@ -56,11 +57,11 @@
 //!   Server names and toolset names follow the same rule (a LiveMCPBench server is named by its
 //!   `mcpServers` key: `Ant Design Components` → `Ant_Design_Components`). A mapped tool name is
 //!   listed in the report as renamed, because the server still knows the tool by its original name.
-//! - **Duplicates inside one server** (two names that map to the same text): the later tool gets
-//!   the suffix `_` + 8 hex digits of the CRC-32 (IEEE) of its original name; listed as renamed.
 //! - **Meta-tool names.** `tool_search`, `tool_describe`, `tool_call` and `read_tool_result` belong
 //!   to the runtime's own rows: a server tool with one of these names becomes `SERVER_NAME` (e.g.
 //!   `plugins_tool_search`); listed as renamed.
+//! - **Duplicates inside one server** (two names that map to the same text): the later tool gets
+//!   the suffix `_` + 8 hex digits of the CRC-32 (IEEE) of its original name; listed as renamed.
 //! - **Collisions across servers.** When a tool name occurs on two or more servers, every server
 //!   involved gets `namespace = NAME` on its `[mcp_server]` table: its
 //!   tools keep their row `name` (the name the server knows) and are exported as `NAMESPACE__name`.
@@ -100,7 +101,8 @@
 //! - Visibility is `discoverable` for every imported tool, except where the source marks defaults:
 //!   a GitHub tool with status `active` in a toolset marked `default` is `inline`.
 //! - No `[profile]` is declared: every tool belongs to the implicit `full` profile. The one preset
-//!   emitted is GitHub's `default`: profile `full`, toolsets = the default toolsets plus `discovery`.
+//!   emitted is GitHub's `default` (when `toolsets.json` marks default toolsets): profile `full`,
+//!   toolsets = the default toolsets that hold a tool, plus `discovery`.
 //! - Whenever a tool is `discoverable`, the four discovery meta-tools (`tool_search`,
 //!   `tool_describe`, `tool_call`, `read_tool_result`) are emitted too: tier `loop`, source `loop`,
 //!   visibility `inline`, effect `read`, owner `toolcat`, in the toolset `discovery`. Their exposure is
@@ -109,7 +111,7 @@
 //!
 //! ## Descriptions
 //! Descriptions are trimmed. An empty one (the validator rejects those) is derived, honestly marked:
-//! the annotation title when there is one, else the tool name split into words, followed by
+//! the tool's title when there is one, else the tool name split into words, followed by
 //! `(from the `SERVER` MCP server, which gives no description)`. Every such tool is listed in the
 //! report. Descriptions in other languages are kept as the server wrote them.
 //!
@@ -2018,7 +2020,14 @@ fn build(
         placeholder_transport: placeholder_transport.clone(),
         warnings,
     };
-    let text = render(kind, path, &about, &catalog, &placeholder_transport)?;
+    let text = render(
+        kind,
+        path,
+        options,
+        &about,
+        &catalog,
+        &placeholder_transport,
+    )?;
     Ok(ImportOutput {
         text,
         catalog,
@@ -2166,16 +2175,35 @@ fn meta_tool_rows() -> Vec<ToolDecl> {
     rows
 }
 
+/// The `toolcat import` command line that makes the same text (the CLI's `--server` and
+/// `--feature-flag` options).
+pub fn command_line(kind: ImportKind, path: &Path, options: &ImportOptions) -> String {
+    let mut command = format!("toolcat import --from {kind}");
+    if kind == ImportKind::McpToolsJson {
+        if let Some(server) = &options.server_name {
+            command.push_str(&format!(" --server {server}"));
+        }
+    }
+    if kind == ImportKind::GithubToolsnaps {
+        for flag in &options.feature_flags {
+            command.push_str(&format!(" --feature-flag {flag}"));
+        }
+    }
+    command.push_str(&format!(" {}", path.display()));
+    command
+}
+
 /// Header comment + serialized catalog, checked to read back as the same catalog.
 fn render(
     kind: ImportKind,
     path: &Path,
+    options: &ImportOptions,
     about: &[String],
     catalog: &CatalogFile,
     placeholder_transport: &[String],
 ) -> Result<String, ImportError> {
     let body = tidy(&toml::to_string_pretty(catalog)?, placeholder_transport)?;
-    let command = format!("toolcat import --from {kind} {}", path.display());
+    let command = command_line(kind, path, options);
     let mut text = String::new();
     text.push_str(&format!("# tools.toml made by `{command}`.\n"));
     for line in about {
