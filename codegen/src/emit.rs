@@ -860,74 +860,93 @@ mod tests {
 }
 
 #[cfg(test)]
-mod shape_tests {
+mod snapshot_tests {
     use super::*;
-    use std::borrow::Cow;
 
-    fn strs(v: &[&'static str]) -> Strs {
-        Cow::Owned(v.iter().map(|s| Cow::Borrowed(*s)).collect())
+    /// Compiles a catalog of the shared fixtures (`tests/fixtures/` of the workspace).
+    fn compile_fixture(relative: &str) -> Tables {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures")
+            .join(relative);
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        match crate::compile_str(relative, &source) {
+            Ok(compiled) => compiled.tables,
+            Err(diagnostics) => panic!("{relative} must be valid: {diagnostics:#?}"),
+        }
     }
 
-    /// Two local tools and one served by an MCP server, built by hand.
-    pub(crate) fn small() -> Tables {
-        Tables {
-            len: 3,
-            words: 1,
-            names: strs(&["read_file", "write-file", "search_issues"]),
-            exported_names: strs(&["read_file", "write-file", "gh__search_issues"]),
-            descriptions: strs(&["Read a file.", "Write a \"file\".", "Search issues."]),
-            keywords: Cow::Owned(vec![strs(&["cat", "open"]), strs(&[]), strs(&["bug"])]),
-            owners: strs(&["core", "core", "github"]),
-            visibility: Cow::Owned(vec![0, 0, 1]),
-            tier: Cow::Owned(vec![0, 1, 0]),
-            effect: Cow::Owned(vec![0, 1, 0]),
-            exposure: Cow::Owned(vec![0, 2, 0]),
-            status: Cow::Owned(vec![0, 0, 0]),
-            idempotent: Cow::Owned(vec![0b101]),
-            open_world: Cow::Owned(vec![0b100]),
-            source: Cow::Owned(vec![SOURCE_LOCAL, SOURCE_LOCAL, 0]),
-            requires: Cow::Owned(vec![
-                Cow::Owned(vec![]),
-                Cow::Owned(vec![0]),
-                Cow::Owned(vec![]),
-            ]),
-            pair: Cow::Owned(vec![None, None, None]),
-            replaced_by: Cow::Owned(vec![None, None, None]),
-            removal: Cow::Owned(vec![None, None, None]),
-            rate_limit: Cow::Owned(vec![None, Some((10, 60)), None]),
-            input_schema: Cow::Owned(vec![
-                None,
-                None,
-                Some(Cow::Borrowed("{\"type\":\"object\"}")),
-            ]),
-            profile_names: strs(&["reader", "full"]),
-            profile_descriptions: strs(&["Reads.", "Every tool."]),
-            profile_max_inline: Cow::Owned(vec![Some(20), None]),
-            profile_bits: Cow::Owned(vec![0b101, 0b111]),
-            toolset_names: strs(&["files", "github"]),
-            toolset_descriptions: strs(&["Files.", "GitHub."]),
-            toolset_bits: Cow::Owned(vec![0b011, 0b100]),
-            preset_names: strs(&["default"]),
-            preset_descriptions: strs(&["Default."]),
-            preset_profile: Cow::Owned(vec![0]),
-            preset_toolsets: Cow::Owned(vec![Cow::Owned(vec![0, 1])]),
-            server_names: strs(&["github"]),
-            server_descriptions: strs(&["GitHub's MCP server."]),
-            server_namespaces: Cow::Owned(vec![Some(Cow::Borrowed("gh"))]),
-            server_commands: Cow::Owned(vec![Some(Cow::Borrowed("github-mcp-server"))]),
-            server_args: Cow::Owned(vec![strs(&["stdio"])]),
-            server_urls: Cow::Owned(vec![None]),
-            tier_bits: Cow::Owned(vec![0b101, 0b010, 0]),
-            effect_bits: Cow::Owned(vec![0b101, 0b010, 0]),
-            scope_bits: Cow::Owned(vec![0b101, 0b101, 0b111]),
-            visibility_bits: Cow::Owned(vec![0b011, 0b100]),
-            status_bits: Cow::Owned(vec![0b111, 0, 0]),
+    fn assert_parses(text: &str, what: &str) {
+        if let Err(e) = syn::parse_file(text) {
+            panic!("the emitted {what} is not Rust: {e}\n{text}");
         }
     }
 
     #[test]
-    fn print() {
-        let e = emit(&small());
-        println!("{}\n=====\n{}", e.declarations, e.glue);
+    fn small_catalog_declarations() {
+        let emitted = emit(&compile_fixture("valid/small.toml"));
+        assert!(emitted.declarations.starts_with(HEADER));
+        assert_parses(&emitted.declarations, "declarations");
+        insta::assert_snapshot!(emitted.declarations);
+    }
+
+    #[test]
+    fn small_catalog_glue() {
+        let emitted = emit(&compile_fixture("valid/small.toml"));
+        assert!(emitted.glue.starts_with(HEADER));
+        assert_parses(&emitted.glue, "glue");
+        insta::assert_snapshot!(emitted.glue);
+    }
+
+    /// The dispatch table has one entry per tool, `Some` exactly for the local tools.
+    #[test]
+    fn dispatch_table_names_exactly_the_local_tools() {
+        let tables = compile_fixture("valid/small.toml");
+        let glue = glue(&tables);
+        let start = glue
+            .find("pub static HANDLERS")
+            .expect("HANDLERS is emitted");
+        let end = start + glue[start..].find("];").expect("HANDLERS ends");
+        let entries: Vec<&str> = glue[start..end]
+            .split("::core::option::Option::")
+            .skip(1) // the text before the first entry
+            .collect();
+        assert_eq!(entries.len(), tables.len, "{}", &glue[start..end]);
+        let local = local_tools(&tables);
+        for (i, entry) in entries.iter().enumerate() {
+            let name = &tables.names[i];
+            if local.contains(&i) {
+                let marker = name.replace('-', "_");
+                assert!(
+                    entry.starts_with("Some(")
+                        && entry
+                            .contains(&format!("<markers::{marker} as handler_checks::{marker}>")),
+                    "tool `{name}` is local: {entry}"
+                );
+            } else {
+                assert!(
+                    entry.starts_with("None"),
+                    "tool `{name}` is not local: {entry}"
+                );
+            }
+        }
+    }
+
+    /// A catalog without tools still emits Rust that parses: the empty `ToolId` takes no `repr`.
+    #[test]
+    fn empty_catalog_emits_valid_rust() {
+        let tables = match crate::compile_str("empty.toml", "") {
+            Ok(compiled) => compiled.tables,
+            Err(diagnostics) => panic!("an empty catalog is valid: {diagnostics:#?}"),
+        };
+        let emitted = emit(&tables);
+        assert_parses(&emitted.declarations, "declarations");
+        assert_parses(&emitted.glue, "glue");
+        assert!(
+            emitted.declarations.contains("pub enum ToolId {}"),
+            "{}",
+            emitted.declarations
+        );
+        assert!(!emitted.declarations.contains("repr(u32)"));
     }
 }
