@@ -1,0 +1,967 @@
+//! Workspace files: `read_file`, `write_file`, `edit_file`, `propose_edit`, `list_directory`,
+//! `create_directory`, `move_path`, `delete_path`, `file_info`.
+//!
+//! Limits (so one call cannot flood the model or the process): `read_file` refuses files over
+//! [`READ_MAX_FILE_BYTES`], returns at most [`READ_DEFAULT_LINES`] lines unless asked for fewer or
+//! more, and stops at [`READ_MAX_OUTPUT_BYTES`] of text; `list_directory` returns at most
+//! [`LIST_MAX_ENTRIES`] entries. Text is decoded as UTF-8, with invalid bytes replaced.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolcat::{ToolContext, ToolError};
+
+use super::workspace::{not_found, Workspace};
+use super::{failed, rfc3339};
+
+/// Largest file `read_file` and `edit_file` load: 16 MiB.
+pub const READ_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Lines `read_file` returns when `limit` is not given.
+pub const READ_DEFAULT_LINES: usize = 2000;
+/// Most text `read_file` returns in one call: 256 KiB.
+pub const READ_MAX_OUTPUT_BYTES: usize = 256 * 1024;
+/// Most entries `list_directory` returns.
+pub const LIST_MAX_ENTRIES: usize = 1000;
+
+/// Arguments of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// First line to return, counting from 1; 1 when omitted.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub offset: Option<usize>,
+    /// How many lines to return; 2000 when omitted.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+}
+
+/// Result of `read_file`.
+#[derive(Debug, Serialize)]
+pub struct ReadFileOutput {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// The returned lines, joined with `\n`.
+    pub content: String,
+    /// Line number of the first returned line (1-based); 0 for an empty file.
+    pub start_line: usize,
+    /// Line number of the last returned line.
+    pub end_line: usize,
+    /// Lines in the whole file.
+    pub total_lines: usize,
+    /// More lines follow `end_line`; call again with `offset = end_line + 1`.
+    pub truncated: bool,
+}
+
+/// Reads a window of lines of a text file.
+#[toolcat::tool]
+pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFileOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.existing(&args.path)?;
+    let text = read_text(&ws, &path, &args.path).await?;
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let start = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(READ_DEFAULT_LINES).max(1);
+    if total > 0 && start > total {
+        return Err(failed(format!(
+            "`offset` {start} is past the end of `{}`, which has {total} lines",
+            args.path
+        )));
+    }
+    let mut content = String::new();
+    let mut end = start.saturating_sub(1);
+    for line in lines.iter().skip(start - 1).take(limit) {
+        if !content.is_empty() && content.len() + line.len() + 1 > READ_MAX_OUTPUT_BYTES {
+            break;
+        }
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str(line);
+        end += 1;
+    }
+    Ok(ReadFileOutput {
+        path: ws.relative(&path),
+        content,
+        start_line: if total == 0 { 0 } else { start },
+        end_line: end,
+        total_lines: total,
+        truncated: end < total,
+    })
+}
+
+/// Loads a text file, refusing directories, huge files and binary content.
+async fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<String, ToolError> {
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
+    if meta.is_dir() {
+        return Err(failed(format!(
+            "`{shown}` is a directory; use `list_directory` to see what it holds"
+        )));
+    }
+    if meta.len() > READ_MAX_FILE_BYTES {
+        return Err(failed(format!(
+            "`{shown}` is {} bytes, over the {READ_MAX_FILE_BYTES}-byte limit; use `grep` to find \
+             the part you need",
+            meta.len()
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| ToolError::io(format!("cannot read `{}`", ws.relative(path)), e))?;
+    if is_binary(&bytes) {
+        return Err(failed(format!(
+            "`{shown}` looks binary (it contains NUL bytes); only text files can be read"
+        )));
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// Binary by the heuristic `git` and `grep` use: a NUL byte in the first 8 KiB.
+pub(crate) fn is_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8192).any(|&b| b == 0)
+}
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// File path, relative to the workspace root; missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// Result of `write_file`.
+#[derive(Debug, Serialize)]
+pub struct WriteFileOutput {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// Bytes written.
+    pub bytes_written: usize,
+    /// The file did not exist before.
+    pub created: bool,
+}
+
+/// Writes a whole file.
+#[toolcat::tool]
+pub async fn write_file(
+    args: WriteFileArgs,
+    ctx: &ToolContext,
+) -> Result<WriteFileOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.target(&args.path)?;
+    let created = match tokio::fs::metadata(&path).await {
+        Ok(meta) if meta.is_dir() => {
+            return Err(failed(format!(
+                "`{}` is a directory; pass the path of a file",
+                args.path
+            )))
+        }
+        Ok(_) => false,
+        Err(_) => true,
+    };
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|e| {
+            ToolError::io(format!("cannot create the directory of `{}`", args.path), e)
+        })?;
+    }
+    tokio::fs::write(&path, args.content.as_bytes())
+        .await
+        .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    Ok(WriteFileOutput {
+        path: ws.relative(&path),
+        bytes_written: args.content.len(),
+        created,
+    })
+}
+
+/// Arguments of `edit_file` and `propose_edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    /// File path, relative to the workspace root.
+    pub path: String,
+    /// Exact text to replace, including whitespace and indentation; must occur exactly once
+    /// unless `replace_all` is true.
+    pub old_string: String,
+    /// Text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// Result of `edit_file`.
+#[derive(Debug, Serialize)]
+pub struct EditOutput {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// Occurrences replaced.
+    pub replacements: usize,
+}
+
+/// Result of `propose_edit`.
+#[derive(Debug, Serialize)]
+pub struct ProposeEditOutput {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// Occurrences `edit_file` would replace.
+    pub replacements: usize,
+    /// Unified diff of the file before and after, with 3 lines of context.
+    pub diff: String,
+}
+
+/// The text after replacing `old` by `new` in `text`, and the number of replacements.
+///
+/// # Errors
+/// When `old` is empty, equals `new`, does not occur, or occurs more than once without
+/// `replace_all`.
+pub(crate) fn apply_edit(
+    text: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    shown: &str,
+) -> Result<(String, usize), ToolError> {
+    if old.is_empty() {
+        return Err(failed(
+            "`old_string` is empty; pass the exact text to replace, or use `write_file` to write \
+             a whole file",
+        ));
+    }
+    if old == new {
+        return Err(failed(
+            "`old_string` and `new_string` are the same; the edit would change nothing",
+        ));
+    }
+    let count = text.matches(old).count();
+    match count {
+        0 => Err(failed(format!(
+            "`old_string` does not occur in `{shown}`; read the file and copy the text exactly, \
+             including whitespace and indentation"
+        ))),
+        1 => Ok((text.replacen(old, new, 1), 1)),
+        n if replace_all => Ok((text.replace(old, new), n)),
+        n => Err(failed(format!(
+            "`old_string` occurs {n} times in `{shown}`; include more surrounding lines to make it \
+             unique, or set `replace_all` to replace every occurrence"
+        ))),
+    }
+}
+
+/// Replaces an exact piece of text in a file.
+#[toolcat::tool]
+pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.existing(&args.path)?;
+    let text = read_text(&ws, &path, &args.path).await?;
+    let (edited, replacements) = apply_edit(
+        &text,
+        &args.old_string,
+        &args.new_string,
+        args.replace_all,
+        &args.path,
+    )?;
+    tokio::fs::write(&path, edited.as_bytes())
+        .await
+        .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    Ok(EditOutput {
+        path: ws.relative(&path),
+        replacements,
+    })
+}
+
+/// Shows the diff `edit_file` would make, without writing.
+#[toolcat::tool]
+pub async fn propose_edit(
+    args: EditArgs,
+    ctx: &ToolContext,
+) -> Result<ProposeEditOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.existing(&args.path)?;
+    let text = read_text(&ws, &path, &args.path).await?;
+    let (edited, replacements) = apply_edit(
+        &text,
+        &args.old_string,
+        &args.new_string,
+        args.replace_all,
+        &args.path,
+    )?;
+    let shown = ws.relative(&path);
+    let diff = similar::TextDiff::from_lines(&text, &edited)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    Ok(ProposeEditOutput {
+        path: shown,
+        replacements,
+        diff,
+    })
+}
+
+/// Arguments of `list_directory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirectoryArgs {
+    /// Directory, relative to the workspace root; the root when omitted.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Also list entries whose names start with `.`.
+    #[serde(default)]
+    pub include_hidden: bool,
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct DirEntry {
+    /// File name.
+    pub name: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: &'static str,
+    /// Size in bytes, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// Result of `list_directory`.
+#[derive(Debug, Serialize)]
+pub struct ListDirectoryOutput {
+    /// The directory, relative to the workspace root.
+    pub path: String,
+    /// Entries sorted by name.
+    pub entries: Vec<DirEntry>,
+    /// More entries exist than the 1000 returned.
+    pub truncated: bool,
+}
+
+/// Lists one directory.
+#[toolcat::tool]
+pub async fn list_directory(
+    args: ListDirectoryArgs,
+    ctx: &ToolContext,
+) -> Result<ListDirectoryOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let shown = args.path.as_deref().unwrap_or(".");
+    let path = ws.existing(shown)?;
+    let mut reader = tokio::fs::read_dir(&path).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotADirectory {
+            failed(format!("`{shown}` is a file; use `read_file` to read it"))
+        } else {
+            ToolError::io(format!("cannot list `{shown}`"), e)
+        }
+    })?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader
+        .next_entry()
+        .await
+        .map_err(|e| ToolError::io(format!("cannot list `{shown}`"), e))?
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !args.include_hidden && name.starts_with('.') {
+            continue;
+        }
+        let meta = entry
+            .metadata()
+            .await
+            .map_err(|e| ToolError::io(format!("cannot inspect `{shown}/{name}`"), e))?;
+        let kind = kind_of(&meta);
+        entries.push(DirEntry {
+            name,
+            kind,
+            size: meta.is_file().then_some(meta.len()),
+        });
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let truncated = entries.len() > LIST_MAX_ENTRIES;
+    entries.truncate(LIST_MAX_ENTRIES);
+    Ok(ListDirectoryOutput {
+        path: ws.relative(&path),
+        entries,
+        truncated,
+    })
+}
+
+/// `file`, `dir`, `symlink` or `other`, from metadata that did not follow a final symlink.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        "symlink"
+    } else if ft.is_dir() {
+        "dir"
+    } else if ft.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// Arguments of `create_directory`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDirectoryArgs {
+    /// Directory to create, relative to the workspace root; missing parents are created too.
+    pub path: String,
+}
+
+/// Result of `create_directory`.
+#[derive(Debug, Serialize)]
+pub struct CreateDirectoryOutput {
+    /// The directory, relative to the workspace root.
+    pub path: String,
+    /// It did not exist before.
+    pub created: bool,
+}
+
+/// Creates a directory and its missing parents.
+#[toolcat::tool]
+pub async fn create_directory(
+    args: CreateDirectoryArgs,
+    ctx: &ToolContext,
+) -> Result<CreateDirectoryOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.target(&args.path)?;
+    let created = match tokio::fs::metadata(&path).await {
+        Ok(meta) if meta.is_dir() => false,
+        Ok(_) => {
+            return Err(failed(format!(
+                "`{}` exists and is not a directory",
+                args.path
+            )))
+        }
+        Err(_) => {
+            tokio::fs::create_dir_all(&path)
+                .await
+                .map_err(|e| ToolError::io(format!("cannot create `{}`", args.path), e))?;
+            true
+        }
+    };
+    Ok(CreateDirectoryOutput {
+        path: ws.relative(&path),
+        created,
+    })
+}
+
+/// Arguments of `move_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MovePathArgs {
+    /// File or directory to move, relative to the workspace root.
+    pub from: String,
+    /// New path, relative to the workspace root; must not exist yet.
+    pub to: String,
+}
+
+/// Result of `move_path`.
+#[derive(Debug, Serialize)]
+pub struct MovePathOutput {
+    /// Old path, relative to the workspace root.
+    pub from: String,
+    /// New path, relative to the workspace root.
+    pub to: String,
+}
+
+/// Moves or renames a file or directory.
+#[toolcat::tool]
+pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePathOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let from = ws.entry(&args.from)?;
+    let to = ws.entry(&args.to)?;
+    if tokio::fs::symlink_metadata(&from).await.is_err() {
+        return Err(not_found(&args.from));
+    }
+    if tokio::fs::symlink_metadata(&to).await.is_ok() {
+        return Err(failed(format!(
+            "`{}` already exists; pick a new destination or delete it first with `delete_path`",
+            args.to
+        )));
+    }
+    if to.starts_with(&from) {
+        return Err(failed(format!(
+            "cannot move `{}` into itself (`{}`)",
+            args.from, args.to
+        )));
+    }
+    if let Some(parent) = to.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|e| {
+            ToolError::io(format!("cannot create the directory of `{}`", args.to), e)
+        })?;
+    }
+    tokio::fs::rename(&from, &to)
+        .await
+        .map_err(|e| ToolError::io(format!("cannot move `{}` to `{}`", args.from, args.to), e))?;
+    Ok(MovePathOutput {
+        from: ws.relative(&from),
+        to: ws.relative(&to),
+    })
+}
+
+/// Arguments of `delete_path`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeletePathArgs {
+    /// File or directory to delete, relative to the workspace root.
+    pub path: String,
+    /// Delete a non-empty directory with everything in it.
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+/// Result of `delete_path`.
+#[derive(Debug, Serialize)]
+pub struct DeletePathOutput {
+    /// The deleted path, relative to the workspace root.
+    pub path: String,
+    /// What it was: `file`, `dir`, `symlink` or `other`.
+    pub kind: &'static str,
+}
+
+/// Deletes a file, a symbolic link (not its target) or a directory.
+#[toolcat::tool]
+pub async fn delete_path(
+    args: DeletePathArgs,
+    ctx: &ToolContext,
+) -> Result<DeletePathOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.entry(&args.path)?;
+    let meta = tokio::fs::symlink_metadata(&path)
+        .await
+        .map_err(|_| not_found(&args.path))?;
+    let kind = kind_of(&meta);
+    let result = if meta.is_dir() {
+        if args.recursive {
+            tokio::fs::remove_dir_all(&path).await
+        } else {
+            tokio::fs::remove_dir(&path).await.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
+                    std::io::Error::new(
+                        e.kind(),
+                        "the directory is not empty; set `recursive` to delete it with its contents",
+                    )
+                } else {
+                    e
+                }
+            })
+        }
+    } else {
+        tokio::fs::remove_file(&path).await
+    };
+    result.map_err(|e| ToolError::io(format!("cannot delete `{}`", args.path), e))?;
+    Ok(DeletePathOutput {
+        path: ws.relative(&path),
+        kind,
+    })
+}
+
+/// Arguments of `file_info`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileInfoArgs {
+    /// Path to inspect, relative to the workspace root.
+    pub path: String,
+}
+
+/// Result of `file_info`.
+#[derive(Debug, Serialize)]
+pub struct FileInfoOutput {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// Something exists at the path; the other fields are present only when it does.
+    pub exists: bool,
+    /// `file`, `dir`, `symlink` or `other` (a symbolic link is not followed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// Size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Last modification time, RFC 3339 UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    /// The permissions forbid writing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readonly: Option<bool>,
+}
+
+/// Reports a path's metadata.
+#[toolcat::tool]
+pub async fn file_info(args: FileInfoArgs, ctx: &ToolContext) -> Result<FileInfoOutput, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = match args.path.trim() {
+        "" | "." => ws.root().to_path_buf(),
+        _ => ws.entry(&args.path)?,
+    };
+    let shown = ws.relative(&path);
+    let Ok(meta) = tokio::fs::symlink_metadata(&path).await else {
+        return Ok(FileInfoOutput {
+            path: shown,
+            exists: false,
+            kind: None,
+            size: None,
+            modified: None,
+            readonly: None,
+        });
+    };
+    let modified = meta
+        .modified()
+        .ok()
+        .map(|t| rfc3339(time::OffsetDateTime::from(t)));
+    Ok(FileInfoOutput {
+        path: shown,
+        exists: true,
+        kind: Some(kind_of(&meta)),
+        size: Some(meta.len()),
+        modified,
+        readonly: Some(meta.permissions().readonly()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join("src/lib.rs"), "one\ntwo\nthree\nfour\n").expect("write");
+        let ctx = ToolContext::new(dir.path());
+        (dir, ctx)
+    }
+
+    #[tokio::test]
+    async fn read_file_returns_windows_of_lines() {
+        let (_dir, ctx) = setup();
+        let all = read_file(
+            ReadFileArgs {
+                path: "src/lib.rs".into(),
+                offset: None,
+                limit: None,
+            },
+            &ctx,
+        )
+        .await
+        .expect("read");
+        assert_eq!(all.content, "one\ntwo\nthree\nfour");
+        assert_eq!(
+            (all.start_line, all.end_line, all.total_lines, all.truncated),
+            (1, 4, 4, false)
+        );
+
+        let window = read_file(
+            ReadFileArgs {
+                path: "src/lib.rs".into(),
+                offset: Some(2),
+                limit: Some(2),
+            },
+            &ctx,
+        )
+        .await
+        .expect("window");
+        assert_eq!(window.content, "two\nthree");
+        assert_eq!(
+            (window.start_line, window.end_line, window.truncated),
+            (2, 3, true)
+        );
+
+        let past = read_file(
+            ReadFileArgs {
+                path: "src/lib.rs".into(),
+                offset: Some(9),
+                limit: None,
+            },
+            &ctx,
+        )
+        .await
+        .expect_err("past the end");
+        assert!(past.to_string().contains("past the end"), "{past}");
+    }
+
+    #[tokio::test]
+    async fn read_file_refuses_directories_binaries_and_escapes() {
+        let (dir, ctx) = setup();
+        std::fs::write(dir.path().join("blob.bin"), [0u8, 1, 2]).expect("write");
+        for path in ["src", "blob.bin", "../outside", "missing.txt"] {
+            let err = read_file(
+                ReadFileArgs {
+                    path: path.into(),
+                    offset: None,
+                    limit: None,
+                },
+                &ctx,
+            )
+            .await
+            .expect_err(path);
+            let text = err.to_string();
+            let expected = match path {
+                "src" => "is a directory",
+                "blob.bin" => "looks binary",
+                "../outside" => "outside the workspace",
+                _ => "does not exist",
+            };
+            assert!(text.contains(expected), "{path}: {text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn write_file_creates_parents_and_reports_overwrites() {
+        let (dir, ctx) = setup();
+        let out = write_file(
+            WriteFileArgs {
+                path: "docs/a/b.md".into(),
+                content: "# b\n".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("create");
+        assert_eq!(
+            (out.path.as_str(), out.bytes_written, out.created),
+            ("docs/a/b.md", 4, true)
+        );
+        let again = write_file(
+            WriteFileArgs {
+                path: "docs/a/b.md".into(),
+                content: "# c\n".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("overwrite");
+        assert!(!again.created);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("docs/a/b.md")).expect("read"),
+            "# c\n"
+        );
+        let err = write_file(
+            WriteFileArgs {
+                path: "../x".into(),
+                content: String::new(),
+            },
+            &ctx,
+        )
+        .await
+        .expect_err("escape");
+        assert!(matches!(err, ToolError::OutsideWorkspace { .. }));
+    }
+
+    #[test]
+    fn apply_edit_requires_a_unique_match_unless_replace_all() {
+        let text = "a = 1\nb = 1\n";
+        assert_eq!(
+            apply_edit(text, "a = 1", "a = 2", false, "f").expect("unique"),
+            ("a = 2\nb = 1\n".to_string(), 1)
+        );
+        let ambiguous = apply_edit(text, "= 1", "= 3", false, "f").expect_err("ambiguous");
+        assert!(
+            ambiguous.to_string().contains("occurs 2 times"),
+            "{ambiguous}"
+        );
+        assert_eq!(
+            apply_edit(text, "= 1", "= 3", true, "f").expect("all"),
+            ("a = 3\nb = 3\n".to_string(), 2)
+        );
+        let missing = apply_edit(text, "c = 1", "c = 2", false, "f").expect_err("missing");
+        assert!(missing.to_string().contains("does not occur"), "{missing}");
+        assert!(apply_edit(text, "", "x", false, "f").is_err());
+        assert!(apply_edit(text, "a", "a", false, "f").is_err());
+    }
+
+    #[tokio::test]
+    async fn edit_file_writes_and_propose_edit_only_previews() {
+        let (dir, ctx) = setup();
+        let args = || EditArgs {
+            path: "src/lib.rs".into(),
+            old_string: "two\n".into(),
+            new_string: "TWO\n".into(),
+            replace_all: false,
+        };
+        let proposal = propose_edit(args(), &ctx).await.expect("propose");
+        assert_eq!(proposal.replacements, 1);
+        assert!(proposal.diff.contains("-two\n+TWO\n"), "{}", proposal.diff);
+        assert!(
+            proposal
+                .diff
+                .starts_with("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+            "{}",
+            proposal.diff
+        );
+        let untouched = std::fs::read_to_string(dir.path().join("src/lib.rs")).expect("read");
+        assert_eq!(untouched, "one\ntwo\nthree\nfour\n");
+
+        let edited = edit_file(args(), &ctx).await.expect("edit");
+        assert_eq!(edited.replacements, 1);
+        let after = std::fs::read_to_string(dir.path().join("src/lib.rs")).expect("read");
+        assert_eq!(after, "one\nTWO\nthree\nfour\n");
+        // The same edit again no longer matches.
+        assert!(edit_file(args(), &ctx).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn list_create_move_delete_and_info() {
+        let (dir, ctx) = setup();
+        std::fs::write(dir.path().join(".hidden"), "h").expect("write");
+        let listing = list_directory(
+            ListDirectoryArgs {
+                path: None,
+                include_hidden: false,
+            },
+            &ctx,
+        )
+        .await
+        .expect("list");
+        assert_eq!(
+            listing.entries,
+            vec![DirEntry {
+                name: "src".into(),
+                kind: "dir",
+                size: None
+            }]
+        );
+        let with_hidden = list_directory(
+            ListDirectoryArgs {
+                path: None,
+                include_hidden: true,
+            },
+            &ctx,
+        )
+        .await
+        .expect("list hidden");
+        assert_eq!(with_hidden.entries.len(), 2);
+
+        let made = create_directory(
+            CreateDirectoryArgs {
+                path: "out/deep".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("mkdir");
+        assert!(made.created);
+        let again = create_directory(
+            CreateDirectoryArgs {
+                path: "out/deep".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("mkdir again");
+        assert!(!again.created);
+
+        let moved = move_path(
+            MovePathArgs {
+                from: "src/lib.rs".into(),
+                to: "out/lib.rs".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("move");
+        assert_eq!(
+            (moved.from.as_str(), moved.to.as_str()),
+            ("src/lib.rs", "out/lib.rs")
+        );
+        assert!(dir.path().join("out/lib.rs").is_file());
+        let clash = move_path(
+            MovePathArgs {
+                from: "out".into(),
+                to: "src".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect_err("destination exists");
+        assert!(clash.to_string().contains("already exists"), "{clash}");
+        let into_self = move_path(
+            MovePathArgs {
+                from: "out".into(),
+                to: "out/deep/x".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect_err("into itself");
+        assert!(into_self.to_string().contains("into itself"), "{into_self}");
+
+        let info = file_info(
+            FileInfoArgs {
+                path: "out/lib.rs".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("info");
+        assert_eq!(
+            (info.exists, info.kind, info.size),
+            (true, Some("file"), Some(19))
+        );
+        assert!(info.modified.as_deref().is_some_and(|m| m.ends_with('Z')));
+        let missing = file_info(
+            FileInfoArgs {
+                path: "nope".into(),
+            },
+            &ctx,
+        )
+        .await
+        .expect("info");
+        assert!(!missing.exists);
+
+        let not_empty = delete_path(
+            DeletePathArgs {
+                path: "out".into(),
+                recursive: false,
+            },
+            &ctx,
+        )
+        .await
+        .expect_err("not empty");
+        assert!(not_empty.to_string().contains("recursive"), "{not_empty}");
+        let deleted = delete_path(
+            DeletePathArgs {
+                path: "out".into(),
+                recursive: true,
+            },
+            &ctx,
+        )
+        .await
+        .expect("delete");
+        assert_eq!(deleted.kind, "dir");
+        assert!(!dir.path().join("out").exists());
+        assert!(delete_path(
+            DeletePathArgs {
+                path: ".".into(),
+                recursive: true
+            },
+            &ctx
+        )
+        .await
+        .is_err());
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn delete_removes_a_symlink_not_its_target() {
+        let (dir, ctx) = setup();
+        std::os::unix::fs::symlink(dir.path().join("src/lib.rs"), dir.path().join("link"))
+            .expect("symlink");
+        let deleted = delete_path(
+            DeletePathArgs {
+                path: "link".into(),
+                recursive: false,
+            },
+            &ctx,
+        )
+        .await
+        .expect("delete link");
+        assert_eq!(deleted.kind, "symlink");
+        assert!(dir.path().join("src/lib.rs").is_file());
+    }
+}
