@@ -1,10 +1,16 @@
 //! The one integration-test binary. Each module says what it pins.
 
-/// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).
-mod ui;
 /// A user's quick-start crate builds, runs a tool, and fails to build on a broken tools.toml.
 mod build_script;
-/// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
-mod invalid_catalogs;
+/// The `toolcat` command line on the reference catalog and on real imported catalogs.
+mod cli;
+/// generated/ is fresh and every file names `toolcat generate` on its first line.
+mod generated;
 /// `toolcat import`: real catalogs and fixtures become tools.toml text that compiles and round-trips.
 mod import;
+/// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
+mod invalid_catalogs;
+/// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
+mod tidy;
+/// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).
+mod ui;

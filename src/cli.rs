@@ -1,0 +1,533 @@
+//! The `toolcat` command line: check, list, search, plan, import and generate, on the reference
+//! catalog compiled into the binary or on any `tools.toml` given with `--catalog PATH`.
+//!
+//! Output contract: data goes to stdout (text, or JSON with `--json`/`plan`), diagnostics, reports
+//! and statistics to stderr; exit code 0 on success, 1 when the input is invalid or a check fails,
+//! 2 on a usage error (clap).
+
+use std::borrow::Cow;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::json;
+use toolcat::codegen::diagnostics::{render_all, Severity};
+use toolcat::codegen::import::{self, ImportKind, ImportOptions};
+use toolcat::codegen::model::Exposure;
+use toolcat::export::{export_plan, ExportFormat};
+use toolcat::{Catalog, ProfileId, ToolsetId, TurnInput, TurnPlanner};
+
+use crate::generate;
+
+/// Declare every tool once; derive who owns, sees, may run and is exposed to what.
+#[derive(Debug, Parser)]
+#[command(name = "toolcat", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a catalog: exit 0 when valid, 1 with every diagnostic on stderr.
+    Check(CheckArgs),
+    /// List the tools a profile owns, optionally within toolsets or an MCP exposure scope.
+    List(ListArgs),
+    /// Search a profile's tools: exact name first, then BM25.
+    Search(SearchArgs),
+    /// The tool definitions the model gets this turn, as JSON on stdout.
+    Plan(PlanArgs),
+    /// Turn a real tool surface into `tools.toml` text on stdout (report on stderr).
+    Import(ImportArgs),
+    /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
+    Generate(GenerateArgs),
+}
+
+/// Which catalog a command reads.
+#[derive(Debug, Args)]
+pub struct CatalogArg {
+    /// A `tools.toml` to read instead of the reference catalog compiled into this binary.
+    #[arg(long, value_name = "PATH")]
+    pub catalog: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+}
+
+/// An MCP exposure scope a client can be granted.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    #[value(name = "read-only")]
+    ReadOnly,
+    Staging,
+    Full,
+}
+
+impl From<ScopeArg> for Exposure {
+    fn from(s: ScopeArg) -> Exposure {
+        match s {
+            ScopeArg::ReadOnly => Exposure::ReadOnly,
+            ScopeArg::Staging => Exposure::Staging,
+            ScopeArg::Full => Exposure::Full,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The profile whose tools to list (default: `full`, every tool).
+    #[arg(long, value_name = "P")]
+    pub profile: Option<String>,
+    /// Keep only tools in these toolsets (expanded); repeatable.
+    #[arg(long = "toolset", value_name = "T")]
+    pub toolsets: Vec<String>,
+    /// Keep only tools an MCP client granted this scope gets.
+    #[arg(long, value_name = "S")]
+    pub exposure: Option<ScopeArg>,
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// Search only this profile's tools (default: `full`).
+    #[arg(long, value_name = "P")]
+    pub profile: Option<String>,
+    /// How many hits to return.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub limit: usize,
+    /// Print `[{"name": ..., "score": ...}]`, best first.
+    #[arg(long)]
+    pub json: bool,
+    /// What the tool should do, or its name.
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+}
+
+/// Provider format of exported definitions.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    /// MCP `tools/list` result.
+    Mcp,
+    /// OpenAI function tools.
+    Openai,
+    /// Anthropic tools (discoverable tools with `defer_loading: true`).
+    Anthropic,
+}
+
+impl From<FormatArg> for ExportFormat {
+    fn from(f: FormatArg) -> ExportFormat {
+        match f {
+            FormatArg::Mcp => ExportFormat::Mcp,
+            FormatArg::Openai => ExportFormat::OpenAi,
+            FormatArg::Anthropic => ExportFormat::Anthropic,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The profile the agent runs under.
+    #[arg(long, value_name = "P")]
+    pub profile: String,
+    /// Active toolsets; repeatable. Default: the toolsets of the first preset of the profile, or
+    /// every toolset when no preset names the profile.
+    #[arg(long = "toolset", value_name = "T")]
+    pub toolsets: Vec<String>,
+    /// Tools found by `tool_search` earlier in the session, oldest first; repeatable.
+    #[arg(long = "discovered", value_name = "NAME")]
+    pub discovered: Vec<String>,
+    /// Tools the user named this turn; repeatable.
+    #[arg(long = "named", value_name = "NAME")]
+    pub named: Vec<String>,
+    /// Provider format of the definitions.
+    #[arg(long, value_enum, default_value_t = FormatArg::Mcp)]
+    pub format: FormatArg,
+    /// Also print, on stderr, the counts and the token cost (o200k) against the whole profile.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// The kinds of source `import` reads.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImportFrom {
+    /// A JSON file with an MCP `tools/list` result (`{"tools": [...]}` or a bare array).
+    #[value(name = "mcp-tools-json")]
+    McpToolsJson,
+    /// LiveMCPBench's `tools.json`.
+    Livemcpbench,
+    /// github-mcp-server's `__toolsnaps__` directory (with `toolsets.json` beside it, if present).
+    #[value(name = "github-toolsnaps")]
+    GithubToolsnaps,
+}
+
+impl From<ImportFrom> for ImportKind {
+    fn from(f: ImportFrom) -> ImportKind {
+        match f {
+            ImportFrom::McpToolsJson => ImportKind::McpToolsJson,
+            ImportFrom::Livemcpbench => ImportKind::LiveMcpBench,
+            ImportFrom::GithubToolsnaps => ImportKind::GithubToolsnaps,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The kind of source.
+    #[arg(long, value_enum)]
+    pub from: ImportFrom,
+    /// `mcp-tools-json`: the server's name (default: the file name without extension).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// `github-toolsnaps`: a feature flag whose tool variants replace the normal ones; repeatable.
+    #[arg(long = "feature-flag", value_name = "FLAG")]
+    pub feature_flags: Vec<String>,
+    /// The source file or directory.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// Only compare; exit 1 naming each stale file.
+    #[arg(long)]
+    pub check: bool,
+    /// Where the generated files live.
+    #[arg(long, value_name = "DIR", default_value = "generated")]
+    pub dir: PathBuf,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Check(a) => check(&a),
+        Command::List(a) => list(&a),
+        Command::Search(a) => search(&a),
+        Command::Plan(a) => plan(&a),
+        Command::Import(a) => import_cmd(&a),
+        Command::Generate(a) => generate_cmd(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The catalog a command reads: the compiled-in reference catalog, or one loaded from a file.
+enum CatalogRef {
+    Compiled(&'static Catalog),
+    Loaded(Box<Catalog>),
+}
+
+impl std::ops::Deref for CatalogRef {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        match self {
+            CatalogRef::Compiled(c) => c,
+            CatalogRef::Loaded(c) => c,
+        }
+    }
+}
+
+/// The catalog of `--catalog`, or the reference catalog compiled into this binary.
+fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
+    match &arg.catalog {
+        None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
+        Some(path) => {
+            let c = Catalog::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            if !c.warnings().is_empty() {
+                eprint!("{}", c.render_warnings());
+            }
+            Ok(CatalogRef::Loaded(Box::new(c)))
+        }
+    }
+}
+
+fn profile(c: &Catalog, name: Option<&str>) -> anyhow::Result<ProfileId> {
+    match name {
+        None => Ok(c.full_profile()),
+        Some(n) => Ok(c.profile(n)?),
+    }
+}
+
+fn toolsets(c: &Catalog, names: &[String]) -> anyhow::Result<Vec<ToolsetId>> {
+    names
+        .iter()
+        .map(|n| c.toolset(n).map_err(anyhow::Error::from))
+        .collect()
+}
+
+fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let (path, source) = match &a.catalog.catalog {
+        None => (
+            "tools.toml".to_string(),
+            Cow::Borrowed(crate::REFERENCE_SOURCE),
+        ),
+        Some(p) => (
+            p.display().to_string(),
+            Cow::Owned(std::fs::read_to_string(p).with_context(|| {
+                format!("cannot read catalog `{}`; check the path", p.display())
+            })?),
+        ),
+    };
+    match toolcat::codegen::compile_str(&path, &source) {
+        Ok(compiled) => {
+            if !compiled.warnings.is_empty() {
+                eprint!("{}", render_all(&compiled.warnings, &path, &source));
+            }
+            let t = &compiled.tables;
+            println!(
+                "{path}: ok: {} tools, {} profiles, {} toolsets, {} presets, {} MCP servers, {} warnings",
+                t.len,
+                t.profile_names.len(),
+                t.toolset_names.len(),
+                t.preset_names.len(),
+                t.server_names.len(),
+                compiled.warnings.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(diagnostics) => {
+            eprint!("{}", render_all(&diagnostics, &path, &source));
+            let errors = diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .count();
+            eprintln!(
+                "{path}: {errors} errors, {} warnings",
+                diagnostics.len() - errors
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn list(a: &ListArgs) -> anyhow::Result<ExitCode> {
+    let c = catalog(&a.catalog)?;
+    let p = profile(&c, a.profile.as_deref())?;
+    let sets = toolsets(&c, &a.toolsets)?;
+    let scope = a.exposure.map(Exposure::from);
+    let tools: Vec<_> = c
+        .tools_in(c.profile_tools(p))
+        .filter(|&t| {
+            sets.is_empty()
+                || sets
+                    .iter()
+                    .any(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index()))
+        })
+        .filter(|&t| match scope {
+            None => true,
+            Some(s) => c
+                .scope_tools(s)
+                .is_some_and(|bits| toolcat::codegen::tables::bit(bits, t.index())),
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let rows: Vec<_> = tools
+            .iter()
+            .map(|&t| {
+                json!({
+                    "name": c.exported_name(t),
+                    "description": c.description(t),
+                    "visibility": c.visibility(t).as_str(),
+                    "tier": c.tier(t).as_str(),
+                    "effect": c.effect(t).kind.as_str(),
+                    "exposure": c.exposure(t).as_str(),
+                    "status": c.status(t).as_str(),
+                    "toolsets": c.toolsets().filter(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index())).map(|s| c.toolset_name(s)).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        let width = tools
+            .iter()
+            .map(|&t| c.exported_name(t).len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(
+            out,
+            "{:width$}  {:12}  {:6}  {:11}  {:9}",
+            "tool", "visibility", "tier", "effect", "exposure"
+        )?;
+        for &t in &tools {
+            writeln!(
+                out,
+                "{:width$}  {:12}  {:6}  {:11}  {:9}",
+                c.exported_name(t),
+                c.visibility(t).as_str(),
+                c.tier(t).as_str(),
+                c.effect(t).kind.as_str(),
+                c.exposure(t).as_str()
+            )?;
+        }
+        eprintln!("{} tools", tools.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let c = catalog(&a.catalog)?;
+    let p = profile(&c, a.profile.as_deref())?;
+    let query = a.query.join(" ");
+    if query.trim().is_empty() {
+        bail!("the query is empty; pass what the tool should do, e.g. `toolcat search \"read a file\"`");
+    }
+    let hits = c.search(&query, p, a.limit)?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let rows: Vec<_> = hits
+            .iter()
+            .map(|h| json!({"name": c.exported_name(h.tool), "score": h.score}))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        if hits.is_empty() {
+            eprintln!(
+                "no tool of profile `{}` matches; try other words, or `toolcat list`",
+                c.profile_name(p)
+            );
+        }
+        for (rank, h) in hits.iter().enumerate() {
+            let first_line = c.description(h.tool).lines().next().unwrap_or("");
+            let short: String = first_line.chars().take(100).collect();
+            writeln!(
+                out,
+                "{:>2}. {:<40} {:>8.3}  {}",
+                rank + 1,
+                c.exported_name(h.tool),
+                h.score,
+                short
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let c = catalog(&a.catalog)?;
+    let p = c.profile(&a.profile)?;
+    let (sets, why) = if a.toolsets.is_empty() {
+        match c.presets().find(|&pr| c.preset_profile(pr) == p) {
+            Some(pr) => (
+                c.preset_toolsets(pr).collect(),
+                format!("toolsets of preset `{}`", c.preset_name(pr)),
+            ),
+            None => (
+                c.toolsets().collect(),
+                "every toolset (no preset names this profile)".to_string(),
+            ),
+        }
+    } else {
+        (toolsets(&c, &a.toolsets)?, "toolsets given".to_string())
+    };
+    let resolve = |names: &[String]| -> anyhow::Result<Vec<_>> {
+        names
+            .iter()
+            .map(|n| c.tool(n).map_err(anyhow::Error::from))
+            .collect()
+    };
+    let discovered = resolve(&a.discovered)?;
+    let named = resolve(&a.named)?;
+    let mut planner = TurnPlanner::new(&c);
+    let turn = planner.plan(
+        &c,
+        &TurnInput {
+            profile: p,
+            toolsets: &sets,
+            discovered: &discovered,
+            named: &named,
+        },
+    );
+    let format = ExportFormat::from(a.format);
+    let value = export_plan(&turn, format);
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &value)?;
+    writeln!(out)?;
+    if a.stats {
+        let counts = turn.counts();
+        let stats = toolcat::tokens::plan_stats(&turn, format);
+        let names: Vec<&str> = sets.iter().map(|&s| c.toolset_name(s)).collect();
+        eprintln!(
+            "profile `{}`, {why}: {}",
+            c.profile_name(p),
+            names.join(", ")
+        );
+        eprintln!(
+            "definitions sent: {} of {} the profile owns ({} inline, {} appended by discovery, {} discoverable reachable, {} deferred{})",
+            stats.definitions,
+            stats.profile_definitions,
+            counts.inline,
+            counts.appended,
+            counts.discoverable_reachable,
+            counts.deferred,
+            if counts.discovery { ", discovery meta-tools included" } else { "" }
+        );
+        eprintln!(
+            "tokens ({format}, o200k_base): {} of {} for the whole profile ({:.1}%, {} saved)",
+            stats.tokens,
+            stats.profile_tokens,
+            100.0 * stats.ratio(),
+            stats.profile_tokens.saturating_sub(stats.tokens)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import_cmd(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let options = ImportOptions {
+        feature_flags: a.feature_flags.clone(),
+        server_name: a.server.clone(),
+        ..ImportOptions::default()
+    };
+    let output = import::import_with(a.from.into(), &a.path, &options)?;
+    print!("{}", output.text);
+    eprint!("{}", output.report);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn generate_cmd(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    let c = catalog(&a.catalog)?;
+    let files = generate::files(&c)?;
+    if a.check {
+        let stale = generate::stale(&a.dir, &files);
+        if stale.is_empty() {
+            println!("{}: {} files fresh", a.dir.display(), files.len());
+            return Ok(ExitCode::SUCCESS);
+        }
+        for path in &stale {
+            eprintln!(
+                "stale: {} (run `{}` to rewrite it)",
+                path.display(),
+                generate::COMMAND
+            );
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    let written = generate::write(Path::new(&a.dir), &files)?;
+    for path in &written {
+        println!("wrote {}", path.display());
+    }
+    eprintln!("{} of {} files changed", written.len(), files.len());
+    Ok(ExitCode::SUCCESS)
+}

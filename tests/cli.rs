@@ -1,0 +1,215 @@
+//! The `toolcat` binary as a user runs it: exit codes, stdout/stderr contracts, and the acceptance
+//! figures of the declaration pipeline on the reference catalog and real imported catalogs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn toolcat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(args)
+        .output()
+        .expect("the toolcat binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data")
+}
+
+#[test]
+fn check_accepts_the_reference_catalog() {
+    let o = toolcat(&["check"]);
+    assert!(o.status.success(), "toolcat check failed:\n{}", stderr(&o));
+    assert!(stdout(&o).contains("ok:"), "{}", stdout(&o));
+}
+
+#[test]
+fn check_rejects_a_malformed_catalog_with_exit_1_and_located_diagnostics() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/invalid/");
+    let file = std::fs::read_dir(path)
+        .expect("the invalid corpus exists")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "toml"))
+        .expect("at least one malformed catalog");
+    let o = toolcat(&["check", "--catalog", file.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {}\nstderr: {}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.contains(": error[E") || first.contains(": warning[W"),
+        "first line is not `PATH:LINE:COL: error[CODE]`: {first}"
+    );
+    assert!(err.contains("help:"), "no help line:\n{err}");
+}
+
+#[test]
+fn unknown_profile_is_a_clear_error_with_a_suggestion() {
+    let o = toolcat(&["plan", "--profile", "codng"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("unknown profile `codng`") && stderr(&o).contains("coding"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn plan_for_coding_sends_at_most_25_openai_definitions_and_reports_token_cost() {
+    let o = toolcat(&[
+        "plan",
+        "--profile",
+        "coding",
+        "--format",
+        "openai",
+        "--stats",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tools: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).expect("plan prints JSON on stdout");
+    let tools = tools.as_array().expect("OpenAI tools are an array");
+    assert!(
+        !tools.is_empty() && tools.len() <= 25,
+        "coding plan sends {} definitions",
+        tools.len()
+    );
+    for t in tools {
+        assert_eq!(t["type"], "function", "{t}");
+        assert!(
+            t["function"]["name"].is_string() && t["function"]["parameters"].is_object(),
+            "{t}"
+        );
+    }
+    let err = stderr(&o);
+    assert!(
+        err.contains("tokens (openai, o200k_base):") && err.contains("for the whole profile"),
+        "{err}"
+    );
+}
+
+#[test]
+fn anthropic_plan_defers_discoverable_tools() {
+    let o = toolcat(&["plan", "--profile", "coding", "--format", "anthropic"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = tools.as_array().expect("array");
+    let deferred = tools.iter().filter(|t| t["defer_loading"] == true).count();
+    let loaded = tools.len() - deferred;
+    assert!(deferred > 0, "no tool carries defer_loading");
+    assert!(
+        loaded > 0,
+        "Anthropic requires at least one non-deferred tool"
+    );
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["name"] == "tool_search" && t.get("defer_loading").is_none()),
+        "the search tool must stay loaded"
+    );
+}
+
+#[test]
+fn search_json_is_best_first_and_stays_in_the_profile() {
+    let o = toolcat(&[
+        "search",
+        "--profile",
+        "minimal",
+        "--limit",
+        "50",
+        "--json",
+        "create a pull request",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let minimal = toolcat(&["list", "--profile", "minimal", "--json"]);
+    let owned: Vec<serde_json::Value> = serde_json::from_str(&stdout(&minimal)).expect("JSON");
+    let owned: Vec<&str> = owned.iter().filter_map(|t| t["name"].as_str()).collect();
+    for h in &hits {
+        assert!(
+            owned.contains(&h["name"].as_str().unwrap()),
+            "search returned {h} outside profile `minimal`"
+        );
+    }
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "scores not best first: {scores:?}"
+    );
+}
+
+#[test]
+fn list_by_exposure_scope_nests() {
+    let count = |scope: &str| {
+        let o = toolcat(&["list", "--exposure", scope, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<Vec<serde_json::Value>>(&stdout(&o))
+            .unwrap()
+            .len()
+    };
+    let (r, s, f) = (count("read-only"), count("staging"), count("full"));
+    assert!(
+        0 < r && r < s && s < f,
+        "scopes must nest strictly on the reference catalog: {r} {s} {f}"
+    );
+}
+
+fn import(kind: &str, path: &Path, out: &Path) {
+    let o = toolcat(&["import", "--from", kind, path.to_str().unwrap()]);
+    assert!(o.status.success(), "import {kind} failed:\n{}", stderr(&o));
+    std::fs::write(out, &o.stdout).unwrap();
+}
+
+#[test]
+fn imported_real_catalogs_pass_check_and_github_search_finds_create_pull_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let github = dir.path().join("github.toml");
+    let live = dir.path().join("livemcpbench.toml");
+    import(
+        "github-toolsnaps",
+        &data().join("github-mcp-server/toolsnaps"),
+        &github,
+    );
+    import(
+        "livemcpbench",
+        &data().join("livemcpbench/tools.json"),
+        &live,
+    );
+    for (file, tools) in [(&github, 117), (&live, 527)] {
+        let o = toolcat(&["check", "--catalog", file.to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "check {}:\n{}",
+            file.display(),
+            stderr(&o)
+        );
+        let o = toolcat(&["list", "--catalog", file.to_str().unwrap(), "--json"]);
+        let listed: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).unwrap();
+        // The four discovery meta-tools are rows too.
+        assert_eq!(listed.len(), tools + 4, "{}", file.display());
+    }
+    let o = toolcat(&[
+        "search",
+        "--catalog",
+        github.to_str().unwrap(),
+        "--limit",
+        "3",
+        "--json",
+        "open a pull request from my feature branch",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let names: Vec<&str> = hits.iter().filter_map(|h| h["name"].as_str()).collect();
+    assert!(names.contains(&"create_pull_request"), "top 3: {names:?}");
+}
