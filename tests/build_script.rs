@@ -139,8 +139,13 @@ fn quickstart_builds_and_runs_a_tool_through_the_dispatch_table() {
         text(&run)
     );
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        stdout.contains(r#"count_words: {"lines":2,"words":4}"#),
+    let result: Option<serde_json::Value> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("count_words: "))
+        .and_then(|json| serde_json::from_str(json).ok());
+    assert_eq!(
+        result,
+        Some(serde_json::json!({ "words": 4, "lines": 2 })),
         "count_words ran through the dispatch table:\n{stdout}"
     );
     let search = stdout
