@@ -1,10 +1,8 @@
 //! The build-script helper: the one call a user's `build.rs` makes.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     toolcat_codegen::build::compile_catalog("tools.toml");
-//! }
+//! // The body of `fn main` in build.rs:
+//! toolcat_codegen::build::compile_catalog("tools.toml");
 //! ```
 //!
 //! [`compile_catalog`] loads, validates and derives the catalog, builds its BM25 search index and
@@ -360,20 +358,18 @@ mod tests {
 
     #[test]
     fn write_if_changed_skips_identical_content() {
-        let dir = std::env::temp_dir().join(format!("toolcat-write-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("f.txt");
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
         assert!(write_if_changed(&path, b"one").unwrap());
         assert!(!write_if_changed(&path, b"one").unwrap());
         assert!(write_if_changed(&path, b"two").unwrap());
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn scan_finds_argument_fields_of_tool_functions() {
-        let dir = std::env::temp_dir().join(format!("toolcat-scan-{}", std::process::id()));
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
         let nested = dir.join("handlers");
         std::fs::create_dir_all(&nested).unwrap();
         std::fs::write(
@@ -402,8 +398,7 @@ mod tests {
         .unwrap();
         std::fs::write(nested.join("broken.rs"), "fn (").unwrap();
 
-        let found = scan_handler_params(&dir);
-        std::fs::remove_dir_all(&dir).unwrap();
+        let found = scan_handler_params(dir);
         let mut found: Vec<_> = found.into_iter().collect();
         found.sort();
         assert_eq!(
@@ -418,6 +413,126 @@ mod tests {
                     vec!["type".to_string(), "contents".to_string()]
                 ),
             ]
+        );
+    }
+
+    fn small_catalog() -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/valid/small.toml");
+        std::fs::read_to_string(path).expect("the small valid catalog reads")
+    }
+
+    fn errors(directives: &[Directive]) -> Vec<&str> {
+        directives
+            .iter()
+            .filter_map(|d| match d {
+                Directive::Error(m) => Some(m.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn valid_catalog_writes_the_three_files_once_and_reports_warnings() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("crate");
+        let out = dir.path().join("out");
+        std::fs::create_dir_all(manifest.join("src")).unwrap();
+        // An empty toolset is a warning (W0503), not an error.
+        let catalog = small_catalog() + "\n[toolset.later]\ndescription = \"Tools to come\"\n";
+        std::fs::write(manifest.join("tools.toml"), catalog).unwrap();
+        std::fs::write(
+            manifest.join("src/main.rs"),
+            "#[toolcat::tool] async fn read_file(args: ReadArgs, ctx: &ToolContext) \
+             -> Result<String, ToolError> { todo!() }\nstruct ReadArgs { path: String }\n",
+        )
+        .unwrap();
+
+        let directives = generate(&manifest, Path::new("tools.toml"), &out);
+        assert!(errors(&directives).is_empty(), "{directives:#?}");
+        let catalog_path = manifest.join("tools.toml");
+        assert!(directives.contains(&Directive::RerunIfChanged(catalog_path.clone())));
+        assert!(directives.contains(&Directive::RerunIfChanged(manifest.join("src"))));
+        assert!(directives.contains(&Directive::RustcEnv(
+            emit::CATALOG_ENV.to_string(),
+            catalog_path.display().to_string()
+        )));
+        let warnings: Vec<String> = directives
+            .iter()
+            .filter(|d| matches!(d, Directive::Warning(_)))
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("warning[W0503]") && w.contains("`later`")),
+            "{warnings:#?}"
+        );
+
+        let files = [
+            emit::DECLARATIONS_FILE,
+            emit::CATALOG_FILE,
+            emit::INDEX_FILE,
+        ];
+        let modified = |name: &str| {
+            std::fs::metadata(out.join(name))
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+        let first: Vec<_> = files.iter().map(|f| modified(f)).collect();
+        let again = generate(&manifest, Path::new("tools.toml"), &out);
+        assert!(errors(&again).is_empty(), "{again:#?}");
+        let second: Vec<_> = files.iter().map(|f| modified(f)).collect();
+        assert_eq!(first, second, "unchanged output is not rewritten");
+    }
+
+    #[test]
+    fn invalid_catalog_writes_nothing_and_reports_every_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let catalog = small_catalog().replacen("tier = \"silent\"", "tier = \"silnet\"", 1);
+        std::fs::write(dir.path().join("tools.toml"), catalog).unwrap();
+
+        let directives = generate(dir.path(), Path::new("tools.toml"), &out);
+        let errors = errors(&directives);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("error[E0102]") && e.contains("`silnet`")),
+            "{errors:#?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.contains("did you mean `silent`?")),
+            "{errors:#?}"
+        );
+        assert!(errors.iter().all(|e| !e.contains('\n')));
+        assert!(
+            errors
+                .last()
+                .is_some_and(|e| e.ends_with("has 1 error; fix it and build again")),
+            "{errors:#?}"
+        );
+        assert!(!out.exists(), "nothing is written for an invalid catalog");
+        assert!(!directives
+            .iter()
+            .any(|d| matches!(d, Directive::RustcEnv(..))));
+    }
+
+    #[test]
+    fn missing_catalog_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let directives = generate(dir.path(), Path::new("tools.toml"), &dir.path().join("out"));
+        let errors = errors(&directives);
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("cannot read the catalog `"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[0].contains("compile_catalog"),
+            "names the fix: {}",
+            errors[0]
         );
     }
 }
