@@ -499,13 +499,13 @@ fn columns(tables: &Tables) -> Vec<Column> {
             "pair",
             " Index of the tool's pair twin.",
             opt(quote!(u32)),
-            slice(pair.iter().map(|p| option(p.map(|v| u32_lit(v))))),
+            slice(pair.iter().map(|p| option(p.map(u32_lit)))),
         ),
         column(
             "replaced_by",
             " Index of the tool replacing a deprecated one.",
             opt(quote!(u32)),
-            slice(replaced_by.iter().map(|p| option(p.map(|v| u32_lit(v))))),
+            slice(replaced_by.iter().map(|p| option(p.map(u32_lit)))),
         ),
         column(
             "removal",
@@ -546,7 +546,7 @@ fn columns(tables: &Tables) -> Vec<Column> {
             "profile_max_inline",
             " Cap on the inline tools of each profile.",
             opt(quote!(u32)),
-            slice(profile_max_inline.iter().map(|p| option(p.map(|v| u32_lit(v))))),
+            slice(profile_max_inline.iter().map(|p| option(p.map(u32_lit)))),
         ),
         column(
             "profile_bits",
@@ -669,7 +669,7 @@ fn tool_id_enum(tables: &Tables) -> TokenStream {
     let names: Vec<&str> = tables.names.iter().map(|n| &**n).collect();
     let variants: Vec<Ident> = tool_id_variants(&names).iter().map(|v| ident(v)).collect();
     let docs = names.iter().map(|n| format!(" `{n}`"));
-    let discriminants = (0..names.len()).map(|i| Literal::usize_unsuffixed(i));
+    let discriminants = (0..names.len()).map(Literal::usize_unsuffixed);
     let indices: Vec<Literal> = (0..names.len()).map(Literal::usize_unsuffixed).collect();
     let name_lits: Vec<Literal> = names.iter().map(|n| Literal::string(n)).collect();
 
