@@ -5,7 +5,8 @@
 //! The cases compile against tests/ui/tools.toml. The build helper compiles it into a directory
 //! shaped like a build script's `OUT_DIR`, which the cases include with
 //! `toolcat::include_catalog!(env!("TOOLCAT_UI_CATALOG_DIR"))`; `TOOLCAT_CATALOG` points `#[tool]`
-//! at the same file. Regenerate the `.stderr` files with `TRYBUILD=overwrite cargo test ui::` and
+//! at the same file. Regenerate the `.stderr` files with
+//! `TRYBUILD=overwrite cargo test --test tests ui::` and
 //! review the diff.
 
 use std::path::{Path, PathBuf};
