@@ -12,7 +12,9 @@ use toolcat_codegen::diagnostics::{render_all, Diagnostic};
 /// Compiles `source` and returns every diagnostic (the warnings of a catalog that compiled, or
 /// the findings of one that did not), and whether it compiled; fails naming `path` on a panic.
 fn compile(path: &str, source: &str) -> (Vec<Diagnostic>, bool) {
-    match catch_unwind(AssertUnwindSafe(|| toolcat_codegen::compile_str(path, source))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        toolcat_codegen::compile_str(path, source)
+    })) {
         Ok(Ok(compiled)) => (compiled.warnings, true),
         Ok(Err(diagnostics)) => (diagnostics, false),
         Err(_) => panic!("compiling `{path}` panicked: the pipeline must report, never panic"),
@@ -30,7 +32,10 @@ fn expected_codes(path: &str, source: &str) -> BTreeSet<String> {
         .map(|c| c.trim().to_string())
         .filter(|c| !c.is_empty())
         .collect();
-    assert!(!codes.is_empty(), "`{path}`: the `# expect:` line names no code");
+    assert!(
+        !codes.is_empty(),
+        "`{path}`: the `# expect:` line names no code"
+    );
     codes
 }
 
@@ -110,7 +115,10 @@ fn every_rule_has_a_fixture() {
         .map(|rule| rule.code)
         .filter(|code| !covered.contains(*code))
         .collect();
-    assert!(missing.is_empty(), "rules without a fixture in tests/fixtures/invalid: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules without a fixture in tests/fixtures/invalid: {missing:?}"
+    );
 }
 
 /// Damaged variants of the valid catalog (each line deleted, each line doubled, the file cut off
@@ -132,7 +140,10 @@ fn damaged_catalogs_never_panic() {
         let start: usize = lines[..i].iter().map(|l| l.len()).sum();
         let middle = start + line.len() / 2;
         if source.is_char_boundary(middle) {
-            variants.push((format!("cut inside line {}", i + 1), source[..middle].to_string()));
+            variants.push((
+                format!("cut inside line {}", i + 1),
+                source[..middle].to_string(),
+            ));
         }
     }
     let mut failing = 0;
@@ -144,10 +155,15 @@ fn damaged_catalogs_never_panic() {
         for d in &diagnostics {
             let rendered = d.render(path, text);
             assert!(
-                rendered.starts_with(&format!("{path}:")) && rendered.contains(&format!("[{}]: ", d.code)),
+                rendered.starts_with(&format!("{path}:"))
+                    && rendered.contains(&format!("[{}]: ", d.code)),
                 "{what}: malformed rendering\n{rendered}"
             );
         }
     }
-    assert!(failing > variants.len() / 4, "damage should mostly be caught ({failing} of {})", variants.len());
+    assert!(
+        failing > variants.len() / 4,
+        "damage should mostly be caught ({failing} of {})",
+        variants.len()
+    );
 }

@@ -36,10 +36,18 @@ fn legend_fields(header_prefix: &str, indent: usize) -> BTreeSet<String> {
             break; // next section
         }
         if lead == indent && !word.is_empty() {
-            // `command, args  launch command …` documents two fields on one line.
-            let head = body.trim_start().split("  ").next().unwrap_or("");
-            for name in head.split(',') {
-                fields.insert(name.trim().to_string());
+            // A field line starts with the field name: `name  meaning`, or `command, args  meaning`
+            // for two fields documented together. Prose lines start with a capital or a bracket.
+            let mut tokens = body.split_whitespace();
+            while let Some(token) = tokens.next() {
+                let name = token.trim_end_matches(',');
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                    break;
+                }
+                fields.insert(name.to_string());
+                if !token.ends_with(',') {
+                    break;
+                }
             }
         }
     }
