@@ -10,6 +10,8 @@ mod generated;
 mod import;
 /// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
 mod invalid_catalogs;
+/// The README's quick start shows the tested fixture crate, verbatim.
+mod readme;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
 mod tidy;
 /// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).
