@@ -43,6 +43,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
     Generate(GenerateArgs),
+    /// Run one tool with JSON arguments and print its JSON result (no approval step: for trying
+    /// handlers by hand, not for serving a model).
+    Call(CallArgs),
 }
 
 /// Which catalog a command reads.
@@ -210,6 +213,20 @@ pub struct GenerateArgs {
     pub dir: PathBuf,
 }
 
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The tool's exported or declared name.
+    pub name: String,
+    /// The arguments, as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// The workspace file tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
@@ -219,6 +236,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Plan(a) => plan(&a),
         Command::Import(a) => import_cmd(&a),
         Command::Generate(a) => generate_cmd(&a),
+        Command::Call(a) => call(&a),
     };
     match result {
         Ok(code) => code,
@@ -530,4 +548,46 @@ fn generate_cmd(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("{} of {} files changed", written.len(), files.len());
     Ok(ExitCode::SUCCESS)
+}
+
+fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
+    let c = catalog(&a.catalog)?;
+    let tool = c.tool(&a.name)?;
+    let args: serde_json::Value = serde_json::from_str(&a.args).with_context(|| {
+        format!(
+            "`--args` is not JSON: `{}`; pass an object such as '{{\"path\": \"README.md\"}}'",
+            a.args
+        )
+    })?;
+    if !args.is_object() {
+        bail!("`--args` must be a JSON object, got `{}`", a.args);
+    }
+    let workspace = match &a.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .context("cannot read the current directory; pass `--workspace DIR`")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).with_context(|| {
+        format!(
+            "workspace `{}` does not exist; pass an existing directory",
+            workspace.display()
+        )
+    })?;
+    let ctx = toolcat::ToolContext::new(workspace);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match runtime.block_on(c.call(tool, args, &ctx)) {
+        Ok(value) => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &value)?;
+            writeln!(out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

@@ -213,3 +213,86 @@ fn imported_real_catalogs_pass_check_and_github_search_finds_create_pull_request
     let names: Vec<&str> = hits.iter().filter_map(|h| h["name"].as_str()).collect();
     assert!(names.contains(&"create_pull_request"), "top 3: {names:?}");
 }
+
+#[test]
+fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta needle\ngamma\n").unwrap();
+    let ws = dir.path().to_str().unwrap();
+
+    let o = toolcat(&[
+        "call",
+        "read_file",
+        "--workspace",
+        ws,
+        "--args",
+        r#"{"path": "notes.txt"}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON result");
+    assert!(v.to_string().contains("beta needle"), "{v}");
+
+    let o = toolcat(&[
+        "call",
+        "grep",
+        "--workspace",
+        ws,
+        "--args",
+        r#"{"pattern": "needle"}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
+
+    let o = toolcat(&[
+        "call",
+        "list_directory",
+        "--workspace",
+        ws,
+        "--args",
+        r#"{"path": "."}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
+
+    // A remote GitHub tool: a clear "not connected", nothing run.
+    let o = toolcat(&[
+        "call",
+        "github__create_pull_request",
+        "--workspace",
+        ws,
+        "--args",
+        "{}",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("not connected") && stderr(&o).contains("`github`"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Paths may not leave the workspace; misspelt arguments are named.
+    let o = toolcat(&[
+        "call",
+        "read_file",
+        "--workspace",
+        ws,
+        "--args",
+        r#"{"path": "../x"}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("outside the workspace"),
+        "{}",
+        stderr(&o)
+    );
+    let o = toolcat(&[
+        "call",
+        "read_file",
+        "--workspace",
+        ws,
+        "--args",
+        r#"{"pth": "notes.txt"}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unknown field `pth`"), "{}", stderr(&o));
+}

@@ -46,6 +46,9 @@ pub enum ToolError {
     /// The tool's remote MCP server has no live connection.
     #[error("tool `{tool}` is served by MCP server `{server}`, which is not connected; connect the server or pick a local tool")]
     ServerNotConnected { tool: String, server: String },
+    /// A discovery meta-tool (tier `loop`) was called directly; a session serves those.
+    #[error("tool `{0}` is a discovery meta-tool; call it through the session that serves the discovery loop")]
+    MetaTool(String),
     /// A local tool declared in `tools.toml` has no handler in this binary.
     #[error("tool `{0}` has no handler in this binary; add a `#[tool]` function for it")]
     NoHandler(String),

@@ -7,6 +7,7 @@
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors.
 
+pub mod call;
 pub mod catalog;
 pub mod compiled;
 pub mod error;
