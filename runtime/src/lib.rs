@@ -5,6 +5,8 @@
 //! - [`search`]: exact name, then BM25 tool search over an index built at build time;
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
+//! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
+//!   with [`preselect`] choosing tools before a turn's first step;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors.
 
 pub mod call;
@@ -16,7 +18,9 @@ pub mod export;
 mod fixture;
 pub mod handler;
 pub mod plan;
+pub mod preselect;
 pub mod search;
+pub mod session;
 pub mod tokens;
 
 pub use catalog::{
@@ -28,6 +32,7 @@ pub use export::ExportFormat;
 pub use handler::{erase, BoxFuture, ErasedHandler, ToolContext, ToolError, ToolHandler};
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
 pub use search::{Hit, HitKind};
+pub use session::{CallResult, Outcome, Session, SessionOptions};
 pub use tokens::PlanStats;
 pub use toolcat_codegen as codegen;
 pub use toolcat_macros::tool;

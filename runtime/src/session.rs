@@ -1,0 +1,982 @@
+//! [`Session`]: the discovery loop of one conversation, turn by turn and step by step.
+//!
+//! A session holds a catalog, a profile, the active toolsets, the tools discovered so far and a
+//! [`TurnPlanner`] reused for every plan. The host drives it:
+//!
+//! 1. [`Session::begin_turn`] with the user's message: resets the per-turn search budget, forgets
+//!    discovered tools that are no longer registered and evicts the least recently used ones past
+//!    the cap, adds the tools the message names ([`named_in_message`]), runs preselection
+//!    ([`crate::preselect`]) and returns the plan: the definitions to send.
+//! 2. For each model step, the host sends [`Session::plan`] (or [`Session::definitions`]) and passes
+//!    each tool call the model makes to [`Session::handle_call`], which returns exactly what the
+//!    model receives ([`CallResult::text`]).
+//!
+//! # The active set
+//! The tools the model may call at a step are the tools of the current plan: profile ∩ active
+//! toolsets ∩ (inline ∪ discovered ∪ named ∪ preselected), closed over `requires`, minus
+//! deprecated ([`crate::plan`]). Nothing else runs. Tools found by `tool_search` or described by
+//! `tool_describe` join it *inside* that call, so the very next step can call them; they are
+//! appended at the end of the definitions (the earlier definitions stay a prefix, for prompt
+//! caching). Discovered tools persist across turns, up to [`SessionOptions::discovered_cap`]
+//! (least recently found, described or called evicted first, at the start of a turn, never in the
+//! middle of one), and only while still registered: still in the profile and not deprecated.
+//!
+//! # A call, step by step
+//! 1. The name (exported, or declared when unique) must be in the active set; otherwise nothing
+//!    runs and the model reads [`not_in_active_set`]:
+//!    `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
+//!    of: a, b, c` — the list holds the exported names of the inline tools of the current plan
+//!    (meta-tools aside), in plan order, separated by `, `. Without inline tools the clause
+//!    `, or use one of: ...` is left out; when `tool_search` is not in the plan the message is
+//!    `Tool 'NAME' not in active set. Use one of: a, b, c`.
+//! 2. Meta-tools (source `loop`) are answered by the session:
+//!    - `tool_search {"query", "limit"?}`: counts against the per-turn budget
+//!      ([`SessionOptions::search_budget`], default 3); past it the answer is exactly
+//!      `{"error":"search-budget-exhausted","budgetCap":3}` (with the configured cap). A query
+//!      that is a tool's exported or declared name returns that tool only; `select:A,B` returns
+//!      exactly the named tools; anything else is BM25 ([`Catalog::search_in`] over profile ∩
+//!      active toolsets). Hits answer `{"tools":[{"name","description"}],"searchesLeft":N}`, the
+//!      description being the first sentence ([`one_line`]); zero hits answer
+//!      `{"tools":[],"searchesLeft":N,"message":...,"toolsets":[{"name","description","active"}]}`
+//!      with the toolsets of the profile, so the model does not conclude the capability is
+//!      missing.
+//!    - `tool_describe {"name"}`: `name` is one name or an array of names (`names` is accepted
+//!      too); answers `{"tools":[{"name","description","inputSchema"}]}` plus
+//!      `"notFound":[{"name","message"}]` for names this session cannot reach. Described tools
+//!      join the active set; describing costs no search budget.
+//!    - `tool_call {"name","arguments"?}`: the named tool goes through steps 1–5 exactly as a
+//!      direct call (a nested `tool_call` is refused).
+//!    - `read_tool_result`: this session archives no results yet (every result is sent whole),
+//!      so it answers that no such reference exists.
+//! 3. The arguments are validated against the tool's input JSON Schema (`jsonschema`); on failure
+//!    nothing runs and the model reads
+//!    `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`:
+//!    the errors *and* the schema, so it can fix the call in one step.
+//! 4. A tool of tier `gated` runs only when the host's approval hook ([`Session::with_approval`])
+//!    approves the concrete call; without a hook it is refused, never run silently.
+//! 5. [`Catalog::call`] runs it; the model reads the result as compact JSON, or the error's text.
+//!
+//! Transcripts of turns and steps, for replay and for `toolcat session`, are described in
+//! [`transcript`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use toolcat_codegen::model::{Status, Tier, Visibility};
+use toolcat_codegen::tables::bit;
+
+use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolSource, ToolsetId};
+use crate::error::NameError;
+use crate::export::exported_schema;
+use crate::handler::{ToolContext, ToolError};
+use crate::plan::{Plan, TurnInput, TurnPlanner};
+use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
+
+pub mod transcript;
+
+/// `tool_search` calls answered per turn by default: 3.
+pub const DEFAULT_SEARCH_BUDGET: usize = 3;
+/// Discovered tools carried from one turn to the next by default: 20.
+pub const DEFAULT_DISCOVERED_CAP: usize = 20;
+/// Hits of a `tool_search` without `limit`: 5.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
+/// Most hits of one `tool_search` (the `maximum` of its `limit` in the input schema): 50.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+/// Most validation errors reported for one call: 10.
+pub const MAX_VALIDATION_ERRORS: usize = 10;
+
+/// The tunable numbers of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// `tool_search` calls answered per turn ([`DEFAULT_SEARCH_BUDGET`]).
+    pub search_budget: usize,
+    /// Discovered tools kept from one turn to the next, least recently used evicted first
+    /// ([`DEFAULT_DISCOVERED_CAP`]).
+    pub discovered_cap: usize,
+    /// Hits of a `tool_search` that gives no `limit` ([`DEFAULT_SEARCH_LIMIT`]).
+    pub search_limit: usize,
+    /// How long preselection may take ([`preselect::DEFAULT_TIMEOUT`], 2 s).
+    pub preselect_timeout: Duration,
+    /// How many new tools preselection may add ([`preselect::DEFAULT_BUDGET`], 5).
+    pub preselect_budget: usize,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            search_budget: DEFAULT_SEARCH_BUDGET,
+            discovered_cap: DEFAULT_DISCOVERED_CAP,
+            search_limit: DEFAULT_SEARCH_LIMIT,
+            preselect_timeout: preselect::DEFAULT_TIMEOUT,
+            preselect_budget: preselect::DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// The meta-tools a session answers itself (tier `loop`, source `loop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetaTool {
+    /// `tool_search`.
+    Search,
+    /// `tool_describe`.
+    Describe,
+    /// `tool_call`.
+    Call,
+    /// `read_tool_result`.
+    ReadResult,
+}
+
+impl MetaTool {
+    /// The meta-tool tool `t` is, if any.
+    pub fn of(catalog: &Catalog, t: ToolIndex) -> Option<MetaTool> {
+        if catalog.source(t) != ToolSource::Loop {
+            return None;
+        }
+        match catalog.name(t) {
+            "tool_search" => Some(MetaTool::Search),
+            "tool_describe" => Some(MetaTool::Describe),
+            "tool_call" => Some(MetaTool::Call),
+            "read_tool_result" => Some(MetaTool::ReadResult),
+            _ => None,
+        }
+    }
+
+    /// Its declared name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MetaTool::Search => "tool_search",
+            MetaTool::Describe => "tool_describe",
+            MetaTool::Call => "tool_call",
+            MetaTool::ReadResult => "read_tool_result",
+        }
+    }
+}
+
+/// A gated call waiting for the host's approval.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalRequest<'a> {
+    /// The catalog of the tool.
+    pub catalog: &'a Catalog,
+    /// The tool to run.
+    pub tool: ToolIndex,
+    /// Its arguments, already valid against its input schema.
+    pub arguments: &'a Value,
+}
+
+type ApprovalHook = Box<dyn Fn(&ApprovalRequest<'_>) -> bool + Send + Sync>;
+
+/// What a call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// [`Catalog::call`] ran the tool; `ok` is false when it returned an error.
+    Ran { tool: ToolIndex, ok: bool },
+    /// `tool_search` answered these hits (none: the zero-hit answer).
+    Found { tools: Vec<ToolIndex> },
+    /// `tool_search` past the budget.
+    BudgetExhausted,
+    /// `tool_describe` answered these definitions.
+    Described { tools: Vec<ToolIndex> },
+    /// The name is not in the active set; nothing ran.
+    NotInActiveSet,
+    /// The arguments do not fit the tool's input schema; nothing ran, unless the handler itself
+    /// refused them ([`CallResult::ran`] says which).
+    InvalidArguments { tool: ToolIndex },
+    /// A gated tool and no approval hook; nothing ran.
+    NeedsApproval { tool: ToolIndex },
+    /// The approval hook said no; nothing ran.
+    Denied { tool: ToolIndex },
+    /// A meta-tool could not answer (a nested `tool_call`, an unknown result reference, an
+    /// internal search error).
+    Failed,
+}
+
+impl Outcome {
+    /// Every [`Outcome::kind`], for transcript expectations.
+    pub const KINDS: &'static [&'static str] = &[
+        "ran",
+        "tool-error",
+        "found",
+        "no-hits",
+        "budget-exhausted",
+        "described",
+        "not-in-active-set",
+        "invalid-arguments",
+        "needs-approval",
+        "denied",
+        "failed",
+    ];
+
+    /// A kebab-case word for the outcome: `ran` (ok), `tool-error` (ran, failed), `found`,
+    /// `no-hits`, `budget-exhausted`, `described`, `not-in-active-set`, `invalid-arguments`,
+    /// `needs-approval`, `denied`, `failed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Ran { ok: true, .. } => "ran",
+            Outcome::Ran { ok: false, .. } => "tool-error",
+            Outcome::Found { tools } if tools.is_empty() => "no-hits",
+            Outcome::Found { .. } => "found",
+            Outcome::BudgetExhausted => "budget-exhausted",
+            Outcome::Described { .. } => "described",
+            Outcome::NotInActiveSet => "not-in-active-set",
+            Outcome::InvalidArguments { .. } => "invalid-arguments",
+            Outcome::NeedsApproval { .. } => "needs-approval",
+            Outcome::Denied { .. } => "denied",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// The answer to one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// Exactly what the model receives as the tool result.
+    pub text: String,
+    /// Whether the result is an error (MCP `isError`).
+    pub is_error: bool,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The tool handed to [`Catalog::call`], if any: the only way a call has effects.
+    pub ran: Option<ToolIndex>,
+}
+
+impl CallResult {
+    fn error(text: String, outcome: Outcome) -> Self {
+        CallResult {
+            text,
+            is_error: true,
+            outcome,
+            ran: None,
+        }
+    }
+}
+
+/// What [`Session::begin_turn`] did before planning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnReport {
+    /// The turn's number, from 1.
+    pub turn: usize,
+    /// Tools the message names that joined the plan.
+    pub named: Vec<ToolIndex>,
+    /// Tools the message names that this session cannot reach (outside profile ∩ active
+    /// toolsets, or deprecated): not added.
+    pub named_unreachable: Vec<ToolIndex>,
+    /// The preselection, when a preselector is set.
+    pub preselect: Option<PreselectReport>,
+    /// Exported names of discovered tools evicted as least recently used.
+    pub evicted: Vec<String>,
+    /// Exported names of discovered tools forgotten because they are no longer registered (left
+    /// the profile or became deprecated).
+    pub unregistered: Vec<String>,
+}
+
+/// The discovery loop of one conversation (see the module docs).
+///
+/// Borrows its catalog; `Send` when the preselector and approval hook are (they must be).
+pub struct Session<'c> {
+    catalog: &'c Catalog,
+    profile: ProfileId,
+    toolsets: Vec<ToolsetId>,
+    options: SessionOptions,
+    context: ToolContext,
+    preselector: Option<Box<dyn Preselector + 'c>>,
+    approval: Option<ApprovalHook>,
+    planner: TurnPlanner,
+    /// Discovery order, oldest first (the order the plan appends them in).
+    discovered: Vec<ToolIndex>,
+    /// Recency stamps of the discovered tools, for LRU eviction.
+    last_used: HashMap<ToolIndex, u64>,
+    clock: u64,
+    /// Named by the user or preselected, this turn only.
+    named: Vec<ToolIndex>,
+    searches: usize,
+    report: TurnReport,
+    /// The current plan: visible set, reachable set and definitions in order.
+    active: Vec<u64>,
+    reachable: Vec<u64>,
+    definitions: Vec<ToolIndex>,
+    validators: HashMap<ToolIndex, Result<jsonschema::Validator, String>>,
+}
+
+impl fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("profile", &self.catalog.profile_name(self.profile))
+            .field("toolsets", &self.toolsets.len())
+            .field("turn", &self.report.turn)
+            .field("searches", &self.searches)
+            .field("discovered", &self.discovered.len())
+            .field("definitions", &self.definitions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c> Session<'c> {
+    /// A session of `catalog` under `profile` with `toolsets` active; local tools run in
+    /// `context`. Default options, BM25 preselection, no approval hook.
+    pub fn new(
+        catalog: &'c Catalog,
+        profile: ProfileId,
+        toolsets: impl IntoIterator<Item = ToolsetId>,
+        context: ToolContext,
+    ) -> Self {
+        let mut session = Session {
+            catalog,
+            profile,
+            toolsets: toolsets.into_iter().collect(),
+            options: SessionOptions::default(),
+            context,
+            preselector: Some(Box::new(Bm25Preselector::default())),
+            approval: None,
+            planner: TurnPlanner::new(catalog),
+            discovered: Vec::new(),
+            last_used: HashMap::new(),
+            clock: 0,
+            named: Vec::new(),
+            searches: 0,
+            report: TurnReport::default(),
+            active: Vec::new(),
+            reachable: Vec::new(),
+            definitions: Vec::new(),
+            validators: HashMap::new(),
+        };
+        session.refresh();
+        session
+    }
+
+    /// A session of a preset: its profile and toolsets.
+    pub fn for_preset(catalog: &'c Catalog, preset: PresetId, context: ToolContext) -> Self {
+        let toolsets: Vec<ToolsetId> = catalog.preset_toolsets(preset).collect();
+        Session::new(catalog, catalog.preset_profile(preset), toolsets, context)
+    }
+
+    /// Replaces the options.
+    pub fn with_options(mut self, options: SessionOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Replaces the preselector (the default is [`Bm25Preselector`]).
+    pub fn with_preselector(mut self, preselector: impl Preselector + 'c) -> Self {
+        self.preselector = Some(Box::new(preselector));
+        self
+    }
+
+    /// Turns preselection off: a turn starts from the core, the history and the named tools.
+    pub fn without_preselection(mut self) -> Self {
+        self.preselector = None;
+        self
+    }
+
+    /// Sets the hook asked before each call of a `gated` tool (with arguments already valid);
+    /// `true` lets the call run. Without a hook, gated tools are refused.
+    pub fn with_approval(
+        mut self,
+        hook: impl Fn(&ApprovalRequest<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Box::new(hook));
+        self
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &'c Catalog {
+        self.catalog
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> ProfileId {
+        self.profile
+    }
+
+    /// The active toolsets.
+    pub fn toolsets(&self) -> &[ToolsetId] {
+        &self.toolsets
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
+    /// Discovered tools, in discovery order (oldest first).
+    pub fn discovered(&self) -> &[ToolIndex] {
+        &self.discovered
+    }
+
+    /// `tool_search` calls still answered this turn.
+    pub fn searches_left(&self) -> usize {
+        self.options.search_budget.saturating_sub(self.searches)
+    }
+
+    /// What the current turn's [`Session::begin_turn`] did.
+    pub fn turn_report(&self) -> &TurnReport {
+        &self.report
+    }
+
+    /// The definitions of the next step, in order (the tools of [`Session::plan`]).
+    pub fn definitions(&self) -> &[ToolIndex] {
+        &self.definitions
+    }
+
+    /// Whether `t` is in the active set: callable at the next step.
+    pub fn is_active(&self, t: ToolIndex) -> bool {
+        t.index() < self.catalog.len() && bit(&self.active, t.index())
+    }
+
+    /// The plan of the next step: the definitions to send, in order.
+    pub fn plan(&mut self) -> Plan<'_> {
+        let input = TurnInput {
+            profile: self.profile,
+            toolsets: &self.toolsets,
+            discovered: &self.discovered,
+            named: &self.named,
+        };
+        self.planner.plan(self.catalog, &input)
+    }
+
+    /// Replaces the active toolsets (the host's decision; definitions may change in any way).
+    pub fn set_toolsets(&mut self, toolsets: impl IntoIterator<Item = ToolsetId>) {
+        self.toolsets = toolsets.into_iter().collect();
+        self.refresh();
+    }
+
+    /// Moves the session to a new version of its catalog (a reloaded `tools.toml`, a server whose
+    /// tool list changed): the profile, toolsets, discovered and named tools are carried over by
+    /// name. Toolsets and tools the new catalog does not declare are dropped; discovered tools
+    /// that left the profile or became deprecated are forgotten at the next turn (and are not
+    /// visible before it). Returns the names of the toolsets dropped.
+    ///
+    /// # Errors
+    /// [`NameError`] when the new catalog has no profile of the session's profile name; the
+    /// session is then unchanged.
+    pub fn replace_catalog(&mut self, catalog: &'c Catalog) -> Result<Vec<String>, NameError> {
+        let old = self.catalog;
+        let profile = catalog.profile(old.profile_name(self.profile))?;
+        let mut dropped = Vec::new();
+        let mut toolsets = Vec::with_capacity(self.toolsets.len());
+        for &s in &self.toolsets {
+            match catalog.toolset(old.toolset_name(s)) {
+                Ok(s) => toolsets.push(s),
+                Err(_) => dropped.push(old.toolset_name(s).to_string()),
+            }
+        }
+        let remap = |t: ToolIndex| catalog.tool(old.exported_name(t)).ok();
+        self.discovered = self.discovered.iter().filter_map(|&t| remap(t)).collect();
+        self.last_used = self
+            .last_used
+            .iter()
+            .filter_map(|(&t, &stamp)| remap(t).map(|n| (n, stamp)))
+            .collect();
+        self.named = self.named.iter().filter_map(|&t| remap(t)).collect();
+        self.catalog = catalog;
+        self.profile = profile;
+        self.toolsets = toolsets;
+        self.validators.clear();
+        self.refresh();
+        Ok(dropped)
+    }
+
+    /// Starts a turn from the user's message (see the module docs) and returns its plan.
+    pub async fn begin_turn(&mut self, user_message: &str) -> Plan<'_> {
+        let mut report = TurnReport {
+            turn: self.report.turn + 1,
+            ..TurnReport::default()
+        };
+        self.searches = 0;
+        self.named.clear();
+        self.forget_unregistered(&mut report);
+        self.evict(&mut report);
+        self.refresh();
+
+        let meta = self.catalog.tier_tools(Tier::Loop);
+        for t in named_in_message(self.catalog, user_message) {
+            if bit(meta, t.index()) || self.named.contains(&t) {
+                continue;
+            }
+            if bit(&self.reachable, t.index()) {
+                self.named.push(t);
+                report.named.push(t);
+            } else {
+                report.named_unreachable.push(t);
+            }
+        }
+        self.refresh();
+
+        if let Some(preselector) = self.preselector.as_deref() {
+            let request = PreselectRequest {
+                catalog: self.catalog,
+                message: user_message,
+                reachable: &self.reachable,
+                visible: &self.active,
+                budget: self.options.preselect_budget,
+            };
+            let pre = preselect::run(preselector, &request, self.options.preselect_timeout).await;
+            self.named.extend(pre.added.iter().copied());
+            report.preselect = Some(pre);
+            self.refresh();
+        }
+        self.report = report;
+        self.plan()
+    }
+
+    /// Handles one tool call of the model (see the module docs for the steps and the answers).
+    pub async fn handle_call(&mut self, name: &str, arguments: Value) -> CallResult {
+        self.call(name, arguments, false).await
+    }
+
+    async fn call(&mut self, name: &str, arguments: Value, nested: bool) -> CallResult {
+        let Some(t) = self.resolve_active(name) else {
+            return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
+        };
+        match MetaTool::of(self.catalog, t) {
+            None => self.run_tool(t, arguments).await,
+            Some(MetaTool::Search) => self.tool_search(t, &arguments),
+            Some(MetaTool::Describe) => self.tool_describe(t, &arguments),
+            Some(MetaTool::ReadResult) => self.read_tool_result(t, &arguments),
+            Some(MetaTool::Call) if nested => CallResult::error(
+                "`tool_call` cannot call `tool_call`; pass the tool to run as `name`".to_string(),
+                Outcome::Failed,
+            ),
+            Some(MetaTool::Call) => {
+                let errors = self.validation_errors(t, &arguments);
+                if !errors.is_empty() {
+                    return self.invalid_arguments(t, errors, None);
+                }
+                let inner = arguments["name"].as_str().unwrap_or_default().to_string();
+                let inner_args = match arguments.get("arguments") {
+                    Some(Value::Null) | None => Value::Object(Map::new()),
+                    Some(v) => v.clone(),
+                };
+                Box::pin(self.call(&inner, inner_args, true)).await
+            }
+        }
+    }
+
+    /// The tool `name` names (exported name, or declared name when unique) if it is active.
+    fn resolve_active(&self, name: &str) -> Option<ToolIndex> {
+        self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
+    }
+
+    fn not_in_active_set_text(&self, name: &str) -> String {
+        let inline = self
+            .definitions
+            .iter()
+            .filter(|&&t| {
+                self.catalog.visibility(t) == Visibility::Inline
+                    && self.catalog.tier(t) != Tier::Loop
+            })
+            .map(|&t| self.catalog.exported_name(t));
+        let search = self
+            .definitions
+            .iter()
+            .any(|&t| MetaTool::of(self.catalog, t) == Some(MetaTool::Search));
+        not_in_active_set(name, inline, search)
+    }
+
+    async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
+        let errors = self.validation_errors(t, &arguments);
+        if !errors.is_empty() {
+            return self.invalid_arguments(t, errors, None);
+        }
+        let catalog = self.catalog;
+        let name = catalog.exported_name(t);
+        if catalog.tier(t) == Tier::Gated {
+            let request = ApprovalRequest {
+                catalog,
+                tool: t,
+                arguments: &arguments,
+            };
+            match &self.approval {
+                None => {
+                    return CallResult::error(
+                        format!("tool `{name}` is gated: it needs approval, and this session has no approval hook; nothing ran"),
+                        Outcome::NeedsApproval { tool: t },
+                    )
+                }
+                Some(hook) if !hook(&request) => {
+                    return CallResult::error(
+                        format!("approval for `{name}` was denied; nothing ran"),
+                        Outcome::Denied { tool: t },
+                    )
+                }
+                Some(_) => {}
+            }
+        }
+        self.touch(t);
+        match catalog.call(t, arguments, &self.context).await {
+            Ok(value) => CallResult {
+                text: value.to_string(),
+                is_error: false,
+                outcome: Outcome::Ran { tool: t, ok: true },
+                ran: Some(t),
+            },
+            Err(ToolError::InvalidArguments { message, .. }) => {
+                let errors = vec![json!({"instancePath": "", "message": message})];
+                self.invalid_arguments(t, errors, Some(t))
+            }
+            Err(e) => CallResult {
+                text: e.to_string(),
+                is_error: true,
+                outcome: Outcome::Ran { tool: t, ok: false },
+                ran: Some(t),
+            },
+        }
+    }
+
+    /// Validation errors of `arguments` against the input schema of `t`, at most
+    /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`.
+    fn validation_errors(&mut self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
+        let catalog = self.catalog;
+        let validator = self.validators.entry(t).or_insert_with(|| {
+            jsonschema::validator_for(catalog.input_schema(t)).map_err(|e| e.to_string())
+        });
+        match validator {
+            Ok(v) => v
+                .iter_errors(arguments)
+                .take(MAX_VALIDATION_ERRORS)
+                .map(|e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}))
+                .collect(),
+            Err(message) => vec![json!({
+                "instancePath": "",
+                "message": format!(
+                    "the input schema of `{}` is not a valid JSON Schema ({message}), so no call can be checked and none runs; fix the schema",
+                    catalog.exported_name(t)
+                ),
+            })],
+        }
+    }
+
+    fn invalid_arguments(
+        &self,
+        t: ToolIndex,
+        errors: Vec<Value>,
+        ran: Option<ToolIndex>,
+    ) -> CallResult {
+        let text = json!({
+            "error": "invalid-arguments",
+            "tool": self.catalog.exported_name(t),
+            "errors": errors,
+            "inputSchema": exported_schema(self.catalog, t),
+        })
+        .to_string();
+        CallResult {
+            text,
+            is_error: true,
+            outcome: Outcome::InvalidArguments { tool: t },
+            ran,
+        }
+    }
+
+    fn tool_search(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
+        let errors = self.validation_errors(meta, arguments);
+        if !errors.is_empty() {
+            return self.invalid_arguments(meta, errors, None);
+        }
+        if self.searches >= self.options.search_budget {
+            return CallResult::error(
+                budget_exhausted(self.options.search_budget),
+                Outcome::BudgetExhausted,
+            );
+        }
+        let query = arguments["query"].as_str().unwrap_or_default();
+        let limit = arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(self.options.search_limit, |l| {
+                usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
+            })
+            .clamp(1, MAX_SEARCH_LIMIT);
+        let hits: Vec<ToolIndex> = match query.trim().strip_prefix("select:") {
+            Some(names) => {
+                let mut hits = Vec::new();
+                for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                    if let Ok(t) = self.catalog.tool(name) {
+                        if bit(&self.reachable, t.index())
+                            && !hits.contains(&t)
+                            && hits.len() < limit
+                        {
+                            hits.push(t);
+                        }
+                    }
+                }
+                hits
+            }
+            None => match self.catalog.search_in(query, &self.reachable, limit) {
+                Ok(hits) => {
+                    let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
+                    hits.iter()
+                        .filter(|h| !exact || h.kind == crate::HitKind::Name)
+                        .map(|h| h.tool)
+                        .collect()
+                }
+                Err(e) => {
+                    return CallResult::error(
+                        format!("tool search failed: {e}; the search was not counted, try again"),
+                        Outcome::Failed,
+                    )
+                }
+            },
+        };
+        self.searches += 1;
+        for &t in &hits {
+            self.activate(t);
+        }
+        self.refresh();
+        let left = self.searches_left();
+        let text = if hits.is_empty() {
+            self.no_hits(query, left)
+        } else {
+            let tools: Vec<Value> = hits
+                .iter()
+                .map(|&t| json!({"name": self.catalog.exported_name(t), "description": one_line(self.catalog.description(t))}))
+                .collect();
+            json!({"tools": tools, "searchesLeft": left}).to_string()
+        };
+        CallResult {
+            text,
+            is_error: false,
+            outcome: Outcome::Found { tools: hits },
+            ran: None,
+        }
+    }
+
+    /// The zero-hit answer: the toolsets of the profile, so the model does not conclude the
+    /// capability is missing.
+    fn no_hits(&self, query: &str, left: usize) -> String {
+        let c = self.catalog;
+        let profile = c.profile_tools(self.profile);
+        let meta = c.tier_tools(Tier::Loop);
+        let deprecated = c.status_tools(Status::Deprecated);
+        let toolsets: Vec<Value> = c
+            .toolsets()
+            .filter_map(|s| {
+                let members = c.toolset_tools(s);
+                let mut any = false;
+                let mut active = true;
+                for k in 0..c.words() {
+                    let owned = members[k] & profile[k] & !meta[k] & !deprecated[k];
+                    any |= owned != 0;
+                    active &= owned & !self.reachable[k] == 0;
+                }
+                any.then(|| {
+                    json!({"name": c.toolset_name(s), "description": c.toolset_description(s), "active": active})
+                })
+            })
+            .collect();
+        json!({
+            "tools": [],
+            "searchesLeft": left,
+            "message": format!("no tool this session can reach matches `{}`; the capability may be in a toolset that is not active (see `toolsets`), or try other words", query.trim()),
+            "toolsets": toolsets,
+        })
+        .to_string()
+    }
+
+    fn tool_describe(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
+        let Some(names) = describe_names(arguments) else {
+            let errors = vec![json!({
+                "instancePath": "/name",
+                "message": "`name` must be a tool name or an array of tool names",
+            })];
+            return self.invalid_arguments(meta, errors, None);
+        };
+        let mut tools = Vec::new();
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for name in &names {
+            match self.catalog.tool(name).ok().filter(|t| bit(&self.reachable, t.index())) {
+                Some(t) => {
+                    if !found.contains(&t) {
+                        found.push(t);
+                        tools.push(json!({
+                            "name": self.catalog.exported_name(t),
+                            "description": self.catalog.description(t),
+                            "inputSchema": exported_schema(self.catalog, t),
+                        }));
+                    }
+                }
+                None => missing.push(json!({
+                    "name": name,
+                    "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do"),
+                })),
+            }
+        }
+        for &t in &found {
+            self.activate(t);
+        }
+        self.refresh();
+        let mut answer = Map::new();
+        answer.insert("tools".into(), Value::Array(tools));
+        if !missing.is_empty() {
+            answer.insert("notFound".into(), Value::Array(missing));
+        }
+        CallResult {
+            text: Value::Object(answer).to_string(),
+            is_error: found.is_empty(),
+            outcome: Outcome::Described { tools: found },
+            ran: None,
+        }
+    }
+
+    fn read_tool_result(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
+        let errors = self.validation_errors(meta, arguments);
+        if !errors.is_empty() {
+            return self.invalid_arguments(meta, errors, None);
+        }
+        let reference = arguments["reference"].as_str().unwrap_or_default();
+        CallResult::error(
+            format!("no archived result `{reference}`: this session archives no tool results, every result was sent whole"),
+            Outcome::Failed,
+        )
+    }
+
+    /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and
+    /// marks it used.
+    fn activate(&mut self, t: ToolIndex) {
+        if self.catalog.visibility(t) == Visibility::Discoverable && !self.discovered.contains(&t) {
+            self.discovered.push(t);
+        }
+        self.touch(t);
+    }
+
+    /// Marks a discovered tool as just used.
+    fn touch(&mut self, t: ToolIndex) {
+        if self.discovered.contains(&t) {
+            self.clock += 1;
+            self.last_used.insert(t, self.clock);
+        }
+    }
+
+    /// Forgets discovered tools that left the profile or became deprecated.
+    fn forget_unregistered(&mut self, report: &mut TurnReport) {
+        let c = self.catalog;
+        let profile = c.profile_tools(self.profile);
+        let deprecated = c.status_tools(Status::Deprecated);
+        let last_used = &mut self.last_used;
+        self.discovered.retain(|&t| {
+            let i = t.index();
+            let registered = i < c.len() && bit(profile, i) && !bit(deprecated, i);
+            if !registered {
+                last_used.remove(&t);
+                report.unregistered.push(c.exported_name(t).to_string());
+            }
+            registered
+        });
+    }
+
+    /// Evicts the least recently used discovered tools past the cap.
+    fn evict(&mut self, report: &mut TurnReport) {
+        while self.discovered.len() > self.options.discovered_cap {
+            let oldest = self
+                .discovered
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, t)| self.last_used.get(t).copied().unwrap_or(0))
+                .map(|(k, _)| k);
+            let Some(k) = oldest else { break };
+            let t = self.discovered.remove(k);
+            self.last_used.remove(&t);
+            report
+                .evicted
+                .push(self.catalog.exported_name(t).to_string());
+        }
+    }
+
+    /// Re-plans and caches the active set, the reachable set and the definitions.
+    fn refresh(&mut self) {
+        let input = TurnInput {
+            profile: self.profile,
+            toolsets: &self.toolsets,
+            discovered: &self.discovered,
+            named: &self.named,
+        };
+        let plan = self.planner.plan(self.catalog, &input);
+        self.active.clear();
+        self.active.extend_from_slice(plan.visible());
+        self.reachable.clear();
+        self.reachable.extend_from_slice(plan.reachable());
+        self.definitions.clear();
+        self.definitions.extend_from_slice(plan.tools());
+    }
+}
+
+/// The answer to a `tool_search` past the budget, byte for byte:
+/// `{"error":"search-budget-exhausted","budgetCap":CAP}`.
+pub fn budget_exhausted(cap: usize) -> String {
+    format!(r#"{{"error":"search-budget-exhausted","budgetCap":{cap}}}"#)
+}
+
+/// The answer to a call outside the active set, byte for byte (see the module docs):
+/// `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one of:
+/// a, b` when `search` (the plan has `tool_search`), else `Tool 'NAME' not in active set. Use one
+/// of: a, b`; the use-one-of clause is left out when `inline` is empty.
+pub fn not_in_active_set<'a>(
+    name: &str,
+    inline: impl IntoIterator<Item = &'a str>,
+    search: bool,
+) -> String {
+    let inline: Vec<&str> = inline.into_iter().collect();
+    let list = inline.join(", ");
+    match (search, inline.is_empty()) {
+        (true, false) => format!("Tool '{name}' not in active set. Call tool_search(query='{name}') to discover it, or use one of: {list}"),
+        (true, true) => format!("Tool '{name}' not in active set. Call tool_search(query='{name}') to discover it"),
+        (false, false) => format!("Tool '{name}' not in active set. Use one of: {list}"),
+        (false, true) => format!("Tool '{name}' not in active set"),
+    }
+}
+
+/// The one-line description of a search hit: the first sentence of the description's first line
+/// (up to and including the first `. `), at most 200 characters (cut with `…`).
+pub fn one_line(description: &str) -> String {
+    const MAX: usize = 200;
+    let line = description.lines().next().unwrap_or("").trim();
+    let sentence = match line.find(". ") {
+        Some(k) => &line[..=k],
+        None => line,
+    };
+    if sentence.chars().count() <= MAX {
+        return sentence.to_string();
+    }
+    let mut cut: String = sentence.chars().take(MAX - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The tools a user message names: every maximal run of name characters (ASCII letters, digits,
+/// `_`, `-`) that equals a tool's exported or declared name, case-sensitively; catalog order
+/// within a name shared by several servers, message order otherwise, without repeats.
+pub fn named_in_message(catalog: &Catalog, message: &str) -> Vec<ToolIndex> {
+    let mut named = Vec::new();
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    for word in message
+        .split(|c: char| !is_name_char(c))
+        .filter(|w| !w.is_empty())
+    {
+        for t in catalog.tools_named_ignoring_case(word) {
+            let exact = catalog.exported_name(t) == word || catalog.name(t) == word;
+            if exact && !named.contains(&t) {
+                named.push(t);
+            }
+        }
+    }
+    named
+}
+
+/// The names a `tool_describe` call asks for: `name` (or `names`), a string or an array of
+/// strings, not empty. `None` when the arguments have another shape.
+fn describe_names(arguments: &Value) -> Option<Vec<String>> {
+    let value = arguments.get("name").or_else(|| arguments.get("names"))?;
+    let names: Vec<String> = match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<_>>()?,
+        _ => return None,
+    };
+    (!names.is_empty()).then_some(names)
+}
+
+#[cfg(test)]
+mod tests;

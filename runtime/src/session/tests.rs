@@ -1,0 +1,794 @@
+//! Unit tests of the session on the fixture catalog (`crate::fixture`), with test handlers for
+//! `read_file`, `write_file` and `delete_file`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use toolcat_codegen::index::build_index_bytes;
+
+use super::*;
+use crate::fixture;
+use crate::handler::{erase, BoxFuture, ErasedHandler, ToolHandler};
+use crate::preselect::{from_fn, PreselectStatus};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PathArgs {
+    /// Path relative to the workspace.
+    path: String,
+}
+
+macro_rules! echo_handler {
+    ($ty:ident, $name:literal) => {
+        struct $ty;
+        impl ToolHandler for $ty {
+            const NAME: &'static str = $name;
+            type Args = PathArgs;
+            type Output = Value;
+            fn call(args: PathArgs, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+                Box::pin(async move { Ok(json!({"tool": $name, "path": args.path})) })
+            }
+        }
+    };
+}
+echo_handler!(ReadFile, "read_file");
+echo_handler!(WriteFile, "write_file");
+echo_handler!(DeleteFile, "delete_file");
+
+const NO_HANDLER: Option<ErasedHandler> = None;
+static HANDLERS: [Option<ErasedHandler>; 17] = {
+    let mut table = [NO_HANDLER; 17];
+    table[4] = Some(erase::<ReadFile>());
+    table[6] = Some(erase::<WriteFile>());
+    table[7] = Some(erase::<DeleteFile>());
+    table
+};
+
+/// The fixture catalog with the test handlers compiled in.
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let tables = fixture::tables();
+        let index: &'static [u8] = Box::leak(
+            build_index_bytes(&tables, &[])
+                .expect("index builds")
+                .into_boxed_slice(),
+        );
+        Catalog::compiled(tables, index, &HANDLERS).expect("fixture compiles")
+    })
+}
+
+/// A session of `coder` with `toolsets` active and no preselection (tests that want it add it).
+fn session(toolsets: &[&str]) -> Session<'static> {
+    let c = catalog();
+    let sets: Vec<ToolsetId> = toolsets
+        .iter()
+        .map(|s| c.toolset(s).expect("fixture toolset"))
+        .collect();
+    Session::new(
+        c,
+        c.profile("coder").expect("fixture profile"),
+        sets,
+        ToolContext::new("."),
+    )
+    .without_preselection()
+}
+
+fn names(s: &Session<'_>) -> Vec<String> {
+    s.definitions()
+        .iter()
+        .map(|&t| s.catalog().exported_name(t).to_string())
+        .collect()
+}
+
+fn tool(name: &str) -> ToolIndex {
+    catalog().tool(name).expect("fixture tool")
+}
+
+fn json_of(r: &CallResult) -> Value {
+    serde_json::from_str(&r.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.text))
+}
+
+#[tokio::test]
+async fn budget_error_is_byte_exact_and_counts_per_turn() {
+    let mut s = session(&["core"]);
+    s.begin_turn("find things").await;
+    for (k, q) in ["remove", "delete", "erase"].iter().enumerate() {
+        let r = s.handle_call("tool_search", json!({"query": q})).await;
+        assert!(matches!(r.outcome, Outcome::Found { .. }), "{r:?}");
+        assert_eq!(s.searches_left(), 2 - k);
+    }
+    let r = s.handle_call("tool_search", json!({"query": "wipe"})).await;
+    assert_eq!(
+        r.text,
+        r#"{"error":"search-budget-exhausted","budgetCap":3}"#
+    );
+    assert!(r.is_error);
+    assert_eq!(r.outcome, Outcome::BudgetExhausted);
+    // Through tool_call the same budget holds.
+    let r = s
+        .handle_call(
+            "tool_call",
+            json!({"name": "tool_search", "arguments": {"query": "x"}}),
+        )
+        .await;
+    assert_eq!(
+        r.text,
+        r#"{"error":"search-budget-exhausted","budgetCap":3}"#
+    );
+    // A new turn has a new budget.
+    s.begin_turn("more").await;
+    let r = s
+        .handle_call("tool_search", json!({"query": "commit"}))
+        .await;
+    assert_eq!(r.outcome.kind(), "found");
+
+    let mut s = session(&["core"]).with_options(SessionOptions {
+        search_budget: 1,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("x").await;
+    s.handle_call("tool_search", json!({"query": "commit"}))
+        .await;
+    let r = s
+        .handle_call("tool_search", json!({"query": "commit"}))
+        .await;
+    assert_eq!(
+        r.text,
+        r#"{"error":"search-budget-exhausted","budgetCap":1}"#
+    );
+    assert_eq!(
+        budget_exhausted(3),
+        r#"{"error":"search-budget-exhausted","budgetCap":3}"#
+    );
+}
+
+#[tokio::test]
+async fn not_in_active_set_message_is_byte_exact_and_names_the_inline_tools() {
+    let mut s = session(&["core"]);
+    s.begin_turn("hello").await;
+    assert_eq!(
+        names(&s),
+        [
+            "tool_search",
+            "tool_describe",
+            "tool_call",
+            "read_file",
+            "list_dir",
+            "write_file",
+            "search_text",
+            "git_status"
+        ]
+    );
+    let expected = "Tool 'git_commit' not in active set. Call tool_search(query='git_commit') to discover it, or use one of: read_file, list_dir, write_file, search_text, git_status";
+    let r = s.handle_call("git_commit", json!({})).await;
+    assert_eq!(r.text, expected);
+    assert!(r.is_error);
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    assert_eq!(r.ran, None);
+    // tool_call takes the same path and answers the same bytes.
+    let r = s
+        .handle_call("tool_call", json!({"name": "git_commit", "arguments": {}}))
+        .await;
+    assert_eq!(r.text, expected);
+    // Deprecated, outside the profile, or no tool at all: the same rejection.
+    for name in [
+        "old_grep",
+        "run_shell",
+        "gitlab__list_branches",
+        "no_such_tool",
+    ] {
+        let r = s.handle_call(name, json!({})).await;
+        assert_eq!(r.outcome, Outcome::NotInActiveSet, "{name}");
+        assert!(r.text.starts_with(&format!(
+            "Tool '{name}' not in active set. Call tool_search(query='{name}')"
+        )));
+    }
+
+    // Nothing discoverable reachable: no tool_search in the plan, so the message does not name it.
+    let c = catalog();
+    let mut s = Session::new(
+        c,
+        c.profile("reader").expect("known"),
+        [c.toolset("files").expect("known")],
+        ToolContext::new("."),
+    )
+    .without_preselection();
+    s.begin_turn("hello").await;
+    let r = s.handle_call("write_file", json!({})).await;
+    assert_eq!(
+        r.text,
+        "Tool 'write_file' not in active set. Use one of: read_file, list_dir, search_text"
+    );
+    assert_eq!(
+        not_in_active_set("x", [], true),
+        "Tool 'x' not in active set. Call tool_search(query='x') to discover it"
+    );
+    assert_eq!(
+        not_in_active_set("x", [], false),
+        "Tool 'x' not in active set"
+    );
+}
+
+#[tokio::test]
+async fn hits_join_the_active_set_inside_the_search_and_are_appended() {
+    let mut s = session(&["core"]);
+    s.begin_turn("hello").await;
+    let before = names(&s);
+    assert!(!s.is_active(tool("git_commit")));
+    let r = s
+        .handle_call("tool_search", json!({"query": "git_commit"}))
+        .await;
+    assert_eq!(
+        json_of(&r),
+        json!({"tools": [{"name": "git_commit", "description": "Record staged changes as a new commit."}], "searchesLeft": 2})
+    );
+    assert_eq!(
+        r.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_commit")]
+        }
+    );
+    // Active inside the call: callable right away, and appended with what it requires.
+    assert!(s.is_active(tool("git_commit")));
+    let after = names(&s);
+    assert!(after.starts_with(&before), "{after:?}");
+    assert_eq!(&after[before.len()..], ["git_commit", "git_diff"]);
+    let cached = s.definitions().to_vec();
+    assert_eq!(s.plan().tools(), cached);
+    // The found tool runs through the next step's path (gated: refused without a hook, but not
+    // for being outside the active set).
+    let r = s.handle_call("git_commit", json!({})).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::NeedsApproval {
+            tool: tool("git_commit")
+        }
+    );
+}
+
+#[tokio::test]
+async fn exact_names_with_or_without_namespace_and_select() {
+    let mut s = session(&["core", "github"]);
+    s.begin_turn("hello").await;
+    for q in [
+        "createPullRequest",
+        "github__createPullRequest",
+        " `createpullrequest` ",
+    ] {
+        let r = s.handle_call("tool_search", json!({"query": q})).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Found {
+                tools: vec![tool("github__createPullRequest")]
+            },
+            "`{q}`"
+        );
+        s.begin_turn("again").await;
+    }
+    // The bare name of a namespaced tool: `coder` owns only GitHub's `list_branches`.
+    let r = s
+        .handle_call("tool_search", json!({"query": "list_branches"}))
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Found {
+            tools: vec![tool("github__list_branches")]
+        }
+    );
+    let r = s
+        .handle_call(
+            "tool_search",
+            json!({"query": "select:git_diff, delete_file,run_shell,nothing"}),
+        )
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_diff"), tool("delete_file")]
+        }
+    );
+    assert!(s.is_active(tool("delete_file")));
+    assert!(!s.is_active(tool("run_shell")), "outside the profile");
+}
+
+#[tokio::test]
+async fn zero_hits_answer_the_toolsets_of_the_profile() {
+    let mut s = session(&["files"]);
+    s.begin_turn("hello").await;
+    let r = s
+        .handle_call("tool_search", json!({"query": "xylophone quantum"}))
+        .await;
+    assert_eq!(r.outcome, Outcome::Found { tools: vec![] });
+    assert_eq!(r.outcome.kind(), "no-hits");
+    assert!(!r.is_error);
+    let v = json_of(&r);
+    assert_eq!(v["tools"], json!([]));
+    assert_eq!(v["searchesLeft"], 2);
+    assert!(v["message"]
+        .as_str()
+        .expect("message")
+        .contains("`xylophone quantum`"));
+    let sets: Vec<(String, bool)> = v["toolsets"]
+        .as_array()
+        .expect("toolsets")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().expect("name").to_string(),
+                s["active"] == true,
+            )
+        })
+        .collect();
+    // `coder` owns tools of core, files, git and github; `shell` holds none of its tools and
+    // `discovery` only meta-tools.
+    assert_eq!(
+        sets,
+        [
+            ("core".to_string(), false),
+            ("files".to_string(), true),
+            ("git".to_string(), false),
+            ("github".to_string(), false)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn invalid_arguments_answer_the_errors_and_the_schema_and_run_nothing() {
+    let mut s = session(&["core", "github"]);
+    s.begin_turn("use createPullRequest").await;
+    let pr = tool("github__createPullRequest");
+    assert!(s.is_active(pr), "named in the message");
+    let r = s
+        .handle_call(
+            "github__createPullRequest",
+            json!({"name": "fix", "branch": "x"}),
+        )
+        .await;
+    assert_eq!(r.outcome, Outcome::InvalidArguments { tool: pr });
+    assert_eq!(r.ran, None);
+    let v = json_of(&r);
+    assert_eq!(v["error"], "invalid-arguments");
+    assert_eq!(v["tool"], "github__createPullRequest");
+    assert_eq!(v["inputSchema"], *catalog().input_schema(pr));
+    let messages: Vec<&str> = v["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["message"].as_str().expect("message"))
+        .collect();
+    for missing in ["\"title\"", "\"head\"", "\"base\""] {
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains(missing) && m.contains("required")),
+            "{missing} missing from {messages:?}"
+        );
+    }
+    // A local tool with `deny_unknown_fields`: the guessed name is reported, with the schema.
+    let r = s.handle_call("read_file", json!({"file": "a.txt"})).await;
+    let v = json_of(&r);
+    assert_eq!(v["inputSchema"]["properties"]["path"]["type"], "string");
+    let text = v["errors"].to_string();
+    assert!(text.contains("path") && text.contains("file"), "{text}");
+    // Not an object at all.
+    let r = s.handle_call("read_file", json!("a.txt")).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments");
+    // Valid arguments run.
+    let r = s.handle_call("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Ran {
+            tool: tool("read_file"),
+            ok: true
+        }
+    );
+    assert_eq!(r.ran, Some(tool("read_file")));
+    assert_eq!(json_of(&r), json!({"tool": "read_file", "path": "a.txt"}));
+    // Meta-tools are checked against their schemas too.
+    let r = s.handle_call("tool_search", json!({"limit": 3})).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments");
+    assert_eq!(json_of(&r)["inputSchema"]["required"], json!(["query"]));
+    assert_eq!(s.searches_left(), 3, "an invalid search costs no budget");
+}
+
+#[tokio::test]
+async fn gated_tools_need_the_approval_hook() {
+    let write = tool("write_file");
+    let mut s = session(&["core"]);
+    s.begin_turn("x").await;
+    let r = s.handle_call("write_file", json!({"path": "a"})).await;
+    assert_eq!(r.outcome, Outcome::NeedsApproval { tool: write });
+    assert_eq!(r.ran, None);
+    assert_eq!(
+        r.text,
+        "tool `write_file` is gated: it needs approval, and this session has no approval hook; nothing ran"
+    );
+
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let mut s = session(&["core"]).with_approval(move |req| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        req.arguments["path"] != "secret"
+    });
+    s.begin_turn("x").await;
+    let r = s.handle_call("write_file", json!({"path": "a"})).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Ran {
+            tool: write,
+            ok: true
+        }
+    );
+    let r = s.handle_call("write_file", json!({"path": "secret"})).await;
+    assert_eq!(r.outcome, Outcome::Denied { tool: write });
+    assert_eq!(r.text, "approval for `write_file` was denied; nothing ran");
+    // Silent tools and invalid arguments never reach the hook.
+    s.handle_call("read_file", json!({"path": "a"})).await;
+    s.handle_call("write_file", json!({})).await;
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn tool_describe_takes_one_name_or_many_and_activates_them() {
+    let mut s = session(&["core"]);
+    s.begin_turn("x").await;
+    let r = s
+        .handle_call("tool_describe", json!({"name": "git_commit"}))
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Described {
+            tools: vec![tool("git_commit")]
+        }
+    );
+    let v = json_of(&r);
+    assert_eq!(v["tools"][0]["name"], "git_commit");
+    assert_eq!(v["tools"][0]["inputSchema"]["type"], "object");
+    assert!(s.is_active(tool("git_commit")));
+    let r = s
+        .handle_call(
+            "tool_describe",
+            json!({"name": ["delete_file", "run_shell", "nope"]}),
+        )
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Described {
+            tools: vec![tool("delete_file")]
+        }
+    );
+    let v = json_of(&r);
+    let missing: Vec<&str> = v["notFound"]
+        .as_array()
+        .expect("notFound")
+        .iter()
+        .map(|m| m["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(missing, ["run_shell", "nope"]);
+    assert!(!r.is_error, "one name was found");
+    let r = s
+        .handle_call("tool_describe", json!({"names": ["nope"]}))
+        .await;
+    assert!(r.is_error);
+    let r = s.handle_call("tool_describe", json!({"name": 3})).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments");
+    assert_eq!(s.searches_left(), 3, "describing costs no search budget");
+}
+
+#[tokio::test]
+async fn tool_call_is_the_same_path_and_does_not_nest() {
+    let mut s = session(&["core"]);
+    s.begin_turn("x").await;
+    let r = s
+        .handle_call(
+            "tool_call",
+            json!({"name": "read_file", "arguments": {"path": "b"}}),
+        )
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Ran {
+            tool: tool("read_file"),
+            ok: true
+        }
+    );
+    let r = s
+        .handle_call(
+            "tool_call",
+            json!({"name": "read_file", "arguments": {"file": "b"}}),
+        )
+        .await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments");
+    let r = s
+        .handle_call(
+            "tool_call",
+            json!({"name": "tool_call", "arguments": {"name": "read_file"}}),
+        )
+        .await;
+    assert_eq!(r.outcome, Outcome::Failed);
+    let r = s.handle_call("tool_call", json!({"arguments": {}})).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments");
+    let r = s
+        .handle_call("read_tool_result", json!({"reference": "r1"}))
+        .await;
+    // `read_tool_result` is in toolset `discovery`, which is not active here.
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+}
+
+#[tokio::test]
+async fn named_tools_join_the_turn_only() {
+    let c = catalog();
+    let named = |m: &str| -> Vec<&str> {
+        named_in_message(c, m)
+            .iter()
+            .map(|&t| c.exported_name(t))
+            .collect()
+    };
+    assert_eq!(
+        named("please run git_commit, then `git_diff`."),
+        ["git_commit", "git_diff"]
+    );
+    assert_eq!(
+        named("git_commits and git-commit are not names"),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        named("GIT_COMMIT"),
+        Vec::<&str>::new(),
+        "names are case-sensitive"
+    );
+    assert_eq!(
+        named("list_branches"),
+        ["github__list_branches", "gitlab__list_branches"]
+    );
+    assert_eq!(
+        named("github__createPullRequest!"),
+        ["github__createPullRequest"]
+    );
+
+    let mut s = session(&["core"]);
+    s.begin_turn("commit with git_commit; also run_shell").await;
+    assert_eq!(s.turn_report().named, [tool("git_commit")]);
+    assert_eq!(s.turn_report().named_unreachable, [tool("run_shell")]);
+    assert!(s.is_active(tool("git_commit")));
+    assert!(s.discovered().is_empty(), "named tools are not discovered");
+    s.begin_turn("something else").await;
+    assert!(!s.is_active(tool("git_commit")), "named for one turn only");
+}
+
+#[tokio::test]
+async fn discovered_tools_persist_up_to_the_cap_least_recently_used_out() {
+    let mut s = session(&["core", "github"]).with_options(SessionOptions {
+        discovered_cap: 2,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("one").await;
+    for q in [
+        "select:git_diff",
+        "select:delete_file",
+        "select:github__list_branches",
+    ] {
+        s.handle_call("tool_search", json!({"query": q})).await;
+    }
+    // No eviction inside a turn: all three stay callable.
+    assert_eq!(s.discovered().len(), 3);
+    assert!(s.is_active(tool("git_diff")));
+    // git_diff and github__list_branches used again: delete_file is now the least recent.
+    s.handle_call("tool_describe", json!({"name": "git_diff"}))
+        .await;
+    s.handle_call("tool_describe", json!({"name": "github__list_branches"}))
+        .await;
+    s.begin_turn("two").await;
+    assert_eq!(s.turn_report().evicted, ["delete_file"]);
+    assert_eq!(
+        s.discovered(),
+        [tool("git_diff"), tool("github__list_branches")]
+    );
+    assert!(s.is_active(tool("git_diff")) && !s.is_active(tool("delete_file")));
+    // Discovered tools keep discovery order at the end of the definitions.
+    let defs = names(&s);
+    let tail: Vec<&str> = defs[defs.len() - 2..].iter().map(String::as_str).collect();
+    assert_eq!(tail, ["git_diff", "github__list_branches"]);
+    // A discovered tool whose toolset is switched off is not callable, but is kept while registered.
+    s.set_toolsets([catalog().toolset("files").expect("known")]);
+    let r = s.handle_call("git_diff", json!({})).await;
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    s.begin_turn("three").await;
+    assert_eq!(s.discovered().len(), 2);
+}
+
+#[tokio::test]
+async fn discovered_tools_are_forgotten_once_no_longer_registered() {
+    let mut s = session(&["core", "github"]);
+    s.begin_turn("one").await;
+    s.handle_call(
+        "tool_search",
+        json!({"query": "select:git_diff,delete_file"}),
+    )
+    .await;
+    assert_eq!(s.discovered().len(), 2);
+    // A new version of the catalog deprecates git_diff and moves delete_file out of `coder`.
+    let mut rows = fixture::rows();
+    for row in &mut rows {
+        if row.name == "git_diff" {
+            row.status = Status::Deprecated;
+            row.replaced_by = Some("git_status");
+        }
+        if row.name == "delete_file" {
+            row.profiles = &[];
+        }
+    }
+    let next: &'static Catalog = Box::leak(Box::new(
+        Catalog::from_tables(fixture::tables_of(&rows)).expect("valid"),
+    ));
+    let dropped = s.replace_catalog(next).expect("profile still declared");
+    assert!(dropped.is_empty());
+    assert!(
+        !s.is_active(next.tool("git_diff").expect("known")),
+        "deprecated: never visible"
+    );
+    s.begin_turn("two").await;
+    assert_eq!(s.turn_report().unregistered, ["git_diff", "delete_file"]);
+    assert!(s.discovered().is_empty());
+}
+
+/// A preselector that answers after `delay` with `names`.
+fn slow(delay: Duration, names: &'static [&'static str]) -> impl Preselector {
+    from_fn(move |_query| async move {
+        tokio::time::sleep(delay).await;
+        Ok::<_, String>(names.iter().map(|n| n.to_string()).collect())
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_preselector_past_its_timeout_yields_the_fallback_plan_in_time() {
+    let timeout = preselect::DEFAULT_TIMEOUT;
+    // Core and history: git_diff discovered in an earlier turn; git_commit named by the user.
+    let mut s = session(&["core"]);
+    s.begin_turn("one").await;
+    s.handle_call("tool_search", json!({"query": "select:git_diff"}))
+        .await;
+    let mut fallback = s.with_preselector(slow(Duration::from_secs(30), &["delete_file"]));
+    let start = tokio::time::Instant::now();
+    fallback.begin_turn("do it with git_commit").await;
+    let elapsed = start.elapsed();
+    assert!(elapsed >= timeout, "{elapsed:?}");
+    assert!(
+        elapsed <= timeout + timeout / 10,
+        "took {elapsed:?}, more than the timeout plus 10%"
+    );
+    let report = fallback
+        .turn_report()
+        .preselect
+        .clone()
+        .expect("preselection ran");
+    assert_eq!(report.status, PreselectStatus::TimedOut);
+    assert!(report.added.is_empty());
+    let defs = names(&fallback);
+    assert!(
+        defs.contains(&"git_commit".to_string()),
+        "named kept: {defs:?}"
+    );
+    assert!(
+        defs.contains(&"git_diff".to_string()),
+        "history kept: {defs:?}"
+    );
+    assert!(
+        !defs.contains(&"delete_file".to_string()),
+        "no pick applied: {defs:?}"
+    );
+    // Never everything: the deferred tools stay deferred.
+    assert!(fallback.plan().counts().deferred > 0);
+
+    // The same preselector within its timeout is applied.
+    let mut s =
+        session(&["core"]).with_preselector(slow(Duration::from_millis(500), &["delete_file"]));
+    s.begin_turn("x").await;
+    assert!(s.is_active(tool("delete_file")));
+}
+
+#[tokio::test]
+async fn preselection_picks_are_verified_and_only_new_tools_count_against_the_budget() {
+    let picks: &'static [&'static str] = &[
+        "read_file",             // inline: visible anyway, free
+        "nonexistent",           // unknown
+        "run_shell",             // outside the profile
+        "old_grep",              // deprecated
+        "tool_search",           // meta-tool
+        "git_commit",            // new 1
+        "git_commit",            // duplicate
+        "delete_file",           // new 2 = budget
+        "github__list_branches", // over budget (its toolset is inactive anyway: unreachable)
+        "git_diff",              // over budget
+    ];
+    let mut s = session(&["core"])
+        .with_options(SessionOptions {
+            preselect_budget: 2,
+            ..SessionOptions::default()
+        })
+        .with_preselector(slow(Duration::ZERO, picks));
+    s.begin_turn("x").await;
+    let r = s.turn_report().preselect.clone().expect("ran");
+    assert_eq!(r.status, PreselectStatus::Answered);
+    assert_eq!(r.added, [tool("git_commit"), tool("delete_file")]);
+    assert_eq!(r.picked, 10);
+    assert_eq!(r.already_visible, 1);
+    assert_eq!(r.unknown, 1);
+    assert_eq!(r.unreachable, 4);
+    assert_eq!(r.duplicates, 1);
+    assert_eq!(r.over_budget, 1);
+    // git_diff comes in anyway: git_commit requires it. That is the plan's closure, not a pick.
+    assert!(s.is_active(tool("git_diff")));
+
+    // An error adds nothing and is reported.
+    let failing = from_fn(|_q| async { Err::<Vec<String>, _>("model unavailable") });
+    let mut s = session(&["core"]).with_preselector(failing);
+    s.begin_turn("x").await;
+    let r = s.turn_report().preselect.clone().expect("ran");
+    assert_eq!(
+        r.status,
+        PreselectStatus::Failed {
+            message: "model unavailable".into()
+        }
+    );
+    assert_eq!(names(&s).len(), 8, "the core only");
+}
+
+#[tokio::test]
+async fn the_host_closure_sees_candidates_not_visible_yet() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let host = from_fn(move |q: preselect::PreselectQuery| {
+        sink.lock()
+            .expect("not poisoned")
+            .extend(q.candidates.into_iter().map(|c| c.name));
+        async { Ok::<_, String>(vec!["delete_file".to_string()]) }
+    });
+    let mut s = session(&["core"]).with_preselector(host);
+    s.begin_turn("remove the old file").await;
+    let seen = seen.lock().expect("not poisoned").clone();
+    assert_eq!(seen, ["delete_file", "git_commit", "git_diff"]);
+    assert!(s.is_active(tool("delete_file")));
+}
+
+#[tokio::test]
+async fn bm25_preselection_is_the_default() {
+    let c = catalog();
+    let mut s = Session::new(
+        c,
+        c.profile("coder").expect("known"),
+        [c.toolset("core").expect("known")],
+        ToolContext::new("."),
+    );
+    s.begin_turn("remove a file from the workspace").await;
+    let r = s.turn_report().preselect.clone().expect("BM25 by default");
+    assert_eq!(r.status, PreselectStatus::Answered);
+    assert!(r.added.contains(&tool("delete_file")), "{r:?}");
+    assert!(s.is_active(tool("delete_file")));
+}
+
+#[test]
+fn one_line_descriptions_keep_the_first_sentence() {
+    assert_eq!(one_line("Reads a file. Then more."), "Reads a file.");
+    assert_eq!(one_line("No full stop"), "No full stop");
+    assert_eq!(
+        one_line("Version 1.2 is fine. Next."),
+        "Version 1.2 is fine."
+    );
+    let long = "word ".repeat(100);
+    let cut = one_line(&long);
+    assert_eq!(cut.chars().count(), 200);
+    assert!(cut.ends_with('…'));
+}
+
+#[test]
+fn session_and_its_futures_are_send() {
+    fn check<T: Send>(_: &T) {}
+    let mut s = session(&["core"]);
+    check(&s);
+    check(&s.begin_turn("x"));
+    check(&s.handle_call("read_file", json!({"path": "a"})));
+}
