@@ -1957,6 +1957,7 @@ fn build(
                 description: preset.description.clone(),
                 profile: PROFILE_FULL.to_string(),
                 toolsets: names,
+                max_tools: None,
             },
         );
     }
@@ -1985,6 +1986,7 @@ fn build(
     }
 
     let catalog = CatalogFile {
+        targets: Vec::new(),
         mcp_server,
         profile: BTreeMap::new(),
         toolset: toolsets,

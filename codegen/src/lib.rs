@@ -20,6 +20,7 @@ pub mod index;
 pub mod load;
 pub mod model;
 pub mod tables;
+pub mod targets;
 pub mod validate;
 
 use diagnostics::{Diagnostic, Severity};

@@ -12,6 +12,9 @@
 //! - E0104 a missing required field;
 //! - E0105 an unknown top-level table.
 //!
+//! The one top-level key, `targets`, is read here too: a list of [`Target`] names (E0103 when it
+//! is not a list of strings, E0102 for an unknown target).
+//!
 //! Rules between rows and tables are checked afterwards in [`crate::validate`], which needs the
 //! spans kept here in [`Loaded`].
 
@@ -22,7 +25,7 @@ use toml_edit::{Array, Document, InlineTable, Item, Key, Table, Value};
 use crate::diagnostics::{and_list as list, did_you_mean, Diagnostic};
 use crate::model::{
     self, CatalogFile, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span, Status,
-    Tier, ToolDecl, ToolsetDecl, Visibility,
+    Target, Tier, ToolDecl, ToolsetDecl, Visibility,
 };
 
 /// A parsed catalog file with the spans its diagnostics point at.
@@ -44,6 +47,8 @@ pub struct Loaded {
     pub toolsets: Vec<Entry>,
     /// The `[preset.NAME]` entries, in declaration order.
     pub presets: Vec<Entry>,
+    /// The value of the top-level `targets` key; `0..0` when the file does not write it.
+    pub targets_span: Span,
 }
 
 /// One side-table entry (`[profile.NAME]` and friends): its name and spans.
@@ -212,6 +217,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         path: path.to_string(),
         source: source.to_string(),
         file: CatalogFile {
+            targets: Vec::new(),
             mcp_server: BTreeMap::new(),
             profile: BTreeMap::new(),
             toolset: BTreeMap::new(),
@@ -223,6 +229,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         profiles: Vec::new(),
         toolsets: Vec::new(),
         presets: Vec::new(),
+        targets_span: 0..0,
     };
     walker.document(document.as_table(), &mut loaded);
     if walker.diagnostics.is_empty() {
@@ -308,7 +315,8 @@ fn table_field_kind(table: &str, field: &str) -> Option<Kind> {
         (_, "description") => Kind::Str,
         ("mcp_server", "namespace" | "command" | "url") => Kind::Str,
         ("mcp_server", "args") => Kind::StrList,
-        ("profile", "max_inline") => Kind::Count,
+        ("profile", "max_inline" | "max_tools") => Kind::Count,
+        ("preset", "max_tools") => Kind::Count,
         ("toolset", "includes") => Kind::StrList,
         ("preset", "profile") => Kind::Str,
         ("preset", "toolsets") => Kind::StrList,
@@ -331,6 +339,7 @@ fn example(field: &str) -> &'static str {
         "removal" => "removal = \"2030-01-31\"",
         "rate_limit" => "rate_limit = \"10/min\"",
         "max_inline" => "max_inline = 20",
+        "max_tools" => "max_tools = 40",
         _ => "",
     }
 }
@@ -423,8 +432,15 @@ impl Walker {
                 "profile" => self.side_table("profile", item, key_span, loaded),
                 "toolset" => self.side_table("toolset", item, key_span, loaded),
                 "preset" => self.side_table("preset", item, key_span, loaded),
+                "targets" => self.targets(item, key_span, loaded),
                 _ => {
-                    let suggestion = did_you_mean(name, tables.iter().map(String::as_str));
+                    let suggestion = did_you_mean(
+                        name,
+                        tables
+                            .iter()
+                            .map(String::as_str)
+                            .chain(model::CATALOG_KEYS.iter().copied()),
+                    );
                     let is_table = TableRef::from_item(item).is_some()
                         || matches!(item, Item::ArrayOfTables(_));
                     let what = if is_table { "table" } else { "top-level key" };
@@ -434,6 +450,9 @@ impl Walker {
                     d = d.with_help(match suggestion {
                         Some("tool") => {
                             "did you mean `tool`? each tool is a `[[tool]]` row".to_string()
+                        }
+                        Some("targets") => {
+                            "did you mean `targets`? write `targets = [\"openai\", \"mcp\"]` before the first table".to_string()
                         }
                         Some(s) => format!("did you mean `{s}`? entries are written `[{s}.NAME]`"),
                         None => format!(
@@ -453,6 +472,40 @@ impl Walker {
             t.as_str(),
             "tool" | "mcp_server" | "profile" | "toolset" | "preset"
         )));
+    }
+
+    /// The top-level `targets = ["openai", ...]`: export targets, each one of [`Target::NAMES`].
+    fn targets(&mut self, item: &Item, key_span: Span, loaded: &mut Loaded) {
+        let span = item.span().unwrap_or(key_span.clone());
+        loaded.targets_span = span.clone();
+        if !self.check_kind("the catalog", "targets", Kind::StrList, item, span) {
+            return;
+        }
+        let Some(array) = item.as_array() else {
+            return;
+        };
+        for value in array.iter() {
+            let Some(text) = value.as_str() else { continue };
+            match Target::parse(text) {
+                Some(target) => loaded.file.targets.push(target),
+                None => {
+                    let names = || list(Target::NAMES.iter().map(|n| format!("`{n}`")));
+                    let help = match did_you_mean(text, Target::NAMES.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`? `targets` lists {}", names()),
+                        None => format!("`targets` lists {}", names()),
+                    };
+                    self.push(
+                        Diagnostic::error(
+                            "E0102",
+                            format!("unknown target `{text}` in `targets`"),
+                            value.span().unwrap_or(key_span.clone()),
+                        )
+                        .with_label("no such export target")
+                        .with_help(help),
+                    );
+                }
+            }
+        }
     }
 
     fn tool_rows(&mut self, item: &Item, key_span: Span, loaded: &mut Loaded) {
@@ -577,6 +630,7 @@ impl Walker {
                     let decl = ProfileDecl {
                         description: self.string(&walked, "description").unwrap_or_default(),
                         max_inline: self.count(&walked, "max_inline"),
+                        max_tools: self.count(&walked, "max_tools"),
                     };
                     loaded.file.profile.insert(name.clone(), decl);
                     loaded.profiles.push(Entry { name, spans });
@@ -594,6 +648,7 @@ impl Walker {
                         description: self.string(&walked, "description").unwrap_or_default(),
                         profile: self.string(&walked, "profile").unwrap_or_default(),
                         toolsets: self.strings(&walked, "toolsets").unwrap_or_default(),
+                        max_tools: self.count(&walked, "max_tools"),
                     };
                     loaded.file.preset.insert(name.clone(), decl);
                     loaded.presets.push(Entry { name, spans });

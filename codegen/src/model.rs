@@ -42,6 +42,10 @@ impl<T> Spanned<T> {
     description = "toolcat catalog: every tool of an agent declared once; every other list is derived."
 )]
 pub struct CatalogFile {
+    /// The export targets every tool's exported name and input schema must fit (see
+    /// [`crate::targets`]); when empty, all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<Target>,
     /// Remote MCP servers that tool rows may name as their `source`.
     #[serde(default)]
     pub mcp_server: BTreeMap<String, McpServerDecl>,
@@ -88,6 +92,10 @@ pub struct ProfileDecl {
     /// Cap on the inline tools this profile may show in one turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inline: Option<u32>,
+    /// Cap of the client this profile serves on the tool definitions of one request, discovery
+    /// meta-tools included (e.g. 40, 50, 80 or 128).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tools: Option<u32>,
 }
 
 /// `[toolset.NAME]`: an attention group.
@@ -111,15 +119,21 @@ pub struct PresetDecl {
     pub profile: String,
     /// The toolsets active at the start of a turn.
     pub toolsets: Vec<String>,
+    /// Cap of the client this deployment serves on the tool definitions of one request,
+    /// discovery meta-tools included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tools: Option<u32>,
 }
 
 /// `[[tool]]`: one tool's whole identity.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDecl {
-    /// Unique; ASCII letters, digits, `_`, `-`. The exported name (`NS__name` when the source server
-    /// has a namespace) is at most 64 characters, the limit of OpenAI and Anthropic tool names.
-    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
+    /// Unique; ASCII letters, digits, `_`, `-` (and `.` or `:` when every export target accepts
+    /// them). The exported name (`NS__name` when the source server has a namespace) must fit
+    /// every target of the catalog: 64 characters for OpenAI, Anthropic and Gemini, 128 for MCP
+    /// (see [`crate::targets`]).
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9_.:-]{1,128}$"))]
     pub name: String,
     /// What the model reads.
     pub description: String,
@@ -308,6 +322,21 @@ impl Status {
     }
 }
 
+code_enum! {
+    /// A wire format tool definitions are exported to; each has its own rules for names and
+    /// input schemas ([`crate::targets`]).
+    Target {
+        /// OpenAI function tools (Chat Completions and Responses), strict mode where possible.
+        OpenAi = "openai" => 0,
+        /// Anthropic Messages tools.
+        Anthropic = "anthropic" => 1,
+        /// Gemini function declarations.
+        Gemini = "gemini" => 2,
+        /// MCP `tools/list`.
+        Mcp = "mcp" => 3,
+    }
+}
+
 /// An MCP exposure scope a client can be granted; a tool with exposure `E` is listed in scope `S`
 /// when `E` ≤ `S` (`excluded` is listed nowhere).
 pub type Scope = Exposure;
@@ -359,10 +388,17 @@ pub fn table_fields(table: &str) -> Option<Vec<String>> {
 }
 
 /// The top-level tables of `tools.toml` (`mcp_server`, `profile`, `toolset`, `preset`, `tool`), in
-/// declaration order of [`CatalogFile`].
+/// declaration order of [`CatalogFile`]; the top-level keys ([`CATALOG_KEYS`]) aside.
 pub fn catalog_tables() -> Vec<String> {
     schema_fields::<CatalogFile>()
+        .into_iter()
+        .filter(|f| !CATALOG_KEYS.contains(&f.as_str()))
+        .collect()
 }
+
+/// The top-level keys of `tools.toml` that are plain values rather than tables; written before
+/// the first table.
+pub const CATALOG_KEYS: &[&str] = &["targets"];
 
 /// Fields a `[[tool]]` row must write (those without a default), in legend order.
 pub fn required_tool_fields() -> Vec<String> {

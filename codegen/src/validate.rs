@@ -17,11 +17,14 @@
 //! **Names**
 //! - `E0201` duplicate tool name, compared on exported names (`NS__name` when the source server
 //!   has a `namespace`) — a name is how the model calls a tool; two tools cannot share one.
-//! - `E0202` a tool, profile, toolset, preset, server name or namespace outside `[a-zA-Z0-9_-]+`
-//!   — the charset of `^[a-zA-Z0-9_-]{1,64}$`, the name rule of OpenAI and Anthropic tools.
-//! - `E0203` exported name longer than 64 characters — the same rule's length limit.
-//! - `E0204` exported name starting with a digit or `-` — Gemini function declarations must start
-//!   with a letter or `_`, and every export target must accept every name.
+//! - `E0202` a profile, toolset, preset, server name or namespace outside `[a-zA-Z0-9_-]+`; a
+//!   tool name with a character one of the catalog's export targets rejects (`targets` in
+//!   `tools.toml`, all four when absent: OpenAI and Anthropic accept `[a-zA-Z0-9_-]`, Gemini also
+//!   `.` and `:`, MCP also `.`; see [`crate::targets`]) — every target must accept every name.
+//! - `E0203` exported name longer than the shortest limit among the targets (64 for OpenAI,
+//!   Anthropic and Gemini, 128 for MCP) — the same rules' length limits.
+//! - `E0204` exported name starting with a digit, `-`, `.` or `:` when `gemini` is a target —
+//!   Gemini function declarations must start with a letter or `_`.
 //!
 //! **References** (each with a did-you-mean)
 //! - `E0301` unknown profile in a tool's `profiles` or a preset's `profile` (`full` always exists).
@@ -75,6 +78,17 @@
 //!   capability boundary or leave the tool without what it needs.
 //! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), or with `args`
 //!   but no `command` — the runtime could not reach the server.
+//! - `E0422` a client cap `max_tools` (on a profile or a preset) that one request could exceed:
+//!   the tools a turn sends before discovery — the inline tools of the active toolsets, the
+//!   discovery meta-tools when a discoverable tool is reachable, and the tools they `require` —
+//!   counted as toolsets are added (a preset's in its order; for a profile no preset runs under,
+//!   every toolset in declaration order, as for `E0407`); the error names the toolset whose
+//!   addition tips the count over — clients hard-cap the tools of a request (40, 50, 80, 128) and
+//!   fail or drop tools beyond it.
+//! - `E0423` a server tool's `input_schema` that one of the catalog's export targets cannot take
+//!   even after the target's rewrites (a recursive `$ref` for Gemini, ...; see
+//!   [`crate::targets`]) — the tool could not be sent to that provider. Local tools' schemas come
+//!   from their handlers and are checked by `toolcat check --target` on the compiled catalog.
 //!
 //! **Warnings** (shown, never fail the build)
 //! - `W0501` sprawl: two tools whose normalised descriptions (the distinct lower-case words of
@@ -93,9 +107,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::diagnostics::{and_list, did_you_mean, Diagnostic, Severity};
 use crate::load::{DeclSpans, Loaded, Resolved, ToolIndex};
 use crate::model::{
-    self, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME, META_TOOLS,
-    PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
+    self, EffectKind, Exposure, Status, Target, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME,
+    META_TOOLS, PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
 };
+use crate::targets::{self, name_rule, NameRule};
 
 /// One rule of the catalog: its stable code, its severity and a one-line summary. The module
 /// documentation gives the reason for each.
@@ -131,9 +146,18 @@ pub const RULES: &[Rule] = &[
     error("E0104", "missing required field"),
     error("E0105", "unknown top-level table"),
     error("E0201", "duplicate tool name (exported names compared)"),
-    error("E0202", "name outside `[a-zA-Z0-9_-]+`"),
-    error("E0203", "exported name longer than 64 characters"),
-    error("E0204", "exported name not starting with a letter or `_`"),
+    error(
+        "E0202",
+        "name outside `[a-zA-Z0-9_-]+`, or outside an export target's charset",
+    ),
+    error(
+        "E0203",
+        "exported name longer than an export target accepts (64, or 128 for MCP)",
+    ),
+    error(
+        "E0204",
+        "exported name not starting with a letter or `_` (Gemini)",
+    ),
     error("E0301", "unknown profile"),
     error("E0302", "unknown toolset"),
     error(
@@ -183,6 +207,14 @@ pub const RULES: &[Rule] = &[
     error("E0419", "`requires` naming a deprecated tool"),
     error("E0420", "`requires` leaving a profile"),
     error("E0421", "MCP server without exactly one transport"),
+    error(
+        "E0422",
+        "one request could carry more tools than a client's `max_tools`",
+    ),
+    error(
+        "E0423",
+        "server `input_schema` an export target cannot take",
+    ),
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
     warning("W0503", "toolset with no tools"),
@@ -218,6 +250,8 @@ struct Checker<'a> {
     spans: &'a [DeclSpans],
     index: ToolIndex,
     exported: Vec<String>,
+    /// The catalog's export targets (all of them when it declares none).
+    targets: Vec<Target>,
     /// Toolsets an unknown toolset name was probably meant as (its did-you-mean): W0503 stays
     /// quiet for them, since the misspelling (E0302) is why they are empty.
     meant_toolsets: HashSet<String>,
@@ -235,6 +269,7 @@ impl<'a> Checker<'a> {
             spans: &loaded.tool_spans,
             index: loaded.tool_index(),
             exported,
+            targets: targets::effective(&loaded.file.targets),
             meant_toolsets: HashSet::new(),
             out: Vec::new(),
         }
@@ -266,41 +301,8 @@ impl<'a> Checker<'a> {
             let spans = self.span(i);
             let exported = self.exported[i].clone();
             let namespaced = exported != tool.name;
-            if !model::is_valid_name(&tool.name) {
-                self.push(bad_name("tool", &tool.name, spans.value("name")));
-            } else if exported.len() > MAX_EXPORTED_NAME {
-                let what = if namespaced {
-                    format!(
-                        "exported name `{exported}` (namespace `{}__` included)",
-                        exported.split("__").next().unwrap_or("")
-                    )
-                } else {
-                    format!("tool name `{exported}`")
-                };
-                self.push(
-                    Diagnostic::error(
-                        "E0203",
-                        format!("{what} is {} characters, more than {MAX_EXPORTED_NAME}", exported.len()),
-                        spans.value("name"),
-                    )
-                    .with_label(format!("{} characters over the limit", exported.len() - MAX_EXPORTED_NAME))
-                    .with_help(format!(
-                        "shorten the name to at most {MAX_EXPORTED_NAME} characters in all: OpenAI and Anthropic reject longer tool names"
-                    )),
-                );
-            } else if !namespaced && !starts_like_identifier(&tool.name) {
-                self.push(
-                    Diagnostic::error(
-                        "E0204",
-                        format!("tool name `{}` must start with a letter or `_`", tool.name),
-                        spans.value("name"),
-                    )
-                    .with_label("starts with a digit or `-`")
-                    .with_help(format!(
-                        "rename it, e.g. `t_{}`: Gemini function declarations must start with a letter or `_`",
-                        tool.name.trim_start_matches('-')
-                    )),
-                );
+            if let Some(d) = self.tool_name(&tool.name, &exported, namespaced, &spans) {
+                self.push(d);
             }
             match first.get(exported.as_str()) {
                 Some(&j) => {
@@ -353,7 +355,7 @@ impl<'a> Checker<'a> {
             let span = entry.spans.value("namespace");
             if !model::is_valid_name(namespace) {
                 self.out.push(bad_name("namespace", namespace, span));
-            } else if !starts_like_identifier(namespace) {
+            } else if self.targets.contains(&Target::Gemini) && !starts_like_identifier(namespace) {
                 self.out.push(
                     Diagnostic::error(
                         "E0204",
@@ -367,6 +369,136 @@ impl<'a> Checker<'a> {
                 );
             }
         }
+    }
+
+    /// E0202, E0203 or E0204 for a tool name the catalog's targets do not all accept (the first
+    /// fault found: characters, then length, then the first character).
+    fn tool_name(
+        &self,
+        name: &str,
+        exported: &str,
+        namespaced: bool,
+        spans: &DeclSpans,
+    ) -> Option<Diagnostic> {
+        let rules: Vec<NameRule> = self.targets.iter().map(|&t| name_rule(t)).collect();
+        let span = spans.value("name");
+        let declared_here = |d: Diagnostic| -> Diagnostic {
+            if self.loaded.targets_span.is_empty() {
+                d
+            } else {
+                d.with_related(self.loaded.targets_span.clone(), "the catalog's targets")
+            }
+        };
+        if name.is_empty() {
+            return Some(bad_name("tool", name, span));
+        }
+        if let Some(c) = name.chars().find(|&c| rules.iter().any(|r| !r.accepts(c))) {
+            let rejecting: Vec<&NameRule> = rules.iter().filter(|r| !r.accepts(c)).collect();
+            let common: String = rules
+                .first()
+                .map(|r| {
+                    r.extra
+                        .chars()
+                        .filter(|x| rules.iter().all(|r| r.extra.contains(*x)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let charset = format!("a-zA-Z0-9_{common}-");
+            let accepted_somewhere = Target::ALL.iter().any(|&t| name_rule(t).accepts(c));
+            if !accepted_somewhere {
+                // No target takes it: the same advice whatever the targets.
+                let d = bad_name("tool", name, span);
+                return Some(Diagnostic {
+                    message: format!("tool name `{name}` has characters outside `{charset}`"),
+                    ..d
+                });
+            }
+            let suggestion: String = name
+                .chars()
+                .map(|x| {
+                    if rejecting.iter().any(|r| !r.accepts(x)) {
+                        '_'
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            let targets: Vec<Target> = rejecting.iter().map(|r| r.target).collect();
+            let sources: Vec<String> = rejecting
+                .iter()
+                .map(|r| format!("`{}`: {} ({})", r.text, r.source().title, r.source().url))
+                .collect();
+            return Some(declared_here(
+                Diagnostic::error(
+                    "E0202",
+                    format!("tool name `{name}` has characters outside `{charset}`"),
+                    span,
+                )
+                .with_label(format!(
+                    "`{c}` is not allowed by {}",
+                    targets::target_list(&targets)
+                ))
+                .with_help(format!(
+                    "rename it, e.g. `{suggestion}`, or drop {} from `targets`; {}",
+                    targets::target_list(&targets),
+                    sources.join("; ")
+                )),
+            ));
+        }
+        let len = exported.chars().count();
+        let limit = rules
+            .iter()
+            .map(|r| r.max_len)
+            .min()
+            .unwrap_or(MAX_EXPORTED_NAME);
+        if len > limit {
+            let what = if namespaced {
+                format!(
+                    "exported name `{exported}` (namespace `{}__` included)",
+                    exported.split("__").next().unwrap_or("")
+                )
+            } else {
+                format!("tool name `{exported}`")
+            };
+            let rejecting: Vec<Target> = rules
+                .iter()
+                .filter(|r| r.max_len < len)
+                .map(|r| r.target)
+                .collect();
+            let titles: Vec<&str> = rules
+                .iter()
+                .filter(|r| r.max_len < len)
+                .map(|r| r.source().title)
+                .collect();
+            return Some(declared_here(
+                Diagnostic::error(
+                    "E0203",
+                    format!("{what} is {len} characters, more than {limit}"),
+                    span,
+                )
+                .with_label(format!("{} characters over the limit", len - limit))
+                .with_help(format!(
+                    "shorten the name to at most {limit} characters in all: {} reject longer tool names ({})",
+                    targets::target_list(&rejecting),
+                    titles.join("; ")
+                )),
+            ));
+        }
+        if !namespaced && rules.iter().any(|r| r.letter_first) && !starts_like_identifier(name) {
+            return Some(declared_here(
+                Diagnostic::error(
+                    "E0204",
+                    format!("tool name `{name}` must start with a letter or `_`"),
+                    span,
+                )
+                .with_label("starts with a digit or `-`")
+                .with_help(format!(
+                    "rename it, e.g. `t_{}`: Gemini function declarations must start with a letter or `_`",
+                    name.trim_start_matches('-')
+                )),
+            ));
+        }
+        None
     }
 
     // ---- E0411 on side tables, E0418, E0421, W0502 on their lists ----
@@ -980,6 +1112,41 @@ impl<'a> Checker<'a> {
                     .with_label("not an object schema")
                     .with_help("write a JSON Schema of an object, e.g. `input_schema = { type = \"object\", properties = {} }`"),
             );
+            return;
+        }
+        // E0423: every target of the catalog must be able to take the schema.
+        for &target in &self.targets {
+            let exported = targets::export_schema(target, &self.exported[i], schema);
+            let errors: Vec<&targets::Finding> = exported
+                .findings
+                .iter()
+                .filter(|f| f.kind == targets::FindingKind::Error)
+                .collect();
+            let Some(first) = errors.first() else {
+                continue;
+            };
+            let rule = first.rule();
+            let more = match errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let at = if first.path.is_empty() {
+                "/"
+            } else {
+                first.path.as_str()
+            };
+            self.out.push(
+                Diagnostic::error(
+                    "E0423",
+                    format!("`input_schema` of tool `{name}` cannot be exported to `{target}`: {}{more}", first.message),
+                    spans.value("input_schema"),
+                )
+                .with_label(format!("at `{at}`"))
+                .with_help(format!(
+                    "write the schema without it, or drop `{target}` from `targets`; rule `{}`: {} ({}, {})",
+                    rule.id, rule.summary, rule.source.title, rule.source.url
+                )),
+            );
         }
     }
 
@@ -1172,6 +1339,7 @@ impl<'a> Checker<'a> {
             }
             self.discovery(profile, spans.as_ref(), &live);
         }
+        self.client_caps(&expanded);
         for (i, tool) in self.tools.iter().enumerate() {
             for (k, required) in tool.requires.iter().enumerate() {
                 let Some(j) = self.index.get(required) else {
@@ -1230,27 +1398,22 @@ impl<'a> Checker<'a> {
         expanded: &[HashSet<&str>],
         live: &dyn Fn(usize) -> bool,
     ) {
-        let mut counted: BTreeSet<usize> = BTreeSet::new();
-        let mut tipped: Option<(usize, usize)> = None;
-        for (t, _) in self.loaded.toolsets.iter().enumerate() {
-            for (i, tool) in self.tools.iter().enumerate() {
-                if live(i)
-                    && tool.visibility == Visibility::Inline
-                    && tool
-                        .toolsets
-                        .iter()
-                        .any(|s| expanded[t].contains(s.as_str()))
-                {
-                    counted.insert(i);
-                }
-            }
-            if tipped.is_none() && counted.len() > max as usize {
-                tipped = Some((t, counted.len()));
-            }
-        }
-        let Some((t, at_tip)) = tipped else { return };
-        let toolset = &self.loaded.toolsets[t];
-        let total = counted.len();
+        let order: Vec<usize> = (0..self.loaded.toolsets.len()).collect();
+        let inline = |active: &[usize]| -> BTreeSet<usize> {
+            (0..self.tools.len())
+                .filter(|&i| {
+                    live(i)
+                        && self.tools[i].visibility == Visibility::Inline
+                        && self.in_toolsets(i, active, expanded)
+                })
+                .collect()
+        };
+        let Some(tip) = first_over(&order, max, |active| inline(active).len()) else {
+            return;
+        };
+        let toolset = &self.loaded.toolsets[tip.toolset];
+        let total = tip.total;
+        let at_tip = tip.at_tip;
         self.out.push(
             Diagnostic::error(
                 "E0407",
@@ -1267,6 +1430,189 @@ impl<'a> Checker<'a> {
                 toolset.name
             )),
         );
+    }
+
+    /// Whether tool `i` is in any of the toolsets `active` (indices of declaration order),
+    /// `includes` expanded.
+    fn in_toolsets(&self, i: usize, active: &[usize], expanded: &[HashSet<&str>]) -> bool {
+        self.tools[i]
+            .toolsets
+            .iter()
+            .any(|s| active.iter().any(|&t| expanded[t].contains(s.as_str())))
+    }
+
+    /// The tools one request of a turn can carry with `active` toolsets under `profile`, before
+    /// anything is discovered or named: the profile's live inline tools in those toolsets, the
+    /// discovery meta-tools it owns when one of its live discoverable tools is in them, all closed
+    /// over `requires` within the profile (the runtime's turn plan, `toolcat::plan`).
+    fn sent(&self, profile: &str, active: &[usize], expanded: &[HashSet<&str>]) -> BTreeSet<usize> {
+        let live =
+            |i: usize| owns(profile, &self.tools[i]) && self.tools[i].status != Status::Deprecated;
+        let reachable: Vec<usize> = (0..self.tools.len())
+            .filter(|&i| live(i) && self.in_toolsets(i, active, expanded))
+            .collect();
+        let mut sent: BTreeSet<usize> = reachable
+            .iter()
+            .copied()
+            .filter(|&i| self.tools[i].visibility == Visibility::Inline)
+            .collect();
+        let discoverable = reachable.iter().any(|&i| {
+            self.tools[i].visibility == Visibility::Discoverable
+                && !META_TOOLS.contains(&self.tools[i].name.as_str())
+        });
+        if discoverable {
+            sent.extend((0..self.tools.len()).filter(|&i| {
+                live(i)
+                    && self.tools[i].source == SOURCE_LOOP
+                    && DISCOVERY_TOOLS.contains(&self.tools[i].name.as_str())
+            }));
+        }
+        let mut todo: Vec<usize> = sent.iter().copied().collect();
+        while let Some(i) = todo.pop() {
+            for required in &self.tools[i].requires {
+                if let Some(j) = self.index.get(required) {
+                    if live(j) && sent.insert(j) {
+                        todo.push(j);
+                    }
+                }
+            }
+        }
+        sent
+    }
+
+    // ---- E0422 ----
+
+    /// Each `max_tools`: the cap of a preset is checked against the preset's toolsets (added in
+    /// its order); the cap of a profile against each preset that runs under it, or against all
+    /// toolsets (in declaration order) when no preset does.
+    fn client_caps(&mut self, expanded: &[HashSet<&str>]) {
+        let toolset_index = |name: &str| self.loaded.toolsets.iter().position(|e| e.name == name);
+        struct Check {
+            subject: String,
+            profile: String,
+            cap: u32,
+            cap_span: std::ops::Range<usize>,
+            whose: String,
+            order: Vec<usize>,
+            /// The span each toolset of `order` is pointed at.
+            order_spans: Vec<std::ops::Range<usize>>,
+            preset: Option<String>,
+        }
+        let mut checks: Vec<Check> = Vec::new();
+        let mut with_preset: HashSet<&str> = HashSet::new();
+        for entry in &self.loaded.presets {
+            let Some(preset) = self.loaded.file.preset.get(&entry.name) else {
+                continue;
+            };
+            if !self.profile_exists(&preset.profile) {
+                continue; // E0301
+            }
+            with_preset.insert(preset.profile.as_str());
+            let mut order = Vec::new();
+            let mut order_spans = Vec::new();
+            for (k, name) in preset.toolsets.iter().enumerate() {
+                if let Some(t) = toolset_index(name) {
+                    if !order.contains(&t) {
+                        order.push(t);
+                        order_spans.push(entry.spans.item("toolsets", k));
+                    }
+                }
+            }
+            let subject = format!("preset `{}` (profile `{}`)", entry.name, preset.profile);
+            if let Some(cap) = preset.max_tools {
+                checks.push(Check {
+                    subject: subject.clone(),
+                    profile: preset.profile.clone(),
+                    cap,
+                    cap_span: entry.spans.value("max_tools"),
+                    whose: "its".to_string(),
+                    order: order.clone(),
+                    order_spans: order_spans.clone(),
+                    preset: Some(entry.name.clone()),
+                });
+            }
+            let profile_cap = self
+                .loaded
+                .file
+                .profile
+                .get(&preset.profile)
+                .and_then(|p| p.max_tools)
+                .filter(|_| preset.profile != PROFILE_FULL);
+            if let (Some(cap), Some(spans)) =
+                (profile_cap, self.loaded.entry("profile", &preset.profile))
+            {
+                checks.push(Check {
+                    subject,
+                    profile: preset.profile.clone(),
+                    cap,
+                    cap_span: spans.value("max_tools"),
+                    whose: "the profile's".to_string(),
+                    order,
+                    order_spans,
+                    preset: Some(entry.name.clone()),
+                });
+            }
+        }
+        for entry in &self.loaded.profiles {
+            if entry.name == PROFILE_FULL || with_preset.contains(entry.name.as_str()) {
+                continue;
+            }
+            let Some(cap) = self
+                .loaded
+                .file
+                .profile
+                .get(&entry.name)
+                .and_then(|p| p.max_tools)
+            else {
+                continue;
+            };
+            checks.push(Check {
+                subject: format!("profile `{}`", entry.name),
+                profile: entry.name.clone(),
+                cap,
+                cap_span: entry.spans.value("max_tools"),
+                whose: "its".to_string(),
+                order: (0..self.loaded.toolsets.len()).collect(),
+                order_spans: self
+                    .loaded
+                    .toolsets
+                    .iter()
+                    .map(|e| e.spans.header.clone())
+                    .collect(),
+                preset: None,
+            });
+        }
+        for check in checks {
+            let Some(tip) = first_over(&check.order, check.cap, |active| {
+                self.sent(&check.profile, active, expanded).len()
+            }) else {
+                continue;
+            };
+            let toolset = &self.loaded.toolsets[check.order[tip.position]].name;
+            let (cap, total, at_tip) = (check.cap, tip.total, tip.at_tip);
+            let fix = match &check.preset {
+                Some(preset) => format!("drop toolset `{toolset}` from preset `{preset}`, make some of its tools `visibility = \"discoverable\"`"),
+                None => format!("make tools of toolset `{toolset}` `visibility = \"discoverable\"`, take them out of profile `{}`", check.profile),
+            };
+            self.out.push(
+                Diagnostic::error(
+                    "E0422",
+                    format!(
+                        "{} can send {total} tools in one request, more than {} `max_tools = {cap}`",
+                        check.subject, check.whose
+                    ),
+                    check.cap_span.clone(),
+                )
+                .with_label(format!("the client takes at most {cap} tools"))
+                .with_related(
+                    check.order_spans[tip.position].clone(),
+                    format!("adding toolset `{toolset}` brings it to {at_tip}"),
+                )
+                .with_help(format!(
+                    "{fix}, or raise `max_tools` if the client takes more; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
+                )),
+            );
+        }
     }
 
     fn discovery(
@@ -1418,6 +1764,41 @@ impl<'a> Checker<'a> {
         };
         refers(i, j) || refers(j, i)
     }
+}
+
+/// Where adding toolsets one at a time first pushes a count past a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tip {
+    /// Position in the order of the toolset whose addition crossed the cap.
+    position: usize,
+    /// The toolset itself (index in declaration order).
+    toolset: usize,
+    /// The count right after adding it.
+    at_tip: usize,
+    /// The count with every toolset of the order added.
+    total: usize,
+}
+
+/// Adds the toolsets of `order` one at a time and returns where `count` (of the toolsets added
+/// so far) first exceeds `max`, or `None` when it never does. Shared by `max_inline` (E0407) and
+/// `max_tools` (E0422).
+fn first_over(order: &[usize], max: u32, count: impl Fn(&[usize]) -> usize) -> Option<Tip> {
+    let max = max as usize;
+    let mut tip: Option<(usize, usize)> = None;
+    for k in 0..order.len() {
+        let n = count(&order[..=k]);
+        if n > max {
+            tip = Some((k, n));
+            break;
+        }
+    }
+    let (position, at_tip) = tip?;
+    Some(Tip {
+        position,
+        toolset: order[position],
+        at_tip,
+        total: count(order),
+    })
 }
 
 /// Whether `profile` owns `tool`: `full` owns every tool; any other profile only the tools that

@@ -1,0 +1,2032 @@
+//! Export targets: the rules each wire format sets for tool names and input schemas, the rewrites
+//! that make a schema fit, and the report of what was rewritten, fell back or cannot be exported.
+//!
+//! A catalog names its targets in `tools.toml` with the top-level key
+//! `targets = ["openai", "anthropic", "gemini", "mcp"]`; a file that names none is held to all
+//! four. `toolcat check --target openai,gemini` checks the given targets instead.
+//!
+//! ## Names
+//! Checked on the *exported* name (`NS__name` for a tool of a namespaced server), see
+//! [`name_rule`]:
+//!
+//! | target | rule | source |
+//! |---|---|---|
+//! | `openai` | `^[a-zA-Z0-9_-]{1,64}$` | OpenAI API reference, function `name` |
+//! | `anthropic` | `^[a-zA-Z0-9_-]{1,64}$` | Anthropic Messages API, tool `name` |
+//! | `gemini` | starts with a letter or `_`; letters, digits, `_`, `.`, `:`, `-`; at most 64 | Gemini API `FunctionDeclaration.name` |
+//! | `mcp` | 1–128 of letters, digits, `_`, `-`, `.` | MCP specification 2025-11-25, tool names (SEP-986) |
+//!
+//! A name that breaks the rule of a target of the catalog is a validation error
+//! (`E0202` characters, `E0203` length, `E0204` first character, each naming the target).
+//!
+//! ## Input schemas
+//! - **`openai`** ([`openai`]): strict mode where possible. Every object gets
+//!   `additionalProperties: false`; every property becomes required, and one that was optional
+//!   becomes nullable (`"type": [T, "null"]`, `null` added to an `enum`, or
+//!   `anyOf: [S, {"type": "null"}]` when the schema has no `type`); `const` becomes a one-value
+//!   `enum`; a `format` on an `integer` or `number` (schemars' `uint64`, `int32`, …: JSON Schema
+//!   defines formats for strings only) is dropped. A schema strict mode cannot express falls back
+//!   to `strict: false` and is sent unchanged — the documented fallback, reported per tool with
+//!   every reason: a keyword outside the supported subset (`default`, `oneOf`, `allOf`, `not`,
+//!   `minLength`, `uniqueItems`, …), a string `format` other than `date-time`, `time`, `date`,
+//!   `duration`, `email`, `hostname`, `ipv4`, `ipv6`, `uuid` (so `format: "uri"` falls back), a
+//!   free-form object (no `properties`, or `additionalProperties` other than `false`), a root that
+//!   is not an object, more than 10 levels of object nesting or 5000 properties. A strict schema
+//!   makes the model send `null` for an argument it means to leave out: [`restore_arguments`]
+//!   turns such `null`s back into absent arguments before the call is validated and run.
+//! - **`gemini`** ([`gemini`]): the Gemini `Schema` object, a subset of OpenAPI 3.0. `$ref`s into
+//!   `$defs` (or `definitions`) are inlined and `$defs` dropped; `anyOf [T, {"type": "null"}]` and
+//!   `"type": [T, "null"]` become `T` with `nullable: true`; a `type` list of several types and
+//!   `oneOf` become `anyOf`; a one-branch `allOf` is merged into its parent; `const` becomes a
+//!   one-value `enum`; keywords outside the `Schema` object (`additionalProperties`, `$comment`,
+//!   `exclusiveMinimum`, …), `format`s outside `enum`/`date-time` (strings), `int32`/`int64`
+//!   (integers) and `float`/`double` (numbers), and `enum`s of non-strings are dropped. A
+//!   recursive or unresolvable `$ref` and an `allOf` of several branches cannot be rewritten:
+//!   the tool cannot be exported to Gemini.
+//! - **`anthropic`**, **`mcp`**: any JSON Schema of an object (`E0412` already requires that).
+//!   Anthropic adds one rule for a request: deferred tools (`defer_loading: true`) need a
+//!   non-deferred search tool in the same request and at least one non-deferred tool
+//!   ([`check_anthropic_request`]).
+//!
+//! Every change is a [`Finding`] of kind [`FindingKind::Rewrite`]; a reason to fall back is
+//! [`FindingKind::Fallback`]; a tool that cannot be exported is [`FindingKind::Error`]. Each
+//! finding names the tool, the rule ([`RULES`], with the provider document it comes from) and the
+//! JSON Pointer of the schema location.
+//!
+//! ## Where the checks run
+//! - **Build time** (`toolcat_codegen::build::compile_catalog`) and `toolcat check`: validation
+//!   checks the names of every tool and the declared `input_schema` of every server tool against
+//!   the catalog's targets (`E0423` for a server schema a target cannot take). A local tool's
+//!   schema comes from its handler's Rust type, which a build script cannot see before the crate
+//!   is compiled, so the build checks local tools' names only.
+//! - `toolcat check --target ...` on the reference catalog compiled into the binary also checks
+//!   and reports every handler's schema (`toolcat::export::target_report`); on a catalog read
+//!   with `--catalog`, local tools have no handler and are reported as unchecked.
+
+use serde_json::{json, Map, Value};
+
+use crate::diagnostics::Diagnostic;
+pub use crate::model::Target;
+
+/// A provider document a rule comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    /// What the document is, e.g. "OpenAI Structured Outputs, supported schemas".
+    pub title: &'static str,
+    /// Where to read it.
+    pub url: &'static str,
+}
+
+const OPENAI_FUNCTIONS: Source = Source {
+    title: "OpenAI API reference, function tool `name`",
+    url: "https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools",
+};
+const OPENAI_STRUCTURED: Source = Source {
+    title: "OpenAI Structured Outputs, supported schemas",
+    url: "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas",
+};
+const ANTHROPIC_TOOLS: Source = Source {
+    title: "Anthropic Messages API, tool `name`",
+    url: "https://docs.anthropic.com/en/api/messages#body-tools",
+};
+const ANTHROPIC_TOOL_SEARCH: Source = Source {
+    title: "Anthropic tool search tool, deferred loading",
+    url: "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/tool-search-tool",
+};
+const GEMINI_FUNCTIONS: Source = Source {
+    title: "Gemini API `FunctionDeclaration.name`",
+    url: "https://ai.google.dev/api/caching#FunctionDeclaration",
+};
+const GEMINI_SCHEMA: Source = Source {
+    title: "Gemini API `Schema` object (a subset of OpenAPI 3.0)",
+    url: "https://ai.google.dev/api/caching#Schema",
+};
+const MCP_TOOL_NAMES: Source = Source {
+    title: "MCP specification 2025-11-25, tool names (SEP-986)",
+    url: "https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names",
+};
+
+/// One target rule: a stable id, its target, what it says, and where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetRule {
+    pub id: &'static str,
+    pub target: Target,
+    pub summary: &'static str,
+    pub source: Source,
+}
+
+const fn rule(
+    id: &'static str,
+    target: Target,
+    summary: &'static str,
+    source: Source,
+) -> TargetRule {
+    TargetRule {
+        id,
+        target,
+        summary,
+        source,
+    }
+}
+
+/// Every rule a [`Finding`] can name, by target.
+pub const RULES: &[TargetRule] = &[
+    rule(
+        "openai-name",
+        Target::OpenAi,
+        "function names match `^[a-zA-Z0-9_-]{1,64}$`",
+        OPENAI_FUNCTIONS,
+    ),
+    rule(
+        "openai-strict-objects",
+        Target::OpenAi,
+        "every object has `additionalProperties: false` and its `properties`",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-required",
+        Target::OpenAi,
+        "every property is required; an optional one is emulated with a union with `null`",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-keywords",
+        Target::OpenAi,
+        "only a subset of JSON Schema keywords is supported in strict mode",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-formats",
+        Target::OpenAi,
+        "string formats: date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-root",
+        Target::OpenAi,
+        "the root of a schema is an object, not `anyOf`",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-limits",
+        Target::OpenAi,
+        "at most 10 levels of object nesting and 5000 properties",
+        OPENAI_STRUCTURED,
+    ),
+    rule(
+        "anthropic-name",
+        Target::Anthropic,
+        "tool names match `^[a-zA-Z0-9_-]{1,64}$`",
+        ANTHROPIC_TOOLS,
+    ),
+    rule(
+        "anthropic-deferred",
+        Target::Anthropic,
+        "deferred tools need a non-deferred search tool and at least one non-deferred tool",
+        ANTHROPIC_TOOL_SEARCH,
+    ),
+    rule(
+        "gemini-name",
+        Target::Gemini,
+        "names start with a letter or `_`, use letters, digits, `_`, `.`, `:`, `-`, at most 64",
+        GEMINI_FUNCTIONS,
+    ),
+    rule(
+        "gemini-ref",
+        Target::Gemini,
+        "no `$ref` or `$defs`: references are inlined",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-nullable",
+        Target::Gemini,
+        "optional null is `nullable: true`, not a union with `null`",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-union",
+        Target::Gemini,
+        "unions are `anyOf`; no `oneOf`, no list of types; `allOf` is not supported",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-enum",
+        Target::Gemini,
+        "no `const`; `enum` lists strings",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-keywords",
+        Target::Gemini,
+        "only the fields of the `Schema` object (no `additionalProperties`, ...)",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-formats",
+        Target::Gemini,
+        "formats: `enum`, `date-time` (string), `int32`, `int64` (integer), `float`, `double` (number)",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "mcp-name",
+        Target::Mcp,
+        "tool names are 1-128 of letters, digits, `_`, `-`, `.`",
+        MCP_TOOL_NAMES,
+    ),
+];
+
+/// The rule of id `id`. Panics on an unknown id (ids are constants of this module).
+pub fn target_rule(id: &str) -> &'static TargetRule {
+    RULES
+        .iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no target rule `{id}`"))
+}
+
+/// What a target accepts as a tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NameRule {
+    pub target: Target,
+    /// Longest name, in characters.
+    pub max_len: usize,
+    /// Characters accepted besides ASCII letters, digits, `_` and `-`.
+    pub extra: &'static str,
+    /// Whether the first character must be a letter or `_`.
+    pub letter_first: bool,
+    /// The rule as one line, e.g. `^[a-zA-Z0-9_-]{1,64}$`.
+    pub text: &'static str,
+    /// The id of the rule in [`RULES`].
+    pub rule: &'static str,
+}
+
+impl NameRule {
+    /// Whether the rule accepts `c` anywhere in a name.
+    pub fn accepts(&self, c: char) -> bool {
+        c.is_ascii_alphanumeric() || c == '_' || c == '-' || self.extra.contains(c)
+    }
+
+    /// The accepted characters as a bracket expression body: `a-zA-Z0-9_-`, `a-zA-Z0-9_.-`, ...
+    pub fn charset(&self) -> String {
+        format!("a-zA-Z0-9_{}-", self.extra)
+    }
+
+    /// Where the rule comes from.
+    pub fn source(&self) -> Source {
+        target_rule(self.rule).source
+    }
+}
+
+/// The name rule of `target` (see the module documentation for the sources).
+pub fn name_rule(target: Target) -> NameRule {
+    match target {
+        Target::OpenAi => NameRule {
+            target,
+            max_len: 64,
+            extra: "",
+            letter_first: false,
+            text: "^[a-zA-Z0-9_-]{1,64}$",
+            rule: "openai-name",
+        },
+        Target::Anthropic => NameRule {
+            target,
+            max_len: 64,
+            extra: "",
+            letter_first: false,
+            text: "^[a-zA-Z0-9_-]{1,64}$",
+            rule: "anthropic-name",
+        },
+        Target::Gemini => NameRule {
+            target,
+            max_len: 64,
+            extra: ".:",
+            letter_first: true,
+            text: "^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$",
+            rule: "gemini-name",
+        },
+        Target::Mcp => NameRule {
+            target,
+            max_len: 128,
+            extra: ".",
+            letter_first: false,
+            text: "^[a-zA-Z0-9_.-]{1,128}$",
+            rule: "mcp-name",
+        },
+    }
+}
+
+/// Why a name breaks a [`NameRule`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameFault {
+    Empty,
+    /// `len` characters, more than `max`.
+    TooLong {
+        len: usize,
+        max: usize,
+    },
+    /// A character the rule does not accept (the first such one).
+    Char(char),
+    /// A first character other than a letter or `_`, under a rule that requires one.
+    First(char),
+}
+
+/// Every way `name` breaks the rule of `target`, in the order empty, characters, first
+/// character, length.
+pub fn name_faults(target: Target, name: &str) -> Vec<NameFault> {
+    let rule = name_rule(target);
+    let mut faults = Vec::new();
+    if name.is_empty() {
+        faults.push(NameFault::Empty);
+        return faults;
+    }
+    if let Some(c) = name.chars().find(|&c| !rule.accepts(c)) {
+        faults.push(NameFault::Char(c));
+    }
+    if rule.letter_first {
+        if let Some(first) = name.chars().next() {
+            if !(first.is_ascii_alphabetic() || first == '_') {
+                faults.push(NameFault::First(first));
+            }
+        }
+    }
+    let len = name.chars().count();
+    if len > rule.max_len {
+        faults.push(NameFault::TooLong {
+            len,
+            max: rule.max_len,
+        });
+    }
+    faults
+}
+
+/// The targets of a catalog: those it declares, or all of them when it declares none.
+pub fn effective(declared: &[Target]) -> Vec<Target> {
+    if declared.is_empty() {
+        Target::ALL.to_vec()
+    } else {
+        let mut out: Vec<Target> = Vec::new();
+        for t in declared {
+            if !out.contains(t) {
+                out.push(*t);
+            }
+        }
+        out
+    }
+}
+
+/// `` `openai`, `anthropic` and `gemini` `` for messages.
+pub fn target_list(targets: &[Target]) -> String {
+    crate::diagnostics::and_list(targets.iter().map(|t| format!("`{t}`")))
+}
+
+// ---- findings ----
+
+/// What a finding means for the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FindingKind {
+    /// The schema was changed to fit the target; the tool is exported.
+    Rewrite,
+    /// A reason the tool is exported in the target's fallback form (`strict: false` for OpenAI).
+    Fallback,
+    /// The tool cannot be exported to the target.
+    Error,
+}
+
+/// One thing a target check found about one tool (or one request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub target: Target,
+    /// Exported name of the tool; empty for a finding about a whole request.
+    pub tool: String,
+    pub kind: FindingKind,
+    /// The id of the rule in [`RULES`].
+    pub rule: &'static str,
+    /// JSON Pointer into the exported input schema (`""` is the root).
+    pub path: String,
+    /// What was found or done, lower-case, names in backticks.
+    pub message: String,
+}
+
+impl Finding {
+    /// The rule the finding applies.
+    pub fn rule(&self) -> &'static TargetRule {
+        target_rule(self.rule)
+    }
+}
+
+/// An input schema prepared for one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exported {
+    /// The schema to send (for an [`FindingKind::Error`], the input unchanged: not to be sent).
+    pub schema: Value,
+    /// OpenAI only: `Some(true)` when strict, `Some(false)` when it fell back.
+    pub strict: Option<bool>,
+    /// Every rewrite, fallback reason or error, in schema order.
+    pub findings: Vec<Finding>,
+}
+
+impl Exported {
+    /// Whether the tool can be exported (no [`FindingKind::Error`]).
+    pub fn is_ok(&self) -> bool {
+        !self.findings.iter().any(|f| f.kind == FindingKind::Error)
+    }
+}
+
+/// The input schema `schema` of the tool exported as `tool`, prepared for `target`.
+pub fn export_schema(target: Target, tool: &str, schema: &Value) -> Exported {
+    match target {
+        Target::OpenAi => openai(tool, schema),
+        Target::Gemini => gemini(tool, schema),
+        Target::Anthropic | Target::Mcp => Exported {
+            schema: without_schema_keyword(schema),
+            strict: None,
+            findings: Vec::new(),
+        },
+    }
+}
+
+fn without_schema_keyword(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Value::Object(map) = &mut schema {
+        map.shift_remove("$schema");
+    }
+    schema
+}
+
+/// A JSON Pointer (RFC 6901) of `parent` extended by `token`.
+fn pointer(parent: &str, token: &str) -> String {
+    format!("{parent}/{}", token.replace('~', "~0").replace('/', "~1"))
+}
+
+// ---- OpenAI strict mode ----
+
+/// Keywords strict mode accepts (OpenAI Structured Outputs, supported schemas). `$schema` is
+/// dropped at the root before the check, as every export does.
+const OPENAI_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "enum",
+    "const",
+    "description",
+    "title",
+    "pattern",
+    "format",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
+];
+
+/// String formats strict mode accepts.
+pub const OPENAI_STRING_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Most levels of object nesting strict mode accepts.
+pub const OPENAI_MAX_DEPTH: usize = 10;
+/// Most object properties, in total, strict mode accepts.
+pub const OPENAI_MAX_PROPERTIES: usize = 5000;
+
+/// The input schema of `tool` for OpenAI function tools: rewritten for strict mode
+/// (`strict: Some(true)`), or, when strict mode cannot express it, unchanged with
+/// `strict: Some(false)` and a [`FindingKind::Fallback`] per reason. Never an error.
+pub fn openai(tool: &str, schema: &Value) -> Exported {
+    let original = without_schema_keyword(schema);
+    let mut rewritten = original.clone();
+    let mut pass = Strict {
+        tool,
+        rewrites: Vec::new(),
+        reasons: Vec::new(),
+        properties: 0,
+    };
+    match rewritten.as_object() {
+        Some(root) if root.contains_key("anyOf") => pass.reason(
+            "openai-strict-root",
+            "",
+            "the root is an `anyOf`; strict mode needs an object at the root".to_string(),
+        ),
+        Some(root) if !is_object_schema(root) => pass.reason(
+            "openai-strict-root",
+            "",
+            "the root is not an object schema".to_string(),
+        ),
+        _ => {}
+    }
+    pass.node(&mut rewritten, "", 0);
+    if pass.properties > OPENAI_MAX_PROPERTIES {
+        let n = pass.properties;
+        pass.reason(
+            "openai-strict-limits",
+            "",
+            format!("{n} properties in all, more than {OPENAI_MAX_PROPERTIES}"),
+        );
+    }
+    if pass.reasons.is_empty() {
+        Exported {
+            schema: rewritten,
+            strict: Some(true),
+            findings: pass.rewrites,
+        }
+    } else {
+        Exported {
+            schema: original,
+            strict: Some(false),
+            findings: pass.reasons,
+        }
+    }
+}
+
+struct Strict<'a> {
+    tool: &'a str,
+    rewrites: Vec<Finding>,
+    reasons: Vec<Finding>,
+    properties: usize,
+}
+
+impl Strict<'_> {
+    fn finding(
+        &self,
+        kind: FindingKind,
+        rule: &'static str,
+        path: &str,
+        message: String,
+    ) -> Finding {
+        Finding {
+            target: Target::OpenAi,
+            tool: self.tool.to_string(),
+            kind,
+            rule,
+            path: path.to_string(),
+            message,
+        }
+    }
+
+    fn rewrite(&mut self, rule: &'static str, path: &str, message: String) {
+        let f = self.finding(FindingKind::Rewrite, rule, path, message);
+        self.rewrites.push(f);
+    }
+
+    fn reason(&mut self, rule: &'static str, path: &str, message: String) {
+        let f = self.finding(FindingKind::Fallback, rule, path, message);
+        self.reasons.push(f);
+    }
+
+    /// Rewrites one schema node in place; `depth` is the number of objects around it.
+    fn node(&mut self, value: &mut Value, path: &str, depth: usize) {
+        let Value::Object(map) = value else {
+            self.reason(
+                "openai-strict-keywords",
+                path,
+                format!("the boolean schema `{value}` is not supported"),
+            );
+            return;
+        };
+        let keys: Vec<String> = map.keys().cloned().collect();
+        for key in &keys {
+            if !OPENAI_KEYWORDS.contains(&key.as_str()) {
+                let shown = short_json(&map[key.as_str()]);
+                self.reason(
+                    "openai-strict-keywords",
+                    &pointer(path, key),
+                    format!("`{key}: {shown}` is not supported in strict mode"),
+                );
+            }
+        }
+        if let Some(constant) = map.get("const").cloned() {
+            if !map.contains_key("enum") {
+                map.insert("enum".into(), json!([constant]));
+            }
+            map.shift_remove("const");
+            self.rewrite(
+                "openai-strict-keywords",
+                &pointer(path, "const"),
+                format!(
+                    "`const: {}` written as a one-value `enum`",
+                    short_json(&constant)
+                ),
+            );
+        }
+        if let Some(format) = map.get("format").cloned() {
+            let text = format.as_str().unwrap_or_default();
+            if is_numeric(map) {
+                map.shift_remove("format");
+                self.rewrite(
+                    "openai-strict-formats",
+                    &pointer(path, "format"),
+                    format!("dropped `format: {format}` of a number: JSON Schema defines formats for strings only"),
+                );
+            } else if !OPENAI_STRING_FORMATS.contains(&text) {
+                self.reason(
+                    "openai-strict-formats",
+                    &pointer(path, "format"),
+                    format!("`format: {format}` is not a string format strict mode accepts"),
+                );
+            }
+        }
+        if is_object_schema(map) {
+            self.object(map, path, depth + 1);
+        }
+        match map.get_mut("items") {
+            Some(Value::Array(_)) => self.reason(
+                "openai-strict-keywords",
+                &pointer(path, "items"),
+                "tuple `items` (a list of schemas) is not supported".to_string(),
+            ),
+            Some(items) => self.node(items, &pointer(path, "items"), depth),
+            None => {}
+        }
+        if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+            let base = pointer(path, "anyOf");
+            for (k, branch) in branches.iter_mut().enumerate() {
+                self.node(branch, &pointer(&base, &k.to_string()), depth);
+            }
+        }
+        for defs in ["$defs", "definitions"] {
+            if let Some(Value::Object(entries)) = map.get_mut(defs) {
+                let base = pointer(path, defs);
+                for (name, def) in entries.iter_mut() {
+                    self.node(def, &pointer(&base, name), depth);
+                }
+            }
+        }
+        if let Some(Value::String(reference)) = map.get("$ref") {
+            if !reference.starts_with('#') {
+                let reference = reference.clone();
+                self.reason(
+                    "openai-strict-keywords",
+                    &pointer(path, "$ref"),
+                    format!("`$ref` `{reference}` points outside the schema"),
+                );
+            }
+        }
+    }
+
+    fn object(&mut self, map: &mut Map<String, Value>, path: &str, depth: usize) {
+        if depth > OPENAI_MAX_DEPTH {
+            self.reason(
+                "openai-strict-limits",
+                path,
+                format!("objects nest {depth} levels deep here, more than {OPENAI_MAX_DEPTH}"),
+            );
+            return;
+        }
+        match map.get("additionalProperties") {
+            None => {
+                if !map.contains_key("properties") {
+                    self.reason(
+                        "openai-strict-objects",
+                        path,
+                        "a free-form object (no `properties`) cannot be strict".to_string(),
+                    );
+                    return;
+                }
+                map.insert("additionalProperties".into(), Value::Bool(false));
+                self.rewrite(
+                    "openai-strict-objects",
+                    path,
+                    "added `additionalProperties: false`".to_string(),
+                );
+            }
+            Some(Value::Bool(false)) => {
+                if !map.contains_key("properties") {
+                    map.insert("properties".into(), json!({}));
+                }
+            }
+            Some(other) => {
+                let shown = short_json(other);
+                self.reason(
+                    "openai-strict-objects",
+                    &pointer(path, "additionalProperties"),
+                    format!("`additionalProperties: {shown}` (an object with open keys) cannot be strict"),
+                );
+                return;
+            }
+        }
+        let required: Vec<String> = match map.get("required") {
+            Some(Value::Array(names)) => names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let Some(Value::Object(properties)) = map.get_mut("properties") else {
+            self.reason(
+                "openai-strict-objects",
+                &pointer(path, "properties"),
+                "`properties` is not an object".to_string(),
+            );
+            return;
+        };
+        self.properties += properties.len();
+        let base = pointer(path, "properties");
+        let mut all = Vec::with_capacity(properties.len());
+        let mut made_nullable = Vec::new();
+        for (name, property) in properties.iter_mut() {
+            let at = pointer(&base, name);
+            self.node(property, &at, depth);
+            if !required.contains(name) {
+                let shape = make_nullable(property);
+                made_nullable.push((at, name.clone(), shape));
+            }
+            all.push(Value::String(name.clone()));
+        }
+        for (at, name, shape) in made_nullable {
+            let message = match shape {
+                Some(how) => {
+                    format!("optional property `{name}` made required and nullable: {how}")
+                }
+                None => {
+                    format!("optional property `{name}` made required (it accepts `null` already)")
+                }
+            };
+            self.rewrite("openai-strict-required", &at, message);
+        }
+        let had = map.get("required").cloned();
+        let all = Value::Array(all);
+        if had.as_ref() != Some(&all) {
+            map.insert("required".into(), all);
+        }
+    }
+}
+
+/// Whether a schema node describes an object (`type` `object`, or `properties` without a `type`).
+fn is_object_schema(map: &Map<String, Value>) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        _ => map.contains_key("properties"),
+    }
+}
+
+/// Whether a schema node's `type` is `integer` or `number` (with or without `null`).
+fn is_numeric(map: &Map<String, Value>) -> bool {
+    let numeric = |t: &Value| t == "integer" || t == "number";
+    match map.get("type") {
+        Some(t @ Value::String(_)) => numeric(t),
+        Some(Value::Array(types)) => {
+            types.iter().any(numeric) && types.iter().all(|t| numeric(t) || t == "null")
+        }
+        _ => false,
+    }
+}
+
+/// Makes a property schema accept `null` as well; returns how, for the report (`None` when it
+/// accepted `null` already).
+fn make_nullable(value: &mut Value) -> Option<String> {
+    let Value::Object(map) = value else {
+        return None;
+    };
+    let mut how = Vec::new();
+    match map.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = t.clone();
+            map.insert("type".into(), json!([t, "null"]));
+            how.push(format!("`\"type\": [\"{t}\", \"null\"]`"));
+        }
+        Some(Value::Array(types)) => {
+            if !types.iter().any(|t| t == "null") {
+                types.push("null".into());
+                how.push(format!("`\"type\": {}`", Value::Array(types.clone())));
+            }
+        }
+        Some(_) => {}
+        None => {
+            if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+                if !branches.iter().any(is_null_schema) {
+                    branches.push(json!({"type": "null"}));
+                    how.push("a `{\"type\": \"null\"}` branch in `anyOf`".to_string());
+                }
+            } else if !map.contains_key("enum") {
+                // A `$ref` or a bare schema: wrap it, keeping its description outside.
+                let mut inner = std::mem::take(map);
+                let mut outer = Map::new();
+                for key in ["description", "title"] {
+                    if let Some(v) = inner.shift_remove(key) {
+                        outer.insert(key.into(), v);
+                    }
+                }
+                outer.insert(
+                    "anyOf".into(),
+                    json!([Value::Object(inner), {"type": "null"}]),
+                );
+                *map = outer;
+                how.push("`anyOf: [..., {\"type\": \"null\"}]`".to_string());
+            }
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        if !values.iter().any(Value::is_null) {
+            values.push(Value::Null);
+            how.push("`null` added to `enum`".to_string());
+        }
+    }
+    if how.is_empty() {
+        None
+    } else {
+        Some(how.join(", "))
+    }
+}
+
+fn is_null_schema(v: &Value) -> bool {
+    v.get("type").is_some_and(|t| t == "null")
+}
+
+/// A value shown in a message: its JSON, cut at 60 characters.
+fn short_json(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+/// Undoes what strict mode added to a call's arguments, in place: an argument sent as `null`
+/// whose property was optional in `original_schema` and does not accept `null` there is removed
+/// (strict mode makes the model send `null` for an argument it leaves out). Objects nested in
+/// properties, array items and `$defs` references are followed. Returns how many were removed.
+///
+/// Apply it to the arguments of every call of a tool exported with `strict: true` before they
+/// are validated against the tool's own schema and dispatched.
+pub fn restore_arguments(original_schema: &Value, arguments: &mut Value) -> usize {
+    restore(original_schema, original_schema, arguments, 0)
+}
+
+fn restore(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> usize {
+    if depth > 64 {
+        return 0;
+    }
+    let schema = resolve_local(root, schema).unwrap_or(schema);
+    let mut removed = 0;
+    match value {
+        Value::Object(args) => {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+                return 0;
+            };
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let names: Vec<String> = args.keys().cloned().collect();
+            for name in names {
+                let Some(property) = properties.get(&name) else {
+                    continue;
+                };
+                let is_null = args.get(&name).is_some_and(Value::is_null);
+                if is_null && !required.contains(&name.as_str()) && !accepts_null(root, property, 0)
+                {
+                    args.shift_remove(&name);
+                    removed += 1;
+                } else if let Some(inner) = args.get_mut(&name) {
+                    removed += restore(root, property, inner, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items.iter_mut() {
+                    removed += restore(root, item_schema, item, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    removed
+}
+
+/// The definition a local `$ref` (`#/$defs/X`, `#/definitions/X`) points at.
+fn resolve_local<'a>(root: &'a Value, schema: &'a Value) -> Option<&'a Value> {
+    let reference = schema.get("$ref")?.as_str()?;
+    root.pointer(reference.strip_prefix('#')?)
+}
+
+/// Whether a property schema accepts `null`.
+fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    if let Some(target) = resolve_local(root, schema) {
+        return accepts_null(root, target, depth + 1);
+    }
+    let by_type = match schema.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    let by_branch = ["anyOf", "oneOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|b| b.iter().any(|s| accepts_null(root, s, depth + 1)))
+    });
+    let by_enum = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .is_some_and(|e| e.iter().any(Value::is_null));
+    by_type || by_branch || by_enum || schema.get("nullable") == Some(&Value::Bool(true))
+}
+
+// ---- Gemini ----
+
+/// Fields of the Gemini `Schema` object.
+const GEMINI_KEYWORDS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
+];
+
+/// The input schema of `tool` as a Gemini function declaration's `parameters`: rewritten, with a
+/// [`FindingKind::Rewrite`] per change, or [`FindingKind::Error`]s when it cannot be expressed.
+pub fn gemini(tool: &str, schema: &Value) -> Exported {
+    let original = without_schema_keyword(schema);
+    let mut pass = GeminiPass {
+        tool,
+        root: &original,
+        findings: Vec::new(),
+        inlining: Vec::new(),
+        inlined: std::collections::BTreeSet::new(),
+    };
+    let rewritten = pass.node(&original, "", 0);
+    let has_defs = ["$defs", "definitions"]
+        .iter()
+        .any(|k| original.get(*k).is_some());
+    if has_defs {
+        let inlined: Vec<String> = pass.inlined.iter().map(|r| format!("`{r}`")).collect();
+        let message = if inlined.is_empty() {
+            "dropped `$defs`: nothing refers to it".to_string()
+        } else {
+            format!(
+                "dropped `$defs` after inlining {}",
+                crate::diagnostics::and_list(inlined.into_iter())
+            )
+        };
+        pass.push(FindingKind::Rewrite, "gemini-ref", "", message);
+    }
+    let failed = pass.findings.iter().any(|f| f.kind == FindingKind::Error);
+    Exported {
+        schema: match rewritten {
+            Some(schema) if !failed => schema,
+            _ => original.clone(),
+        },
+        strict: None,
+        findings: pass.findings,
+    }
+}
+
+struct GeminiPass<'a> {
+    tool: &'a str,
+    root: &'a Value,
+    findings: Vec<Finding>,
+    /// References being inlined, outermost first (a repeat is a cycle).
+    inlining: Vec<String>,
+    inlined: std::collections::BTreeSet<String>,
+}
+
+impl GeminiPass<'_> {
+    fn push(&mut self, kind: FindingKind, rule: &'static str, path: &str, message: String) {
+        self.findings.push(Finding {
+            target: Target::Gemini,
+            tool: self.tool.to_string(),
+            kind,
+            rule,
+            path: path.to_string(),
+            message,
+        });
+    }
+
+    fn rewrite(&mut self, rule: &'static str, path: &str, message: String) {
+        self.push(FindingKind::Rewrite, rule, path, message);
+    }
+
+    fn error(&mut self, rule: &'static str, path: &str, message: String) {
+        self.push(FindingKind::Error, rule, path, message);
+    }
+
+    /// The rewritten node, or `None` when it cannot be expressed (an error was recorded).
+    fn node(&mut self, value: &Value, path: &str, depth: usize) -> Option<Value> {
+        if depth > 64 {
+            self.error(
+                "gemini-ref",
+                path,
+                "the schema nests more than 64 levels deep".to_string(),
+            );
+            return None;
+        }
+        let Value::Object(input) = value else {
+            // `true`/`false` schemas: any value / no value; Gemini has neither.
+            self.error(
+                "gemini-keywords",
+                path,
+                format!("the boolean schema `{value}` has no Gemini equivalent"),
+            );
+            return None;
+        };
+        let mut map = input.clone();
+        if depth == 0 {
+            map.shift_remove("$defs");
+            map.shift_remove("definitions");
+        }
+
+        // `allOf` with one branch: merge it in; several: not expressible.
+        if let Some(all) = map.shift_remove("allOf") {
+            match all.as_array().map(Vec::as_slice) {
+                Some([only]) => {
+                    if let Some(branch) = only.as_object() {
+                        for (k, v) in branch {
+                            map.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                    self.rewrite(
+                        "gemini-union",
+                        &pointer(path, "allOf"),
+                        "merged the one branch of `allOf` into its parent".to_string(),
+                    );
+                }
+                _ => {
+                    let n = all.as_array().map_or(0, Vec::len);
+                    self.error(
+                        "gemini-union",
+                        &pointer(path, "allOf"),
+                        format!("`allOf` of {n} branches cannot be expressed"),
+                    );
+                    return None;
+                }
+            }
+        }
+
+        // `$ref`: inline the definition; the node's own keywords (a description) win.
+        if let Some(reference) = map.shift_remove("$ref") {
+            let reference = reference.as_str().unwrap_or_default().to_string();
+            let at = pointer(path, "$ref");
+            let target = reference
+                .strip_prefix('#')
+                .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
+                .and_then(|p| self.root.pointer(p));
+            let Some(definition) = target else {
+                self.error(
+                    "gemini-ref",
+                    &at,
+                    format!(
+                        "`$ref` `{reference}` does not point into `$defs`, so it cannot be inlined"
+                    ),
+                );
+                return None;
+            };
+            if self.inlining.contains(&reference) {
+                self.error(
+                    "gemini-ref",
+                    &at,
+                    format!("`$ref` `{reference}` is recursive and cannot be inlined"),
+                );
+                return None;
+            }
+            let mut merged = match definition {
+                Value::Object(def) => def.clone(),
+                other => {
+                    self.error(
+                        "gemini-ref",
+                        &at,
+                        format!(
+                            "`$ref` `{reference}` points at `{}`, not a schema object",
+                            short_json(other)
+                        ),
+                    );
+                    return None;
+                }
+            };
+            for (k, v) in map {
+                merged.insert(k, v);
+            }
+            self.rewrite("gemini-ref", &at, format!("inlined `$ref` `{reference}`"));
+            self.inlined.insert(reference.clone());
+            self.inlining.push(reference);
+            let out = self.node(&Value::Object(merged), path, depth + 1);
+            self.inlining.pop();
+            return out;
+        }
+
+        // `type: [T, "null"]` and lists of several types.
+        if let Some(Value::Array(types)) = map.get("type").cloned() {
+            let has_null = types.iter().any(|t| t == "null");
+            let others: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
+            let at = pointer(path, "type");
+            match others.as_slice() {
+                [one] => {
+                    map.insert("type".into(), one.clone());
+                    if has_null {
+                        map.insert("nullable".into(), Value::Bool(true));
+                        self.rewrite(
+                            "gemini-nullable",
+                            &at,
+                            format!("`\"type\": [{one}, \"null\"]` written as `\"type\": {one}, \"nullable\": true`"),
+                        );
+                    } else {
+                        self.rewrite(
+                            "gemini-union",
+                            &at,
+                            format!("`\"type\": [{one}]` written as `\"type\": {one}`"),
+                        );
+                    }
+                }
+                [] => {
+                    map.shift_remove("type");
+                    map.insert("nullable".into(), Value::Bool(true));
+                    self.rewrite(
+                        "gemini-nullable",
+                        &at,
+                        "`\"type\": [\"null\"]` written as `\"nullable\": true`".to_string(),
+                    );
+                }
+                several => {
+                    map.shift_remove("type");
+                    let branches: Vec<Value> =
+                        several.iter().map(|t| json!({ "type": t })).collect();
+                    map.insert("anyOf".into(), Value::Array(branches));
+                    if has_null {
+                        map.insert("nullable".into(), Value::Bool(true));
+                    }
+                    self.rewrite(
+                        "gemini-union",
+                        &at,
+                        format!("a list of {} types written as `anyOf`", several.len()),
+                    );
+                }
+            }
+        }
+
+        // `oneOf` → `anyOf`.
+        if let Some(one_of) = map.shift_remove("oneOf") {
+            let at = pointer(path, "oneOf");
+            if map.contains_key("anyOf") {
+                self.rewrite(
+                    "gemini-union",
+                    &at,
+                    "dropped `oneOf` beside an `anyOf`".to_string(),
+                );
+            } else {
+                map.insert("anyOf".into(), one_of);
+                self.rewrite(
+                    "gemini-union",
+                    &at,
+                    "`oneOf` written as `anyOf`".to_string(),
+                );
+            }
+        }
+
+        // `anyOf`: `null` branches become `nullable`; a single branch left is merged in.
+        if let Some(Value::Array(branches)) = map.get("anyOf").cloned() {
+            let at = pointer(path, "anyOf");
+            let (nulls, rest): (Vec<Value>, Vec<Value>) =
+                branches.into_iter().partition(is_null_schema);
+            if !nulls.is_empty() {
+                map.insert("nullable".into(), Value::Bool(true));
+            }
+            match rest.as_slice() {
+                [only] => {
+                    map.shift_remove("anyOf");
+                    let mut merged = match only {
+                        Value::Object(branch) => branch.clone(),
+                        _ => Map::new(),
+                    };
+                    for (k, v) in map {
+                        merged.insert(k, v);
+                    }
+                    self.rewrite(
+                        "gemini-nullable",
+                        &at,
+                        if nulls.is_empty() {
+                            "merged the one branch of `anyOf` into its parent".to_string()
+                        } else {
+                            "`anyOf [T, {\"type\": \"null\"}]` written as `T` with `nullable: true`"
+                                .to_string()
+                        },
+                    );
+                    return self.node(&Value::Object(merged), path, depth + 1);
+                }
+                [] => {
+                    map.shift_remove("anyOf");
+                    self.rewrite(
+                        "gemini-nullable",
+                        &at,
+                        "`anyOf` of `null` only written as `nullable: true`".to_string(),
+                    );
+                }
+                _ => {
+                    let mut out = Vec::with_capacity(rest.len());
+                    for (k, branch) in rest.iter().enumerate() {
+                        out.push(self.node(branch, &pointer(&at, &k.to_string()), depth + 1)?);
+                    }
+                    if !nulls.is_empty() {
+                        self.rewrite(
+                            "gemini-nullable",
+                            &at,
+                            "`{\"type\": \"null\"}` branch written as `nullable: true`".to_string(),
+                        );
+                    }
+                    map.insert("anyOf".into(), Value::Array(out));
+                }
+            }
+        }
+
+        // `const` → one-value `enum`; `enum`s of strings only.
+        if let Some(constant) = map.shift_remove("const") {
+            map.entry("enum".to_string())
+                .or_insert_with(|| json!([constant.clone()]));
+            self.rewrite(
+                "gemini-enum",
+                &pointer(path, "const"),
+                format!(
+                    "`const: {}` written as a one-value `enum`",
+                    short_json(&constant)
+                ),
+            );
+        }
+        if let Some(Value::Array(values)) = map.get("enum") {
+            if !values.iter().all(Value::is_string) {
+                let shown = short_json(&Value::Array(values.clone()));
+                map.shift_remove("enum");
+                self.rewrite(
+                    "gemini-enum",
+                    &pointer(path, "enum"),
+                    format!("dropped `enum: {shown}`: Gemini enums list strings"),
+                );
+            }
+        }
+
+        // `format`: only the ones Gemini documents for the type.
+        if let Some(format) = map.get("format").cloned() {
+            let ty = map.get("type").and_then(Value::as_str).unwrap_or_default();
+            let allowed: &[&str] = match ty {
+                "string" => &["enum", "date-time"],
+                "integer" => &["int32", "int64"],
+                "number" => &["float", "double"],
+                _ => &[],
+            };
+            if !format.as_str().is_some_and(|f| allowed.contains(&f)) {
+                map.shift_remove("format");
+                self.rewrite(
+                    "gemini-formats",
+                    &pointer(path, "format"),
+                    format!("dropped `format: {format}`"),
+                );
+            }
+        }
+
+        // Everything else outside the `Schema` object.
+        let unknown: Vec<String> = map
+            .keys()
+            .filter(|k| !GEMINI_KEYWORDS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for key in unknown {
+            let value = map.shift_remove(&key).unwrap_or(Value::Null);
+            self.rewrite(
+                "gemini-keywords",
+                &pointer(path, &key),
+                format!("dropped `{key}: {}`", short_json(&value)),
+            );
+        }
+
+        // Children.
+        if let Some(Value::Object(properties)) = map.get("properties").cloned() {
+            let base = pointer(path, "properties");
+            let mut out = Map::new();
+            for (name, property) in &properties {
+                out.insert(
+                    name.clone(),
+                    self.node(property, &pointer(&base, name), depth + 1)?,
+                );
+            }
+            map.insert("properties".into(), Value::Object(out));
+        }
+        match map.get("items").cloned() {
+            Some(Value::Array(_)) => {
+                self.error(
+                    "gemini-keywords",
+                    &pointer(path, "items"),
+                    "tuple `items` (a list of schemas) cannot be expressed".to_string(),
+                );
+                return None;
+            }
+            Some(items) => {
+                let out = self.node(&items, &pointer(path, "items"), depth + 1)?;
+                map.insert("items".into(), out);
+            }
+            None => {}
+        }
+        Some(Value::Object(map))
+    }
+}
+
+// ---- Anthropic ----
+
+/// Checks one Anthropic Messages `tools` array: when any tool has `defer_loading: true`, the
+/// request must hold a search tool that is not deferred (a server tool search tool, whose `type`
+/// starts with `tool_search_tool_`, or the tool named `search_tool`, the client-side search
+/// answering with `tool_reference` blocks) and at least one tool that is not deferred.
+pub fn check_anthropic_request(tools: &Value, search_tool: &str) -> Vec<Finding> {
+    let Some(tools) = tools.as_array() else {
+        return Vec::new();
+    };
+    let deferred = |t: &Value| t.get("defer_loading") == Some(&Value::Bool(true));
+    let deferred_names: Vec<&str> = tools
+        .iter()
+        .filter(|t| deferred(t))
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    if deferred_names.is_empty() {
+        return Vec::new();
+    }
+    let mut findings = Vec::new();
+    let finding = |message: String| Finding {
+        target: Target::Anthropic,
+        tool: String::new(),
+        kind: FindingKind::Error,
+        rule: "anthropic-deferred",
+        path: String::new(),
+        message,
+    };
+    let is_search = |t: &Value| {
+        t.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|ty| ty.starts_with("tool_search_tool_"))
+            || t.get("name").and_then(Value::as_str) == Some(search_tool)
+    };
+    if !tools.iter().any(|t| !deferred(t)) {
+        findings.push(finding(format!(
+            "all {} tools are deferred; at least one must be loaded",
+            tools.len()
+        )));
+    }
+    if !tools.iter().any(|t| is_search(t) && !deferred(t)) {
+        let search_deferred = tools.iter().any(|t| is_search(t) && deferred(t));
+        findings.push(finding(if search_deferred {
+            format!("the search tool `{search_tool}` is itself deferred; it must be loaded")
+        } else {
+            format!(
+                "{} deferred tools (`{}`{}) but no search tool (`{search_tool}`) to load them",
+                deferred_names.len(),
+                deferred_names[0],
+                if deferred_names.len() > 1 {
+                    ", ..."
+                } else {
+                    ""
+                }
+            )
+        }));
+    }
+    findings
+}
+
+// ---- the report ----
+
+/// The outcome of one tool for one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub target: Target,
+    /// Exported name.
+    pub tool: String,
+    /// OpenAI only: strict or not.
+    pub strict: Option<bool>,
+    /// `false` when the tool's schema was not known (a local tool without its handler).
+    pub schema_checked: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// What exporting a set of tools to a set of targets rewrote, fell back on or could not do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub targets: Vec<Target>,
+    /// One per (target, tool), targets in order, tools in catalog order.
+    pub tools: Vec<ToolOutcome>,
+    /// Findings about requests rather than one tool (Anthropic deferred loading), with what
+    /// request they are about (`preset code`, `profile minimal`).
+    pub requests: Vec<(String, Finding)>,
+}
+
+/// One tool handed to [`Report::check`]: its exported name and input schema (`None` when the
+/// schema is not known here).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolInput<'a> {
+    pub exported_name: &'a str,
+    pub schema: Option<&'a Value>,
+}
+
+impl Report {
+    /// Checks every tool's name and schema against every target.
+    pub fn check<'a>(
+        targets: &[Target],
+        tools: impl IntoIterator<Item = ToolInput<'a>> + Clone,
+    ) -> Report {
+        let mut report = Report {
+            targets: targets.to_vec(),
+            ..Report::default()
+        };
+        for &target in targets {
+            for tool in tools.clone() {
+                let mut findings: Vec<Finding> = name_faults(target, tool.exported_name)
+                    .into_iter()
+                    .map(|fault| name_finding(target, tool.exported_name, &fault))
+                    .collect();
+                let (strict, checked) = match tool.schema {
+                    Some(schema) => {
+                        let exported = export_schema(target, tool.exported_name, schema);
+                        findings.extend(exported.findings);
+                        (exported.strict, true)
+                    }
+                    None => (None, false),
+                };
+                report.tools.push(ToolOutcome {
+                    target,
+                    tool: tool.exported_name.to_string(),
+                    strict,
+                    schema_checked: checked,
+                    findings,
+                });
+            }
+        }
+        report
+    }
+
+    /// Every finding, tools first, then requests.
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.tools
+            .iter()
+            .flat_map(|t| t.findings.iter())
+            .chain(self.requests.iter().map(|(_, f)| f))
+    }
+
+    /// Number of [`FindingKind::Error`] findings: tools (or requests) that cannot be exported.
+    pub fn errors(&self) -> usize {
+        self.findings()
+            .filter(|f| f.kind == FindingKind::Error)
+            .count()
+    }
+
+    /// The report as text: per target a summary line, then each tool with findings and its
+    /// findings (`rewrite`, `fallback` or `error`, the JSON Pointer, the message, the rule id),
+    /// then the rules used with their sources.
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for &target in &self.targets {
+            let tools: Vec<&ToolOutcome> =
+                self.tools.iter().filter(|t| t.target == target).collect();
+            let requests: Vec<&(String, Finding)> = self
+                .requests
+                .iter()
+                .filter(|(_, f)| f.target == target)
+                .collect();
+            let failed = tools
+                .iter()
+                .filter(|t| t.findings.iter().any(|f| f.kind == FindingKind::Error))
+                .count();
+            let rewritten = tools
+                .iter()
+                .filter(|t| t.findings.iter().any(|f| f.kind == FindingKind::Rewrite))
+                .count();
+            let unchecked = tools.iter().filter(|t| !t.schema_checked).count();
+            let mut summary = format!("target `{target}`: {} tools", tools.len());
+            if target == Target::OpenAi {
+                let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
+                let loose = tools.iter().filter(|t| t.strict == Some(false)).count();
+                let _ = write!(summary, ", {strict} strict, {loose} `strict: false`");
+            }
+            let _ = write!(
+                summary,
+                ", {rewritten} rewritten, {failed} cannot be exported"
+            );
+            if unchecked > 0 {
+                let _ = write!(
+                    summary,
+                    ", {unchecked} schemas unchecked (local tools without their handler)"
+                );
+            }
+            if !requests.is_empty() {
+                let _ = write!(summary, ", {} request errors", requests.len());
+            }
+            let _ = writeln!(out, "{summary}");
+            let mut used: Vec<&'static str> = Vec::new();
+            for tool in tools.iter().filter(|t| !t.findings.is_empty()) {
+                let state = if tool.findings.iter().any(|f| f.kind == FindingKind::Error) {
+                    "cannot be exported".to_string()
+                } else {
+                    match tool.strict {
+                        Some(true) => "strict".to_string(),
+                        Some(false) => "`strict: false` (fallback)".to_string(),
+                        None => "exported".to_string(),
+                    }
+                };
+                let _ = writeln!(out, "  `{}`: {state}", tool.tool);
+                for f in &tool.findings {
+                    let kind = match f.kind {
+                        FindingKind::Rewrite => "rewrite",
+                        FindingKind::Fallback => "fallback",
+                        FindingKind::Error => "error",
+                    };
+                    let at = if f.path.is_empty() {
+                        "/"
+                    } else {
+                        f.path.as_str()
+                    };
+                    let _ = writeln!(out, "    {kind} at `{at}`: {} [{}]", f.message, f.rule);
+                    if !used.contains(&f.rule) {
+                        used.push(f.rule);
+                    }
+                }
+            }
+            for (what, f) in &requests {
+                let _ = writeln!(out, "  {what}: error: {} [{}]", f.message, f.rule);
+                if !used.contains(&f.rule) {
+                    used.push(f.rule);
+                }
+            }
+            if !used.is_empty() {
+                used.sort_unstable();
+                let _ = writeln!(out, "  rules:");
+                for id in used {
+                    let r = target_rule(id);
+                    let _ = writeln!(
+                        out,
+                        "    {id}: {} ({}, {})",
+                        r.summary, r.source.title, r.source.url
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A name fault as a [`Finding`] of `target` (always an error).
+pub fn name_finding(target: Target, name: &str, fault: &NameFault) -> Finding {
+    let rule = name_rule(target);
+    let message = match fault {
+        NameFault::Empty => "the name is empty".to_string(),
+        NameFault::TooLong { len, max } => {
+            format!("`{name}` is {len} characters, more than {max}")
+        }
+        NameFault::Char(c) => format!("`{name}` has `{c}`, outside `{}`", rule.charset()),
+        NameFault::First(c) => format!("`{name}` starts with `{c}`, not a letter or `_`"),
+    };
+    Finding {
+        target,
+        tool: name.to_string(),
+        kind: FindingKind::Error,
+        rule: rule.rule,
+        path: String::new(),
+        message,
+    }
+}
+
+/// Compiles a catalog like [`crate::compile_str`], holding its names and server schemas to
+/// `targets` instead of the ones it declares (`None`: the declared ones).
+///
+/// # Errors
+/// Every diagnostic found when any of them is an error.
+pub fn compile_str_for(
+    path: &str,
+    source: &str,
+    targets: Option<&[Target]>,
+) -> Result<crate::Compiled, Vec<Diagnostic>> {
+    let mut loaded = crate::load::parse(path, source)?;
+    if let Some(targets) = targets {
+        loaded.file.targets = targets.to_vec();
+    }
+    let diagnostics = crate::validate::validate(&loaded);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return Err(diagnostics);
+    }
+    Ok(crate::Compiled {
+        tables: crate::derive::derive(&loaded),
+        warnings: diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(e: &Exported) -> Vec<(&'static str, &str)> {
+        e.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::Rewrite)
+            .map(|f| (f.rule, f.path.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn every_rule_id_is_unique_and_has_a_source() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+        for r in RULES {
+            assert!(r.source.url.starts_with("https://"), "{}", r.id);
+            assert!(r.id.starts_with(r.target.as_str()), "{}", r.id);
+        }
+        for t in Target::ALL {
+            assert_eq!(name_rule(*t).target, *t);
+            assert_eq!(target_rule(name_rule(*t).rule).target, *t);
+        }
+    }
+
+    #[test]
+    fn names_follow_each_target() {
+        let long = "a".repeat(65);
+        assert_eq!(
+            name_faults(Target::OpenAi, &long),
+            [NameFault::TooLong { len: 65, max: 64 }]
+        );
+        assert!(name_faults(Target::Mcp, &long).is_empty());
+        assert_eq!(
+            name_faults(Target::Mcp, &"a".repeat(129)),
+            [NameFault::TooLong { len: 129, max: 128 }]
+        );
+        assert_eq!(
+            name_faults(Target::OpenAi, "admin.tools.list"),
+            [NameFault::Char('.')]
+        );
+        assert_eq!(
+            name_faults(Target::Anthropic, "admin.tools.list"),
+            [NameFault::Char('.')]
+        );
+        assert!(name_faults(Target::Gemini, "admin.tools.list").is_empty());
+        assert!(name_faults(Target::Mcp, "admin.tools.list").is_empty());
+        assert!(name_faults(Target::Gemini, "ns:tool").is_empty());
+        assert_eq!(name_faults(Target::Mcp, "ns:tool"), [NameFault::Char(':')]);
+        assert_eq!(name_faults(Target::Gemini, "7zip"), [NameFault::First('7')]);
+        assert!(name_faults(Target::OpenAi, "7zip").is_empty());
+        assert_eq!(name_faults(Target::Mcp, ""), [NameFault::Empty]);
+    }
+
+    #[test]
+    fn openai_strict_requires_every_property_and_makes_optional_ones_nullable() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1},
+                "state": {"type": "string", "enum": ["open", "closed"]},
+                "filter": {"$ref": "#/$defs/Filter", "description": "what to keep"}
+            },
+            "required": ["query"],
+            "$defs": {
+                "Filter": {"type": "object", "properties": {"label": {"type": ["string", "null"]}}}
+            }
+        });
+        let e = openai("search", &schema);
+        assert_eq!(e.strict, Some(true), "{:#?}", e.findings);
+        assert_eq!(
+            e.schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "limit": {"type": ["integer", "null"], "minimum": 1},
+                    "state": {"type": ["string", "null"], "enum": ["open", "closed", null]},
+                    "filter": {
+                        "description": "what to keep",
+                        "anyOf": [{"$ref": "#/$defs/Filter"}, {"type": "null"}]
+                    }
+                },
+                "required": ["query", "limit", "state", "filter"],
+                "$defs": {
+                    "Filter": {
+                        "type": "object",
+                        "properties": {"label": {"type": ["string", "null"]}},
+                        "additionalProperties": false,
+                        "required": ["label"]
+                    }
+                },
+                "additionalProperties": false
+            })
+        );
+        assert_eq!(
+            rewritten(&e),
+            [
+                ("openai-strict-objects", ""),
+                ("openai-strict-required", "/properties/limit"),
+                ("openai-strict-required", "/properties/state"),
+                ("openai-strict-required", "/properties/filter"),
+                ("openai-strict-objects", "/$defs/Filter"),
+                ("openai-strict-required", "/$defs/Filter/properties/label"),
+            ]
+        );
+    }
+
+    #[test]
+    fn openai_strict_falls_back_on_unsupported_keywords_and_formats() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "format": "uri"},
+                "shape": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+                "depth": {"type": "integer", "default": 2},
+                "when": {"type": "string", "format": "date-time"}
+            },
+            "required": ["url"]
+        });
+        let e = openai("fetch", &schema);
+        assert_eq!(e.strict, Some(false));
+        assert_eq!(e.schema, schema, "a fallback sends the schema unchanged");
+        let reasons: Vec<(&str, &str)> = e
+            .findings
+            .iter()
+            .map(|f| (f.rule, f.path.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("openai-strict-formats", "/properties/url/format"),
+                ("openai-strict-keywords", "/properties/shape/oneOf"),
+                ("openai-strict-keywords", "/properties/depth/default"),
+            ]
+        );
+        assert!(e.findings.iter().all(|f| f.kind == FindingKind::Fallback));
+    }
+
+    #[test]
+    fn openai_strict_drops_numeric_formats_and_rewrites_const() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "format": "uint64", "minimum": 0},
+                "kind": {"const": "issue"}
+            },
+            "required": ["count", "kind"]
+        });
+        let e = openai("t", &schema);
+        assert_eq!(e.strict, Some(true));
+        assert_eq!(
+            e.schema["properties"]["count"],
+            json!({"type": "integer", "minimum": 0})
+        );
+        assert_eq!(e.schema["properties"]["kind"], json!({"enum": ["issue"]}));
+    }
+
+    #[test]
+    fn openai_strict_rejects_free_form_objects_and_non_object_roots() {
+        let free = json!({"type": "object", "properties": {"arguments": {"type": "object"}}, "required": ["arguments"]});
+        let e = openai("tool_call", &free);
+        assert_eq!(e.strict, Some(false));
+        assert_eq!(e.findings[0].path, "/properties/arguments");
+        let map =
+            json!({"type": "object", "properties": {}, "additionalProperties": {"type": "string"}});
+        assert_eq!(openai("m", &map).strict, Some(false));
+        let root = json!({"anyOf": [{"type": "object", "properties": {}}]});
+        assert_eq!(openai("r", &root).findings[0].rule, "openai-strict-root");
+        let empty = json!({"type": "object", "properties": {}});
+        let e = openai("e", &empty);
+        assert_eq!(e.strict, Some(true));
+        assert_eq!(
+            e.schema,
+            json!({"type": "object", "properties": {}, "additionalProperties": false, "required": []})
+        );
+    }
+
+    #[test]
+    fn openai_strict_limits_nesting() {
+        let mut schema = json!({"type": "object", "properties": {}});
+        for _ in 0..10 {
+            schema =
+                json!({"type": "object", "properties": {"inner": schema}, "required": ["inner"]});
+        }
+        let e = openai("deep", &schema);
+        assert_eq!(e.strict, Some(false));
+        assert!(e.findings.iter().any(|f| f.rule == "openai-strict-limits"));
+    }
+
+    #[test]
+    fn restore_arguments_removes_the_nulls_strict_mode_added() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer"},
+                "label": {"type": ["string", "null"]},
+                "filter": {"$ref": "#/$defs/F"}
+            },
+            "required": ["query"],
+            "$defs": {"F": {"type": "object", "properties": {"state": {"type": "string"}}}}
+        });
+        let mut args =
+            json!({"query": "x", "limit": null, "label": null, "filter": {"state": null}});
+        assert_eq!(restore_arguments(&schema, &mut args), 2);
+        assert_eq!(args, json!({"query": "x", "label": null, "filter": {}}));
+    }
+
+    #[test]
+    fn gemini_inlines_refs_and_writes_nullable() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "note": {"type": ["string", "null"], "description": "optional note"},
+                "owner": {"anyOf": [{"$ref": "#/$defs/User"}, {"type": "null"}]},
+                "kind": {"const": "bug"},
+                "count": {"type": "integer", "format": "uint32", "minimum": 0}
+            },
+            "required": [],
+            "additionalProperties": false,
+            "$defs": {
+                "User": {"type": "object", "properties": {"login": {"type": "string"}}, "required": ["login"], "additionalProperties": false}
+            }
+        });
+        let e = gemini("file_issue", &schema);
+        assert!(e.is_ok(), "{:#?}", e.findings);
+        assert_eq!(
+            e.schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "note": {"type": "string", "description": "optional note", "nullable": true},
+                    "owner": {"type": "object", "properties": {"login": {"type": "string"}}, "required": ["login"], "nullable": true},
+                    "kind": {"enum": ["bug"]},
+                    "count": {"type": "integer", "minimum": 0}
+                },
+                "required": []
+            })
+        );
+        let rules: Vec<&str> = e.findings.iter().map(|f| f.rule).collect();
+        for expected in [
+            "gemini-ref",
+            "gemini-nullable",
+            "gemini-enum",
+            "gemini-formats",
+            "gemini-keywords",
+        ] {
+            assert!(
+                rules.contains(&expected),
+                "{expected} missing from {rules:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn gemini_rewrites_unions() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": ["string", "integer"]},
+                "shape": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"r": {"type": "number"}}}]},
+                "tag": {"allOf": [{"$ref": "#/definitions/Tag"}], "description": "a tag"}
+            },
+            "definitions": {"Tag": {"type": "string", "enum": ["a", "b"]}}
+        });
+        let e = gemini("t", &schema);
+        assert!(e.is_ok(), "{:#?}", e.findings);
+        assert_eq!(
+            e.schema["properties"]["id"],
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+        );
+        assert_eq!(
+            e.schema["properties"]["shape"]["anyOf"][1]["properties"]["r"],
+            json!({"type": "number"})
+        );
+        assert_eq!(
+            e.schema["properties"]["tag"],
+            json!({"type": "string", "enum": ["a", "b"], "description": "a tag"})
+        );
+    }
+
+    #[test]
+    fn gemini_cannot_inline_recursive_or_foreign_refs() {
+        let recursive = json!({
+            "type": "object",
+            "properties": {"tree": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}
+        });
+        let e = gemini("t", &recursive);
+        assert!(!e.is_ok());
+        let error = e
+            .findings
+            .iter()
+            .find(|f| f.kind == FindingKind::Error)
+            .unwrap();
+        assert_eq!(error.rule, "gemini-ref");
+        assert!(error.message.contains("recursive"), "{}", error.message);
+        assert_eq!(e.schema, recursive, "the input comes back unchanged");
+        let foreign = json!({"type": "object", "properties": {"x": {"$ref": "https://example.invalid/x.json"}}});
+        assert!(!gemini("t", &foreign).is_ok());
+        let several = json!({"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"minLength": 1}]}}});
+        assert!(!gemini("t", &several).is_ok());
+    }
+
+    #[test]
+    fn anthropic_deferred_tools_need_a_loaded_search_tool() {
+        let ok = json!([
+            {"name": "tool_search", "input_schema": {}},
+            {"name": "read", "input_schema": {}, "defer_loading": true}
+        ]);
+        assert!(check_anthropic_request(&ok, "tool_search").is_empty());
+        let no_search = json!([
+            {"name": "list", "input_schema": {}},
+            {"name": "read", "input_schema": {}, "defer_loading": true}
+        ]);
+        let f = check_anthropic_request(&no_search, "tool_search");
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("no search tool"), "{}", f[0].message);
+        let all_deferred = json!([
+            {"name": "tool_search", "input_schema": {}, "defer_loading": true},
+            {"name": "read", "input_schema": {}, "defer_loading": true}
+        ]);
+        assert_eq!(
+            check_anthropic_request(&all_deferred, "tool_search").len(),
+            2
+        );
+        let server_search = json!([
+            {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+            {"name": "read", "input_schema": {}, "defer_loading": true}
+        ]);
+        assert!(check_anthropic_request(&server_search, "tool_search").is_empty());
+        assert!(check_anthropic_request(&json!([{"name": "x"}]), "tool_search").is_empty());
+    }
+
+    #[test]
+    fn report_counts_and_renders_per_target() {
+        let strict = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let loose = json!({"type": "object", "properties": {"u": {"type": "string", "format": "uri"}}, "required": ["u"]});
+        let tools = [
+            ToolInput {
+                exported_name: "search",
+                schema: Some(&strict),
+            },
+            ToolInput {
+                exported_name: "fetch",
+                schema: Some(&loose),
+            },
+            ToolInput {
+                exported_name: "admin.tools.list",
+                schema: None,
+            },
+        ];
+        let report = Report::check(&[Target::OpenAi, Target::Mcp], tools.iter().copied());
+        assert_eq!(report.tools.len(), 6);
+        assert_eq!(
+            report.errors(),
+            1,
+            "the dotted name is an error for openai only"
+        );
+        let text = report.render();
+        assert!(
+            text.starts_with("target `openai`: 3 tools, 1 strict, 1 `strict: false`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  `fetch`: `strict: false` (fallback)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "error at `/`: `admin.tools.list` has `.`, outside `a-zA-Z0-9_-` [openai-name]"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "target `mcp`: 3 tools, 0 rewritten, 0 cannot be exported, 1 schemas unchecked"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("openai-name: function names match"), "{text}");
+    }
+}
