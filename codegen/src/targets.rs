@@ -1452,16 +1452,13 @@ pub struct ToolInput<'a> {
 
 impl Report {
     /// Checks every tool's name and schema against every target.
-    pub fn check<'a>(
-        targets: &[Target],
-        tools: impl IntoIterator<Item = ToolInput<'a>> + Clone,
-    ) -> Report {
+    pub fn check(targets: &[Target], tools: &[ToolInput<'_>]) -> Report {
         let mut report = Report {
             targets: targets.to_vec(),
             ..Report::default()
         };
         for &target in targets {
-            for tool in tools.clone() {
+            for tool in tools {
                 let mut findings: Vec<Finding> = name_faults(target, tool.exported_name)
                     .into_iter()
                     .map(|fault| name_finding(target, tool.exported_name, &fault))
@@ -1999,7 +1996,7 @@ mod tests {
                 schema: None,
             },
         ];
-        let report = Report::check(&[Target::OpenAi, Target::Mcp], tools.iter().copied());
+        let report = Report::check(&[Target::OpenAi, Target::Mcp], &tools);
         assert_eq!(report.tools.len(), 6);
         assert_eq!(
             report.errors(),

@@ -1,4 +1,5 @@
-//! Tool definitions in the wire shapes of MCP and of the OpenAI and Anthropic APIs.
+//! Tool definitions in the wire shapes of MCP and of the OpenAI, Anthropic and Gemini APIs, and
+//! the report of what each export target required ([`target_report`]).
 //!
 //! Every export uses exported names (`NS__name`), keeps the order of the tools it is given, and
 //! writes keys in a fixed order (the order below; `serde_json` keeps insertion order), so the same
@@ -6,11 +7,22 @@
 //!
 //! - MCP `tools/list` result: `{"tools":[{"name","description","inputSchema","annotations"}]}`,
 //!   annotations derived from the effect ([`crate::catalog::McpAnnotations`]);
-//! - OpenAI Chat Completions tools: `[{"type":"function","function":{"name","description","parameters"}}]`;
+//! - OpenAI function tools (Chat Completions):
+//!   `[{"type":"function","function":{"name","description","parameters","strict"}}]`, the
+//!   parameters rewritten for strict mode (`"strict": true`) where strict mode can express them,
+//!   else sent unchanged with `"strict": false` — the documented fallback
+//!   ([`toolcat_codegen::targets::openai`]). A call of a strict tool carries `null` for every
+//!   argument the model leaves out; [`restore_openai_arguments`] removes those before the
+//!   arguments are validated and dispatched;
 //! - Anthropic Messages tools: `[{"name","description","input_schema"}]`, plus, for a plan, every
 //!   deferred tool (discoverable, reachable in profile ∩ active toolsets, not visible this turn)
 //!   after the visible ones with `"defer_loading": true`, so the API's tool search can load it
-//!   (Anthropic's tool-search documentation).
+//!   (Anthropic's tool-search documentation);
+//! - Gemini function declarations: `[{"functionDeclarations":[{"name","description","parameters"}]}]`
+//!   (the request's `tools`), the parameters rewritten into Gemini's `Schema` subset
+//!   ([`toolcat_codegen::targets::gemini`]); `parameters` is left out for a tool without
+//!   arguments (Gemini rejects an object schema without properties), and a tool whose schema
+//!   cannot be rewritten (a recursive `$ref`) is left out of the export — the report names it.
 //!
 //! Input schemas are [`Catalog::input_schema`] without a top-level `$schema` keyword: it tells
 //! the model nothing and costs tokens on every turn.
@@ -18,8 +30,10 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::catalog::{Catalog, ToolIndex};
-use crate::plan::Plan;
+use toolcat_codegen::targets::{self, Report, Target, ToolInput};
+
+use crate::catalog::{Catalog, ToolIndex, ToolSource};
+use crate::plan::{Plan, TurnInput, TurnPlanner};
 
 /// A wire shape for tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -31,6 +45,8 @@ pub enum ExportFormat {
     OpenAi,
     /// Anthropic Messages `tools`.
     Anthropic,
+    /// Gemini `tools` with one `functionDeclarations` entry.
+    Gemini,
 }
 
 impl ExportFormat {
@@ -39,14 +55,21 @@ impl ExportFormat {
         ExportFormat::Mcp,
         ExportFormat::OpenAi,
         ExportFormat::Anthropic,
+        ExportFormat::Gemini,
     ];
 
-    /// `mcp`, `openai` or `anthropic`: the spelling of the CLI and of file names.
+    /// `mcp`, `openai`, `anthropic` or `gemini`: the spelling of the CLI and of file names.
     pub const fn as_str(self) -> &'static str {
+        self.target().as_str()
+    }
+
+    /// The export target whose rules the format follows.
+    pub const fn target(self) -> Target {
         match self {
-            ExportFormat::Mcp => "mcp",
-            ExportFormat::OpenAi => "openai",
-            ExportFormat::Anthropic => "anthropic",
+            ExportFormat::Mcp => Target::Mcp,
+            ExportFormat::OpenAi => Target::OpenAi,
+            ExportFormat::Anthropic => Target::Anthropic,
+            ExportFormat::Gemini => Target::Gemini,
         }
     }
 
@@ -90,14 +113,19 @@ pub fn mcp_tools_list(catalog: &Catalog, tools: impl IntoIterator<Item = ToolInd
     json!({ "tools": tools })
 }
 
-/// One OpenAI function tool: `{"type":"function","function":{"name","description","parameters"}}`.
+/// One OpenAI function tool:
+/// `{"type":"function","function":{"name","description","parameters","strict"}}`, strict where
+/// strict mode can express the input schema (see the module documentation).
 pub fn openai_tool(catalog: &Catalog, t: ToolIndex) -> Value {
+    let name = catalog.exported_name(t);
+    let exported = targets::openai(name, &exported_schema(catalog, t));
     json!({
         "type": "function",
         "function": {
-            "name": catalog.exported_name(t),
+            "name": name,
             "description": catalog.description(t),
-            "parameters": exported_schema(catalog, t),
+            "parameters": exported.schema,
+            "strict": exported.strict == Some(true),
         },
     })
 }
@@ -105,6 +133,52 @@ pub fn openai_tool(catalog: &Catalog, t: ToolIndex) -> Value {
 /// OpenAI Chat Completions `tools`: an array of [`openai_tool`], in order.
 pub fn openai_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
     Value::Array(tools.into_iter().map(|t| openai_tool(catalog, t)).collect())
+}
+
+/// The arguments of a call of `t` made by an OpenAI model, made fit for the tool's own schema:
+/// when `t` is exported with `"strict": true`, every `null` strict mode made the model send for
+/// an argument it left out is removed ([`targets::restore_arguments`]). Returns how many were
+/// removed; arguments of a tool exported with `"strict": false` are left alone.
+pub fn restore_openai_arguments(catalog: &Catalog, t: ToolIndex, arguments: &mut Value) -> usize {
+    let schema = exported_schema(catalog, t);
+    if targets::openai(catalog.exported_name(t), &schema).strict == Some(true) {
+        targets::restore_arguments(&schema, arguments)
+    } else {
+        0
+    }
+}
+
+/// One Gemini function declaration, `{"name","description","parameters"}` (`parameters` left
+/// out for a tool without arguments), or `None` when the input schema cannot be rewritten for
+/// Gemini ([`target_report`] says why).
+pub fn gemini_declaration(catalog: &Catalog, t: ToolIndex) -> Option<Value> {
+    let name = catalog.exported_name(t);
+    let exported = targets::gemini(name, &exported_schema(catalog, t));
+    if !exported.is_ok() {
+        return None;
+    }
+    let mut map = Map::new();
+    map.insert("name".into(), name.into());
+    map.insert("description".into(), catalog.description(t).into());
+    let has_properties = exported
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    if has_properties {
+        map.insert("parameters".into(), exported.schema);
+    }
+    Some(Value::Object(map))
+}
+
+/// Gemini `tools`: `[{"functionDeclarations":[...]}]` with one [`gemini_declaration`] per tool
+/// that can be exported, in order.
+pub fn gemini_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
+    let declarations: Vec<Value> = tools
+        .into_iter()
+        .filter_map(|t| gemini_declaration(catalog, t))
+        .collect();
+    json!([{ "functionDeclarations": declarations }])
 }
 
 /// One Anthropic tool: `{"name","description","input_schema"}`, plus `"defer_loading": true`
@@ -150,6 +224,7 @@ pub fn export_tools(
         ExportFormat::Mcp => mcp_tools_list(catalog, tools),
         ExportFormat::OpenAi => openai_tools(catalog, tools),
         ExportFormat::Anthropic => anthropic_tools(catalog, tools, []),
+        ExportFormat::Gemini => gemini_tools(catalog, tools),
     }
 }
 
@@ -162,6 +237,75 @@ pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Value {
         ExportFormat::Anthropic => anthropic_tools(catalog, tools, plan.deferred()),
         _ => export_tools(catalog, tools, format),
     }
+}
+
+/// Checks the whole catalog against `targets`: every tool's exported name and input schema
+/// (a local tool's schema is its handler's; a local tool without a handler — a catalog loaded
+/// from a file — is counted as unchecked), and, for `anthropic`, the request of every preset and
+/// of every profile no preset runs under (its toolsets all active, nothing discovered yet): its
+/// deferred tools need a loaded `tool_search` and at least one loaded tool.
+pub fn target_report(catalog: &Catalog, targets: &[Target]) -> Report {
+    let schemas: Vec<Option<Value>> = catalog
+        .tools()
+        .map(|t| {
+            let known =
+                !matches!(catalog.source(t), ToolSource::Local) || catalog.handler(t).is_some();
+            known.then(|| exported_schema(catalog, t))
+        })
+        .collect();
+    let inputs: Vec<ToolInput<'_>> = catalog
+        .tools()
+        .map(|t| ToolInput {
+            exported_name: catalog.exported_name(t),
+            schema: schemas[t.index()].as_ref(),
+        })
+        .collect();
+    let mut report = Report::check(targets, &inputs);
+    if targets.contains(&Target::Anthropic) {
+        let search = catalog
+            .tool("tool_search")
+            .map(|t| catalog.exported_name(t))
+            .unwrap_or("tool_search");
+        let mut planner = TurnPlanner::new(catalog);
+        let mut requests: Vec<(String, crate::ProfileId, Vec<crate::ToolsetId>)> = catalog
+            .presets()
+            .map(|p| {
+                (
+                    format!("preset `{}`", catalog.preset_name(p)),
+                    catalog.preset_profile(p),
+                    catalog.preset_toolsets(p).collect(),
+                )
+            })
+            .collect();
+        for profile in catalog.profiles() {
+            if !catalog
+                .presets()
+                .any(|p| catalog.preset_profile(p) == profile)
+            {
+                requests.push((
+                    format!("profile `{}`", catalog.profile_name(profile)),
+                    profile,
+                    catalog.toolsets().collect(),
+                ));
+            }
+        }
+        for (what, profile, toolsets) in requests {
+            let plan = planner.plan(
+                catalog,
+                &TurnInput {
+                    profile,
+                    toolsets: &toolsets,
+                    discovered: &[],
+                    named: &[],
+                },
+            );
+            let tools = export_plan(&plan, ExportFormat::Anthropic);
+            for finding in targets::check_anthropic_request(&tools, search) {
+                report.requests.push((what.clone(), finding));
+            }
+        }
+    }
+    report
 }
 
 #[cfg(test)]
@@ -221,8 +365,26 @@ mod tests {
                     .expect("object")
                     .keys()
                     .collect();
-                assert_eq!(keys, ["name", "description", "parameters"]);
+                assert_eq!(keys, ["name", "description", "parameters", "strict"]);
                 assert_eq!(tool["function"]["parameters"]["type"], "object");
+                let strict = tool["function"]["strict"].as_bool().expect("a boolean");
+                if strict {
+                    // Strict mode: closed objects, every property required.
+                    let parameters = &tool["function"]["parameters"];
+                    assert_eq!(parameters["additionalProperties"], false);
+                    let properties: Vec<&String> = parameters["properties"]
+                        .as_object()
+                        .expect("properties")
+                        .keys()
+                        .collect();
+                    let required: Vec<&str> = parameters["required"]
+                        .as_array()
+                        .expect("required")
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    assert_eq!(properties, required);
+                }
             }
             insta::assert_snapshot!("openai_tools", pretty(&v));
         });
@@ -277,7 +439,92 @@ mod tests {
     fn format_names_round_trip() {
         for f in ExportFormat::ALL {
             assert_eq!(ExportFormat::parse(f.as_str()), Some(*f));
+            assert_eq!(f.as_str(), f.target().as_str());
         }
-        assert_eq!(ExportFormat::parse("gemini"), None);
+        assert_eq!(ExportFormat::parse("gemini"), Some(ExportFormat::Gemini));
+        assert_eq!(ExportFormat::parse("vertex"), None);
+    }
+
+    #[test]
+    fn gemini_tools_shape() {
+        with_plan(|plan| {
+            let v = export_plan(plan, ExportFormat::Gemini);
+            let outer = v.as_array().expect("tools array");
+            assert_eq!(outer.len(), 1);
+            let declarations = outer[0]["functionDeclarations"]
+                .as_array()
+                .expect("functionDeclarations");
+            assert_eq!(declarations.len(), plan.tools().len());
+            for (d, &t) in declarations.iter().zip(plan.tools()) {
+                assert_eq!(d["name"], plan.catalog().exported_name(t));
+                if let Some(parameters) = d.get("parameters") {
+                    let text = parameters.to_string();
+                    for banned in ["additionalProperties", "$ref", "$defs", "\"const\""] {
+                        assert!(!text.contains(banned), "{banned} in {text}");
+                    }
+                    assert!(!parameters["properties"]
+                        .as_object()
+                        .expect("properties")
+                        .is_empty());
+                }
+            }
+            insta::assert_snapshot!("gemini_tools", pretty(&v));
+        });
+    }
+
+    #[test]
+    fn openai_strict_arguments_are_restored_before_dispatch() {
+        let c = fixture::catalog();
+        // `list_branches` declares `repo` without `required`: strict mode makes it nullable.
+        let t = c.tool("github__list_branches").expect("known");
+        let tool = openai_tool(&c, t);
+        assert_eq!(tool["function"]["strict"], true);
+        assert_eq!(
+            tool["function"]["parameters"]["properties"]["repo"]["type"],
+            json!(["string", "null"])
+        );
+        let mut args = json!({"repo": null});
+        assert_eq!(restore_openai_arguments(&c, t, &mut args), 1);
+        assert_eq!(args, json!({}));
+        let mut args = json!({"repo": "toolcat"});
+        assert_eq!(restore_openai_arguments(&c, t, &mut args), 0);
+        assert_eq!(args, json!({"repo": "toolcat"}));
+    }
+
+    #[test]
+    fn target_report_covers_names_schemas_and_requests() {
+        let c = fixture::catalog();
+        let report = target_report(&c, Target::ALL);
+        assert_eq!(report.tools.len(), c.len() * Target::ALL.len());
+        assert_eq!(report.errors(), 0, "{}", report.render());
+        // Local tools of a catalog without handlers are counted, not checked.
+        let unchecked = report
+            .tools
+            .iter()
+            .filter(|o| o.target == Target::OpenAi && !o.schema_checked)
+            .count();
+        let local = c
+            .tools()
+            .filter(|&t| matches!(c.source(t), ToolSource::Local))
+            .count();
+        assert_eq!(unchecked, local);
+        // A server tool is rewritten for strict mode, and the report says so.
+        let branches = report
+            .tools
+            .iter()
+            .find(|o| o.target == Target::OpenAi && o.tool == "github__list_branches")
+            .expect("reported");
+        assert_eq!(branches.strict, Some(true));
+        assert!(branches
+            .findings
+            .iter()
+            .any(|f| f.rule == "openai-strict-required" && f.path == "/properties/repo"));
+        // `tool_call` takes free-form `arguments`: strict mode cannot express it.
+        let call = report
+            .tools
+            .iter()
+            .find(|o| o.target == Target::OpenAi && o.tool == "tool_call")
+            .expect("reported");
+        assert_eq!(call.strict, Some(false));
     }
 }
