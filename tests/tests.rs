@@ -12,6 +12,8 @@ mod import;
 mod invalid_catalogs;
 /// The README's quick start shows the tested fixture crate, verbatim.
 mod readme;
+/// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
+mod replay;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
 mod tidy;
 /// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).

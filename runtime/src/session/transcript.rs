@@ -13,9 +13,11 @@
 //! ```
 //!
 //! The first user line may also carry the session's settings (ignored by `toolcat session`, which
-//! takes them from its flags): `"preset"`, `"profile"`, `"toolsets"` (the active toolsets;
-//! default: the preset's, or every toolset), `"budget"` (searches per turn, default 3),
-//! `"discovered_cap"` (default 20) and `"preselect"` (`"bm25"`, the default, or `"none"`).
+//! takes them from its flags): `"preset"`, `"profile"` (default: the preset's, else `full`),
+//! `"toolsets"` (the active toolsets; default: the preset's, else those of the first preset of the
+//! profile, else every toolset), `"budget"` (searches per turn, default 3), `"discovered_cap"`
+//! (default 20) and `"preselect"` (`"bm25"`, the default, or `"none"`). [`Settings::session`]
+//! builds the session they describe.
 //!
 //! Expected outcomes (checked by the replay tests, ignored by `toolcat session`) go in an
 //! `"expect"` object:
@@ -35,7 +37,10 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::Outcome;
+use super::{Outcome, Session, SessionOptions};
+use crate::catalog::{Catalog, ToolsetId};
+use crate::error::NameError;
+use crate::handler::ToolContext;
 
 /// A parsed transcript.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +67,82 @@ pub struct Settings {
     pub discovered_cap: Option<usize>,
     /// `bm25` or `none`.
     pub preselect: Option<Preselect>,
+}
+
+/// Why [`Settings::session`] cannot build a session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// A profile, preset or toolset the catalog does not declare.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// Both a preset and a profile, and the preset runs under another profile.
+    #[error("preset `{preset}` runs under profile `{expected}`, not `{given}`; drop the profile or pick a preset of profile `{given}`")]
+    ProfileMismatch {
+        preset: String,
+        expected: String,
+        given: String,
+    },
+}
+
+impl Settings {
+    /// The session these settings describe, on `catalog`, running local tools in `context`
+    /// (defaults as in the module docs).
+    ///
+    /// # Errors
+    /// [`SettingsError`] for an unknown profile, preset or toolset, or a preset of another
+    /// profile than the one given.
+    pub fn session<'c>(
+        &self,
+        catalog: &'c Catalog,
+        context: ToolContext,
+    ) -> Result<Session<'c>, SettingsError> {
+        let preset = self
+            .preset
+            .as_deref()
+            .map(|p| catalog.preset(p))
+            .transpose()?;
+        let profile = match (&self.profile, preset) {
+            (Some(name), Some(pr)) => {
+                let given = catalog.profile(name)?;
+                if given != catalog.preset_profile(pr) {
+                    return Err(SettingsError::ProfileMismatch {
+                        preset: catalog.preset_name(pr).to_string(),
+                        expected: catalog.profile_name(catalog.preset_profile(pr)).to_string(),
+                        given: name.clone(),
+                    });
+                }
+                given
+            }
+            (Some(name), None) => catalog.profile(name)?,
+            (None, Some(pr)) => catalog.preset_profile(pr),
+            (None, None) => catalog.full_profile(),
+        };
+        let toolsets: Vec<ToolsetId> = match (&self.toolsets, preset) {
+            (Some(names), _) => names
+                .iter()
+                .map(|n| catalog.toolset(n))
+                .collect::<Result<_, _>>()?,
+            (None, Some(pr)) => catalog.preset_toolsets(pr).collect(),
+            (None, None) => match catalog
+                .presets()
+                .find(|&pr| catalog.preset_profile(pr) == profile)
+            {
+                Some(pr) => catalog.preset_toolsets(pr).collect(),
+                None => catalog.toolsets().collect(),
+            },
+        };
+        let defaults = SessionOptions::default();
+        let options = SessionOptions {
+            search_budget: self.budget.unwrap_or(defaults.search_budget),
+            discovered_cap: self.discovered_cap.unwrap_or(defaults.discovered_cap),
+            ..defaults
+        };
+        let session = Session::new(catalog, profile, toolsets, context).with_options(options);
+        Ok(match self.preselect {
+            Some(Preselect::None) => session.without_preselection(),
+            Some(Preselect::Bm25) | None => session,
+        })
+    }
 }
 
 /// A transcript's preselection setting.
