@@ -24,10 +24,13 @@
 //!   `additionalProperties: false`; every property becomes required, and one that was optional
 //!   becomes nullable (`"type": [T, "null"]`, `null` added to an `enum`, or
 //!   `anyOf: [S, {"type": "null"}]` when the schema has no `type`); `const` becomes a one-value
-//!   `enum`; a `format` on an `integer` or `number` (schemars' `uint64`, `int32`, …: JSON Schema
+//!   `enum`; a `oneOf` of distinct constants (what schemars writes for a documented Rust enum)
+//!   becomes `anyOf`, which then means the same; `default: null` is dropped (as OpenAI's SDK
+//!   does); a `format` on an `integer` or `number` (schemars' `uint64`, `int32`, …: JSON Schema
 //!   defines formats for strings only) is dropped. A schema strict mode cannot express falls back
 //!   to `strict: false` and is sent unchanged — the documented fallback, reported per tool with
-//!   every reason: a keyword outside the supported subset (`default`, `oneOf`, `allOf`, `not`,
+//!   every reason: a keyword outside the supported subset (a `default` other than `null`, any
+//!   other `oneOf`, `allOf`, `not`,
 //!   `minLength`, `uniqueItems`, …), a string `format` other than `date-time`, `time`, `date`,
 //!   `duration`, `email`, `hostname`, `ipv4`, `ipv6`, `uuid` (so `format: "uri"` falls back), a
 //!   free-form object (no `properties`, or `additionalProperties` other than `false`), a root that
@@ -598,6 +601,28 @@ impl Strict<'_> {
             );
             return;
         };
+        if map.get("default") == Some(&Value::Null) {
+            // As OpenAI's own SDK does (`to_strict_json_schema`): after the rewrite an optional
+            // property is nullable, and `null` is what a left-out argument becomes.
+            map.shift_remove("default");
+            self.rewrite(
+                "openai-strict-keywords",
+                &pointer(path, "default"),
+                "dropped `default: null`".to_string(),
+            );
+        }
+        if let Some(Value::Array(branches)) = map.get("oneOf") {
+            if !map.contains_key("anyOf") && disjoint_constants(branches) {
+                // Branches that are distinct constants never overlap: `anyOf` means the same.
+                let branches = map.shift_remove("oneOf").unwrap_or(Value::Null);
+                map.insert("anyOf".into(), branches);
+                self.rewrite(
+                    "openai-strict-keywords",
+                    &pointer(path, "oneOf"),
+                    "`oneOf` of distinct constants written as `anyOf`".to_string(),
+                );
+            }
+        }
         let keys: Vec<String> = map.keys().cloned().collect();
         for key in &keys {
             if !OPENAI_KEYWORDS.contains(&key.as_str()) {
@@ -764,6 +789,24 @@ impl Strict<'_> {
             map.insert("required".into(), all);
         }
     }
+}
+
+/// Whether every branch is one constant (`const`, or an `enum` of one value) and no two are the
+/// same: such a `oneOf` accepts exactly what the same `anyOf` accepts.
+fn disjoint_constants(branches: &[Value]) -> bool {
+    let mut seen: Vec<&Value> = Vec::new();
+    for branch in branches {
+        let value = match (branch.get("const"), branch.get("enum")) {
+            (Some(c), _) => c,
+            (None, Some(Value::Array(one))) if one.len() == 1 => &one[0],
+            _ => return false,
+        };
+        if seen.contains(&value) {
+            return false;
+        }
+        seen.push(value);
+    }
+    !branches.is_empty()
 }
 
 /// Whether a schema node describes an object (`type` `object`, or `properties` without a `type`).
@@ -1798,6 +1841,38 @@ mod tests {
             json!({"type": "integer", "minimum": 0})
         );
         assert_eq!(e.schema["properties"]["kind"], json!({"enum": ["issue"]}));
+    }
+
+    #[test]
+    fn openai_strict_takes_schemars_enums_and_null_defaults() {
+        // What schemars writes for `Option<Mode>` with `#[serde(default)]`, `Mode` a documented
+        // unit enum.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}], "default": null}
+            },
+            "$defs": {
+                "Mode": {"oneOf": [
+                    {"type": "string", "const": "fast", "description": "Quick"},
+                    {"type": "string", "const": "full", "description": "Thorough"}
+                ]}
+            }
+        });
+        let e = openai("t", &schema);
+        assert_eq!(e.strict, Some(true), "{:#?}", e.findings);
+        assert_eq!(e.schema["properties"]["mode"].get("default"), None);
+        assert_eq!(
+            e.schema["$defs"]["Mode"]["anyOf"][1],
+            json!({"type": "string", "enum": ["full"], "description": "Thorough"})
+        );
+        // Overlapping branches stay `oneOf`, and fall back.
+        let overlapping = json!({
+            "type": "object",
+            "properties": {"x": {"oneOf": [{"const": 1}, {"enum": [1]}]}},
+            "required": ["x"]
+        });
+        assert_eq!(openai("t", &overlapping).strict, Some(false));
     }
 
     #[test]
