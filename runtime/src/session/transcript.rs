@@ -480,6 +480,68 @@ mod tests {
         assert_eq!(t.entries[3].kind, EntryKind::Toolsets(vec!["files".into()]));
     }
 
+    #[tokio::test]
+    async fn settings_build_the_session_they_describe() {
+        let c = crate::fixture::catalog();
+        let ctx = || ToolContext::new(".");
+        let names = |s: &Session<'_>| -> Vec<String> {
+            s.toolsets()
+                .iter()
+                .map(|&t| c.toolset_name(t).to_string())
+                .collect()
+        };
+        let settings = |text: &str| parse(text).expect("valid").settings;
+
+        let s = settings(r#"{"user": "x", "preset": "review"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        assert_eq!(c.profile_name(s.profile()), "reader");
+        assert_eq!(names(&s), ["files"]);
+        // A profile without a preset of its own: every toolset.
+        let s = settings(r#"{"user": "x", "profile": "coder"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        assert_eq!(names(&s).len(), c.toolsets().len());
+        // A profile with a preset: that preset's toolsets, like `toolcat plan`.
+        let s = settings(r#"{"user": "x", "profile": "reader"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        assert_eq!(names(&s), ["files"]);
+        let s = settings(r#"{"user": "x"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        assert_eq!(s.profile(), c.full_profile());
+
+        let mut s = settings(r#"{"user": "x", "profile": "coder", "toolsets": ["git"], "budget": 1, "discovered_cap": 4, "preselect": "none"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        assert_eq!(names(&s), ["git"]);
+        assert_eq!(s.options().search_budget, 1);
+        assert_eq!(s.options().discovered_cap, 4);
+        s.begin_turn("x").await;
+        assert!(s.turn_report().preselect.is_none());
+        let mut s = settings(r#"{"user": "x", "profile": "coder"}"#)
+            .session(&c, ctx())
+            .expect("valid");
+        s.begin_turn("x").await;
+        assert!(s.turn_report().preselect.is_some(), "BM25 by default");
+
+        let err = settings(r#"{"user": "x", "preset": "review", "profile": "coder"}"#)
+            .session(&c, ctx())
+            .expect_err("mismatch");
+        assert_eq!(
+            err.to_string(),
+            "preset `review` runs under profile `reader`, not `coder`; drop the profile or pick a preset of profile `coder`"
+        );
+        let err = settings(r#"{"user": "x", "toolsets": ["gti"]}"#)
+            .session(&c, ctx())
+            .expect_err("unknown toolset");
+        assert_eq!(
+            err.to_string(),
+            "unknown toolset `gti`; did you mean `git`?"
+        );
+    }
+
     #[test]
     fn errors_name_the_line_and_the_fix() {
         let e = parse("{\"call\": \"x\"}").expect_err("no user line first");
