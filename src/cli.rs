@@ -373,9 +373,9 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         ),
         Some(p) => (
             p.display().to_string(),
-            Cow::Owned(std::fs::read_to_string(p).with_context(|| {
-                format!("cannot read catalog `{}`; check the path", p.display())
-            })?),
+            Cow::Owned(
+                toolcat::catalog::read_catalog_source(p).map_err(|e| anyhow::anyhow!("{e}"))?,
+            ),
         ),
     };
     let targets: Option<Vec<Target>> =

@@ -76,33 +76,87 @@ pub fn files(catalog: &Catalog) -> anyhow::Result<Vec<GeneratedFile>> {
 
 /// Writes `files` under `dir`, touching only files whose content changed. Returns the paths written.
 ///
+/// Every target is checked before any is written: an existing file must be a regular file whose
+/// first line holds the `@generated` stamp (so a file a user wrote is never overwritten). Each file
+/// is then written to a temporary file beside it and renamed into place, so a reader never sees a
+/// half-written file.
+///
 /// # Errors
-/// I/O errors, with the path.
+/// A target that is not a regular file or lacks the stamp (naming it and the fix), or an I/O error
+/// (naming the path); in the first case nothing is written.
 pub fn write(dir: &Path, files: &[GeneratedFile]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
+    use std::io::Write as _;
+    let mut changed = Vec::new();
     for f in files {
         let path = dir.join(f.path);
-        if std::fs::read_to_string(&path).ok().as_deref() == Some(f.text.as_str()) {
-            continue;
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("cannot read `{}`: {e}", path.display()),
+            Ok(meta) if !meta.is_file() => anyhow::bail!(
+                "`{}` is not a regular file (a directory, FIFO or device); remove it or pass another `--dir`",
+                path.display()
+            ),
+            Ok(_) => {
+                let existing = read_existing(&path);
+                if existing.as_deref() == Some(f.text.as_str()) {
+                    continue;
+                }
+                let stamped = existing
+                    .as_deref()
+                    .and_then(|t| t.lines().next())
+                    .is_some_and(|line| line.contains("@generated"));
+                if !stamped {
+                    anyhow::bail!(
+                        "refusing to overwrite `{}`: its first line has no `@generated` stamp, so `{COMMAND}` did not write it; move it away or pass another `--dir`",
+                        path.display()
+                    );
+                }
+            }
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, &f.text)
-            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?;
+        changed.push((path, f));
+    }
+    let mut written = Vec::new();
+    for (path, f) in changed {
+        let parent = path.parent().unwrap_or(dir);
+        std::fs::create_dir_all(parent)
+            .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", parent.display()))?;
+        let fail = |e: std::io::Error| anyhow::anyhow!("cannot write `{}`: {e}", path.display());
+        let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(fail)?;
+        tmp.write_all(f.text.as_bytes()).map_err(fail)?;
+        tmp.persist(&path).map_err(|e| fail(e.error))?;
         written.push(path);
     }
     Ok(written)
 }
 
-/// The files under `dir` that differ from `files` (missing ones included), as paths.
+/// The largest generated file [`stale`] and [`write`] read back, in bytes (64 MiB): any file of
+/// `generated/` larger than that differs from what `toolcat generate` writes.
+pub const MAX_GENERATED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The text of the existing file at `path`, or `None` when it is missing, not a regular file
+/// (symlinks followed; a FIFO or device is never opened), larger than [`MAX_GENERATED_BYTES`], not
+/// UTF-8 or unreadable.
+fn read_existing(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_GENERATED_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_GENERATED_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() as u64 <= MAX_GENERATED_BYTES).then_some(text)
+}
+
+/// The files under `dir` that differ from `files` (missing ones included), as paths. A path that
+/// is not a regular file (a FIFO, a device, a directory) is stale and is never opened.
 pub fn stale(dir: &Path, files: &[GeneratedFile]) -> Vec<PathBuf> {
     files
         .iter()
-        .filter(|f| {
-            std::fs::read_to_string(dir.join(f.path)).ok().as_deref() != Some(f.text.as_str())
-        })
+        .filter(|f| read_existing(&dir.join(f.path)).as_deref() != Some(f.text.as_str()))
         .map(|f| dir.join(f.path))
         .collect()
 }

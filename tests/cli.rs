@@ -296,3 +296,108 @@ fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("unknown field `pth`"), "{}", stderr(&o));
 }
+
+/// Runs `toolcat` with `args` in `cwd` (default: the crate root), killing it after 60 s so a hang
+/// fails the test instead of blocking it.
+fn toolcat_bounded(args: &[&str], cwd: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolcat"));
+    cmd.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().expect("the toolcat binary runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait works").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("`toolcat {}` did not finish within 60 s", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output is collected")
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+#[test]
+fn special_files_as_catalog_fail_at_once_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tools.toml");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    for args in [
+        vec!["check", "--catalog", fifo],
+        vec!["list", "--catalog", fifo],
+        vec!["check", "--catalog", "/dev/zero"],
+    ] {
+        let out = toolcat_bounded(&args, None);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+        assert!(err.contains(args[2]), "{args:?} names the path: {err}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn generate_check_with_a_fifo_in_dir_reports_it_stale_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen = dir.path().join("generated");
+    let out = toolcat_bounded(&["generate", "--dir", gen.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let md = gen.join("tools.md");
+    std::fs::remove_file(&md).unwrap();
+    mkfifo(&md);
+    let out = toolcat_bounded(
+        &["generate", "--check", "--dir", gen.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tools.md"), "{}", stderr(&out));
+    // Writing over the FIFO is refused too, and names it.
+    let out = toolcat_bounded(&["generate", "--dir", gen.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn generate_refuses_to_overwrite_a_file_without_the_generated_stamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen = dir.path().join("generated");
+    let out = toolcat_bounded(&["generate", "--dir", gen.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One stamped file goes stale, one is replaced by the user's own notes.
+    let profiles = gen.join("profiles.md");
+    let stale_text = std::fs::read_to_string(&profiles).unwrap() + "stale line\n";
+    std::fs::write(&profiles, &stale_text).unwrap();
+    let tools = gen.join("tools.md");
+    std::fs::write(&tools, "my own notes\n").unwrap();
+    let out = toolcat_bounded(&["generate", "--dir", gen.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("tools.md") && err.contains("@generated"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&tools).unwrap(), "my own notes\n");
+    // Nothing was written: the stale stamped file is untouched as well.
+    assert_eq!(std::fs::read_to_string(&profiles).unwrap(), stale_text);
+    // Once the user's file is moved away, generate rewrites both.
+    std::fs::remove_file(&tools).unwrap();
+    let out = toolcat_bounded(&["generate", "--dir", gen.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("tools.md") && stdout(&out).contains("profiles.md"));
+}

@@ -244,10 +244,7 @@ impl Catalog {
         handlers: &[Option<ErasedHandler>],
     ) -> Result<Catalog, CatalogError> {
         let path = path.as_ref();
-        let source = std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let source = read_catalog_source(path)?;
         Catalog::from_source_with_handlers(&path.display().to_string(), &source, handlers)
     }
 
@@ -1075,6 +1072,53 @@ pub(crate) fn check_tables(t: &Tables) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest catalog file [`read_catalog_source`] reads: 64 MiB, far above any real `tools.toml`
+/// (the reference catalog is a few tens of KiB), low enough that a wrong path such as `/dev/zero`
+/// fails at once instead of filling memory.
+pub const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads the text of the catalog file at `path`: it must be a regular file (symlinks followed) of
+/// at most [`MAX_CATALOG_BYTES`] bytes, so that a FIFO, a device or a directory fails at once
+/// instead of blocking or reading forever.
+///
+/// # Errors
+/// [`CatalogError::Read`], naming the path, when it does not exist, is not a regular file, is
+/// larger than [`MAX_CATALOG_BYTES`], is not UTF-8 or cannot be read.
+pub fn read_catalog_source(path: &Path) -> Result<String, CatalogError> {
+    use std::io::Read as _;
+    let fail = |source: std::io::Error| CatalogError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(fail)?;
+    if !meta.is_file() {
+        return Err(fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it is not a regular file (a directory, FIFO or device); pass the path of a `tools.toml` file",
+        )));
+    }
+    let too_big = || {
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is larger than {MAX_CATALOG_BYTES} bytes (`MAX_CATALOG_BYTES`); pass the path of a `tools.toml` file"
+            ),
+        ))
+    };
+    if meta.len() > MAX_CATALOG_BYTES {
+        return Err(too_big());
+    }
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let mut source = String::new();
+    file.take(MAX_CATALOG_BYTES + 1)
+        .read_to_string(&mut source)
+        .map_err(fail)?;
+    if source.len() as u64 > MAX_CATALOG_BYTES {
+        return Err(too_big());
+    }
+    Ok(source)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1455,5 +1499,33 @@ owner = "platform"
         let err = Catalog::load("/nonexistent/tools.toml").expect_err("missing");
         assert!(matches!(err, CatalogError::Read { .. }), "{err}");
         assert!(err.to_string().contains("/nonexistent/tools.toml"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn load_refuses_fifo_and_device() {
+        let dir = std::env::temp_dir().join(format!("toolcat-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("tools.toml");
+        let _ = std::fs::remove_file(&fifo);
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = Catalog::load(&fifo).err().expect("a FIFO is refused");
+        assert!(matches!(err, CatalogError::Read { .. }), "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(
+            err.to_string().contains(&fifo.display().to_string()),
+            "{err}"
+        );
+        let err = Catalog::load("/dev/zero")
+            .err()
+            .expect("a device is refused");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let err = Catalog::load(&dir).err().expect("a directory is refused");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
