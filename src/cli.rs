@@ -140,6 +140,10 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+/// The largest `toolcat search --limit`: far more hits than anyone reads, small enough that the
+/// search never allocates for an absurd count.
+pub const MAX_SEARCH_LIMIT: u64 = 10_000;
+
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     #[command(flatten)]
@@ -147,9 +151,15 @@ pub struct SearchArgs {
     /// Search only this profile's tools (default: `full`).
     #[arg(long, value_name = "P")]
     pub profile: Option<String>,
-    /// How many hits to return.
-    #[arg(long, value_name = "K", default_value_t = 10)]
-    pub limit: usize,
+    /// How many hits to return: 1 to [`MAX_SEARCH_LIMIT`] (10 000); anything else is a usage
+    /// error (exit 2).
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_SEARCH_LIMIT)
+    )]
+    pub limit: u64,
     /// Print `[{"name": ..., "score": ...}]`, best first.
     #[arg(long)]
     pub json: bool,
@@ -508,7 +518,9 @@ fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
     if query.trim().is_empty() {
         bail!("the query is empty; pass what the tool should do, e.g. `toolcat search \"read a file\"`");
     }
-    let hits = c.search(&query, p, a.limit)?;
+    // Bounded by clap to 1..=MAX_SEARCH_LIMIT, which fits every usize.
+    let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+    let hits = c.search(&query, p, limit)?;
     let mut out = std::io::stdout().lock();
     if a.json {
         let rows: Vec<_> = hits

@@ -401,3 +401,19 @@ fn generate_refuses_to_overwrite_a_file_without_the_generated_stamp() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("tools.md") && stdout(&out).contains("profiles.md"));
 }
+
+#[test]
+fn search_limit_out_of_range_is_a_usage_error() {
+    for limit in ["0", "10001", "4294967296", "18446744073709551616"] {
+        let out = toolcat_bounded(&["search", "--limit", limit, "file"], None);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "--limit {limit}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("--limit"), "{}", stderr(&out));
+    }
+    let out = toolcat_bounded(&["search", "--limit", "10000", "--json", "file"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
