@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
-use toolcat::codegen::diagnostics::{render_all, Severity};
+use toolcat::codegen::diagnostics::render_all;
 use toolcat::codegen::import::{self, ImportKind, ImportOptions};
 use toolcat::codegen::model::{Exposure, Target};
 use toolcat::export::{export_plan, ExportFormat};
@@ -324,10 +324,47 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The diagnostics are on stderr already, as `PATH:LINE:COL: ...` lines.
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error whose message is already on stderr: [`run`] exits 1 without printing it again.
+#[derive(Debug)]
+struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the catalog is invalid; see the diagnostics above")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+/// How diagnostics and reports name the catalog compiled into the binary when no `--catalog` is
+/// given, so that it is not mistaken for a `tools.toml` in the current directory.
+pub const REFERENCE_LABEL: &str = "<compiled-in reference catalog> (tools.toml)";
+
+/// When no `--catalog` is given but the current directory has a `tools.toml`, says on stderr that
+/// the compiled-in reference catalog is read instead, and how to read that file.
+fn note_reference_catalog(arg: &CatalogArg) {
+    if arg.catalog.is_none() && Path::new("tools.toml").is_file() {
+        eprintln!(
+            "note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml` to read that file"
+        );
+    }
+}
+
+/// `n` and `noun`, with an `s` unless `n` is 1: `1 error`, `2 errors`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -352,7 +389,14 @@ fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
     match &arg.catalog {
         None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
         Some(path) => {
-            let c = Catalog::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let c = match Catalog::load(path) {
+                Ok(c) => c,
+                Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+                    eprint!("{e}");
+                    return Err(Reported.into());
+                }
+                Err(e) => return Err(anyhow::anyhow!("{e}")),
+            };
             if !c.warnings().is_empty() {
                 eprint!("{}", c.render_warnings());
             }
@@ -376,9 +420,10 @@ fn toolsets(c: &Catalog, names: &[String]) -> anyhow::Result<Vec<ToolsetId>> {
 }
 
 fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
+    note_reference_catalog(&a.catalog);
     let (path, source) = match &a.catalog.catalog {
         None => (
-            "tools.toml".to_string(),
+            REFERENCE_LABEL.to_string(),
             Cow::Borrowed(crate::REFERENCE_SOURCE),
         ),
         Some(p) => (
@@ -411,7 +456,8 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                 let errors = report.errors();
                 if errors > 0 {
                     eprintln!(
-                        "{path}: {errors} errors: tools or requests that cannot be exported to {}",
+                        "{path}: {}: tools or requests that cannot be exported to {}",
+                        count(errors, "error"),
                         toolcat::codegen::targets::target_list(targets)
                     );
                     return Ok(ExitCode::FAILURE);
@@ -419,26 +465,19 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
             let t = &compiled.tables;
             println!(
-                "{path}: ok: {} tools, {} profiles, {} toolsets, {} presets, {} MCP servers, {} warnings",
-                t.len,
-                t.profile_names.len(),
-                t.toolset_names.len(),
-                t.preset_names.len(),
-                t.server_names.len(),
-                compiled.warnings.len()
+                "{path}: ok: {}, {}, {}, {}, {}, {}",
+                count(t.len, "tool"),
+                count(t.profile_names.len(), "profile"),
+                count(t.toolset_names.len(), "toolset"),
+                count(t.preset_names.len(), "preset"),
+                count(t.server_names.len(), "MCP server"),
+                count(compiled.warnings.len(), "warning")
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(diagnostics) => {
+            // `render_all` ends with the summary line (`error: 2 errors and 1 warning in PATH`).
             eprint!("{}", render_all(&diagnostics, &path, &source));
-            let errors = diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .count();
-            eprintln!(
-                "{path}: {errors} errors, {} warnings",
-                diagnostics.len() - errors
-            );
             Ok(ExitCode::FAILURE)
         }
     }
@@ -635,6 +674,7 @@ fn import_cmd(a: &ImportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn generate_cmd(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    note_reference_catalog(&a.catalog);
     let c = catalog(&a.catalog)?;
     let files = generate::files(&c)?;
     if a.check {

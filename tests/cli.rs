@@ -417,3 +417,82 @@ fn search_limit_out_of_range_is_a_usage_error() {
     let out = toolcat_bounded(&["search", "--limit", "10000", "--json", "file"], None);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn invalid_catalog_diagnostics_keep_path_line_col_form_and_one_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rel.toml"), "[meta]\nversion = 1\n").unwrap();
+    for cmd in [
+        &["list", "--catalog", "rel.toml"][..],
+        &["search", "--catalog", "rel.toml", "file"],
+        &["plan", "--catalog", "rel.toml", "--profile", "full"],
+        &["check", "--catalog", "rel.toml"],
+    ] {
+        let out = toolcat_bounded(cmd, Some(dir.path()));
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("rel.toml:1:2: error[E"),
+            "{cmd:?}: {first}"
+        );
+        let summaries: Vec<&str> = err.lines().filter(|l| l.contains("in rel.toml")).collect();
+        assert_eq!(summaries, ["error: 1 error in rel.toml"], "{cmd:?}:\n{err}");
+        assert!(
+            !err.contains("1 errors") && !err.contains("1 warnings"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn bom_at_start_of_catalog_does_not_shift_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plain.toml"), "nope = \n").unwrap();
+    std::fs::write(dir.path().join("bom.toml"), "\u{feff}nope = \n").unwrap();
+    let plain = stderr(&toolcat_bounded(
+        &["check", "--catalog", "plain.toml"],
+        Some(dir.path()),
+    ));
+    let bom = stderr(&toolcat_bounded(
+        &["check", "--catalog", "bom.toml"],
+        Some(dir.path()),
+    ));
+    let location = |err: &str| {
+        err.lines()
+            .next()
+            .unwrap_or("")
+            .split(": ")
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(location(&plain), "plain.toml:1:8", "{plain}");
+    assert_eq!(location(&bom), "bom.toml:1:8", "{bom}");
+    assert!(
+        !bom.contains('\u{feff}'),
+        "the excerpt shows no BOM:\n{bom}"
+    );
+}
+
+#[test]
+fn check_without_catalog_labels_the_compiled_in_reference_and_notes_a_local_tools_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolcat_bounded(&["check"], Some(dir.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("<compiled-in reference catalog> (tools.toml): ok:"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+    std::fs::write(dir.path().join("tools.toml"), "broken = \n").unwrap();
+    for cmd in [&["check"][..], &["generate", "--check", "--dir", "g"]] {
+        let out = toolcat_bounded(cmd, Some(dir.path()));
+        assert!(
+            stderr(&out).contains("note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml`"),
+            "{cmd:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -113,7 +113,11 @@ pub fn generate(manifest_dir: &Path, catalog: &Path, out_dir: &Path) -> Vec<Dire
     let mut out = vec![Directive::RerunIfChanged(catalog_path.clone())];
 
     let source = match std::fs::read_to_string(&catalog_path) {
-        Ok(source) => source,
+        // A UTF-8 byte order mark is not TOML: columns on line 1 count from after it.
+        Ok(source) => match source.strip_prefix('\u{feff}') {
+            Some(rest) => rest.to_string(),
+            None => source,
+        },
         Err(e) => {
             out.push(Directive::Error(format!(
                 "cannot read the catalog `{shown}`: {e}; create it, or pass its path to \

@@ -1079,7 +1079,7 @@ pub const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads the text of the catalog file at `path`: it must be a regular file (symlinks followed) of
 /// at most [`MAX_CATALOG_BYTES`] bytes, so that a FIFO, a device or a directory fails at once
-/// instead of blocking or reading forever.
+/// instead of blocking or reading forever. A leading UTF-8 byte order mark is dropped.
 ///
 /// # Errors
 /// [`CatalogError::Read`], naming the path, when it does not exist, is not a regular file, is
@@ -1115,6 +1115,10 @@ pub fn read_catalog_source(path: &Path) -> Result<String, CatalogError> {
         .map_err(fail)?;
     if source.len() as u64 > MAX_CATALOG_BYTES {
         return Err(too_big());
+    }
+    // A UTF-8 byte order mark is not part of the TOML text: columns on line 1 count from after it.
+    if let Some(rest) = source.strip_prefix('\u{feff}') {
+        source = rest.to_string();
     }
     Ok(source)
 }
