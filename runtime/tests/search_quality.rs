@@ -1,5 +1,8 @@
 //! Tool search quality on real catalogs (read from `../shared/data` beside the workspace).
 //!
+//! - `github_pull_request_paraphrases_find_create_pull_request`: a regression test on the GitHub
+//!   MCP server's snapshots: ways of asking to open a pull request find `create_pull_request`
+//!   near the top.
 //! - `search_quality_report` (`#[ignore]`): the measurement harness behind the ranking choices of
 //!   `toolcat_codegen::index`. It prints recall@1/@5/@10 and nDCG@5 on the MetaTool dev queries
 //!   (single-tool and two-tool, over its 199-tool corpus) and the LiveMCPBench dev tasks (over its
@@ -47,14 +50,33 @@ fn ranked(c: &Catalog, query: &str, limit: usize) -> Vec<String> {
         .collect()
 }
 
-/// Ways of asking to open a pull request, phrased without the tool's own words where possible.
-const PULL_REQUEST_QUERIES: &[&str] = &[
-    "open a pull request from my feature branch",
-    "make a PR for my branch",
-    "propose merging my branch into main",
-    "submit my changes for review as a pull request",
-    "new PR from the fix-login branch to main",
+/// Ways of asking to open a pull request on the GitHub MCP server, each with the worst rank
+/// `create_pull_request` may take. The first is the CLI acceptance query. The last two share no
+/// word with the tool's name, title or description ("propose merging" is what a pull request
+/// is, "submit ... for review" is also the name of `submit_pending_pull_request_review`): BM25
+/// finds them only through parameter descriptions ("Branch to merge into"), so they are held to
+/// the first page, not the top 3.
+const PULL_REQUEST_QUERIES: &[(&str, usize)] = &[
+    ("open a pull request from my feature branch", 2),
+    ("make a PR for my branch", 3),
+    ("new PR from the fix-login branch to main", 3),
+    ("I'd like to open a PR to merge feature-x into main", 3),
+    ("create pull request from branch dev", 3),
+    ("propose merging my branch into main", 10),
+    ("submit my changes for review as a pull request", 10),
 ];
+
+#[test]
+fn github_pull_request_paraphrases_find_create_pull_request() {
+    let c = github();
+    for &(q, worst) in PULL_REQUEST_QUERIES {
+        let top = ranked(&c, q, worst);
+        assert!(
+            top.iter().any(|n| n == "create_pull_request"),
+            "`{q}`: `create_pull_request` is not in the top {worst}: {top:?}"
+        );
+    }
+}
 
 /// Sums of per-query recall@1/@5/@10 and nDCG@5 (binary relevance).
 #[derive(Default)]
@@ -232,7 +254,7 @@ fn search_quality_report() {
     );
     println!("{}", livemcpbench().line("LiveMCPBench"));
     let gh = github();
-    for q in PULL_REQUEST_QUERIES {
+    for &(q, _) in PULL_REQUEST_QUERIES {
         let top = ranked(&gh, q, 10);
         let rank = top.iter().position(|n| n == "create_pull_request");
         println!(
