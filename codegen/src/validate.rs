@@ -1716,40 +1716,27 @@ impl<'a> Checker<'a> {
             .iter()
             .map(|t| description_words(&t.description))
             .collect();
-        for j in 0..self.tools.len() {
-            if words[j].len() < SPRAWL_MIN_WORDS {
-                continue;
-            }
-            for i in 0..j {
-                // Tools of the same name are already an error (E0201).
-                let same_name = self.exported[i] == self.exported[j];
-                if words[i].len() < SPRAWL_MIN_WORDS || same_name || self.related(i, j) {
-                    continue;
-                }
-                let shared = words[i].intersection(&words[j]).count();
-                let union = words[i].len() + words[j].len() - shared;
-                let jaccard = shared as f64 / union as f64;
-                let adds_nothing = shared == words[i].len() || shared == words[j].len();
-                if jaccard >= SPRAWL_THRESHOLD && adds_nothing {
-                    let (a, b) = (&self.tools[i].name, &self.tools[j].name);
-                    self.out.push(
-                        Diagnostic::warning(
-                            "W0501",
-                            format!(
-                                "descriptions of `{a}` and `{b}` are nearly the same ({:.0}% of words shared)",
-                                (jaccard * 100.0).floor()
-                            ),
-                            self.span(j).value("description"),
-                        )
-                        .with_label("near-duplicate description")
-                        .with_related(self.span(i).value("description"), format!("description of `{a}`"))
-                        .with_help(format!(
-                            "say what sets `{b}` apart so the model can choose, merge the two, or declare them a `pair`"
-                        )),
-                    );
-                    break; // one report per tool is enough to find the cluster
-                }
-            }
+        let found = sprawl_pairs(&words, |i, j| {
+            // Tools of the same name are already an error (E0201).
+            self.exported[i] == self.exported[j] || self.related(i, j)
+        });
+        for (i, j, jaccard) in found {
+            let (a, b) = (&self.tools[i].name, &self.tools[j].name);
+            self.out.push(
+                Diagnostic::warning(
+                    "W0501",
+                    format!(
+                        "descriptions of `{a}` and `{b}` are nearly the same ({:.0}% of words shared)",
+                        (jaccard * 100.0).floor()
+                    ),
+                    self.span(j).value("description"),
+                )
+                .with_label("near-duplicate description")
+                .with_related(self.span(i).value("description"), format!("description of `{a}`"))
+                .with_help(format!(
+                    "say what sets `{b}` apart so the model can choose, merge the two, or declare them a `pair`"
+                )),
+            );
         }
     }
 
@@ -1828,6 +1815,117 @@ pub fn expand_toolsets(loaded: &Loaded) -> Vec<HashSet<&str>> {
             seen
         })
         .collect()
+}
+
+/// The sprawl findings (W0501) among descriptions reduced to their `words`: for each tool `j`
+/// in order, the first earlier tool `i` (lowest index) whose words pass [`sprawl_match`] and
+/// for which `skip(i, j)` is false, as `(i, j, jaccard)` sorted by `j`. One report per tool is
+/// enough to find a cluster.
+///
+/// Candidates come from prefix filtering instead of comparing every pair: the words of each
+/// description are ordered rarest first (fewest descriptions, then alphabetically) and only the
+/// first `n - floor(0.9 n) + 1` of its `n` words are indexed. Two word sets with a Jaccard index
+/// of at least [`SPRAWL_THRESHOLD`] share at least `floor(0.9 n)` words of each, so their
+/// indexed prefixes always share a word; every pair that passes is therefore a candidate and
+/// the findings equal those of the pairwise comparison, in near-linear time on catalogs whose
+/// descriptions differ.
+fn sprawl_pairs(
+    words: &[BTreeSet<String>],
+    skip: impl Fn(usize, usize) -> bool,
+) -> Vec<(usize, usize, f64)> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    let compared = |w: &BTreeSet<String>| w.len() >= SPRAWL_MIN_WORDS;
+    let mut frequency: HashMap<&str, usize> = HashMap::new();
+    for w in words.iter().filter(|w| compared(w)) {
+        for word in w {
+            *frequency.entry(word.as_str()).or_default() += 1;
+        }
+    }
+    // Rank of each word: rarest first, ties alphabetical.
+    let mut ranked: Vec<(&str, usize)> = frequency.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+    let rank: HashMap<&str, u32> = ranked
+        .iter()
+        .enumerate()
+        .map(|(r, (word, _))| (*word, r as u32))
+        .collect();
+    // Each description as its sorted word ranks (empty when too short to compare).
+    let ids: Vec<Vec<u32>> = words
+        .iter()
+        .map(|w| {
+            if !compared(w) {
+                return Vec::new();
+            }
+            let mut v: Vec<u32> = w.iter().map(|word| rank[word.as_str()]).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let prefix_len = |n: usize| {
+        let overlap = (SPRAWL_THRESHOLD * n as f64).floor() as usize;
+        (n - overlap.min(n) + 1).min(n)
+    };
+    // Word rank -> tools (ascending) with that word in their indexed prefix.
+    let mut postings: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut out = Vec::new();
+    for j in 0..ids.len() {
+        if ids[j].is_empty() {
+            continue;
+        }
+        let prefix = &ids[j][..prefix_len(ids[j].len())];
+        // Walk the candidates in ascending order (a merge of the posting lists) so the first
+        // match is the lowest `i`, as in the pairwise comparison.
+        let lists: Vec<&Vec<usize>> = prefix.iter().filter_map(|r| postings.get(r)).collect();
+        let mut heap: BinaryHeap<Reverse<(usize, usize, usize)>> = lists
+            .iter()
+            .enumerate()
+            .map(|(l, list)| Reverse((list[0], l, 0)))
+            .collect();
+        let mut last = None;
+        while let Some(Reverse((i, l, k))) = heap.pop() {
+            if let Some(&next) = lists[l].get(k + 1) {
+                heap.push(Reverse((next, l, k + 1)));
+            }
+            if last == Some(i) {
+                continue;
+            }
+            last = Some(i);
+            if skip(i, j) {
+                continue;
+            }
+            if let Some(jaccard) = sprawl_match(&ids[i], &ids[j]) {
+                out.push((i, j, jaccard));
+                break;
+            }
+        }
+        for r in prefix {
+            postings.entry(*r).or_default().push(j);
+        }
+    }
+    out
+}
+
+/// The Jaccard index of two sorted, distinct word lists when they are sprawl (W0501): at least
+/// [`SPRAWL_THRESHOLD`] and one list a subset of the other; `None` otherwise.
+fn sprawl_match(a: &[u32], b: &[u32]) -> Option<f64> {
+    let (mut x, mut y, mut shared) = (0, 0, 0);
+    while x < a.len() && y < b.len() {
+        match a[x].cmp(&b[y]) {
+            std::cmp::Ordering::Less => x += 1,
+            std::cmp::Ordering::Greater => y += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                x += 1;
+                y += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - shared;
+    let jaccard = shared as f64 / union as f64;
+    let adds_nothing = shared == a.len() || shared == b.len();
+    (jaccard >= SPRAWL_THRESHOLD && adds_nothing).then_some(jaccard)
 }
 
 /// The distinct lower-case words (runs of letters and digits) of a description.
@@ -2020,5 +2118,82 @@ mod tests {
         let a = description_words("Read a file, from the workspace.");
         let b = description_words("read A FILE from the workspace");
         assert_eq!(a, b);
+    }
+    /// The pairwise comparison the indexed sprawl check must agree with.
+    fn sprawl_pairs_pairwise(
+        words: &[BTreeSet<String>],
+        skip: impl Fn(usize, usize) -> bool,
+    ) -> Vec<(usize, usize, f64)> {
+        let mut out = Vec::new();
+        for j in 0..words.len() {
+            if words[j].len() < SPRAWL_MIN_WORDS {
+                continue;
+            }
+            for i in 0..j {
+                if words[i].len() < SPRAWL_MIN_WORDS || skip(i, j) {
+                    continue;
+                }
+                let shared = words[i].intersection(&words[j]).count();
+                let union = words[i].len() + words[j].len() - shared;
+                let jaccard = shared as f64 / union as f64;
+                let adds_nothing = shared == words[i].len() || shared == words[j].len();
+                if jaccard >= SPRAWL_THRESHOLD && adds_nothing {
+                    out.push((i, j, jaccard));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn indexed_sprawl_finds_the_pairwise_pairs() {
+        // A small deterministic generator: descriptions drawn from a small vocabulary, many of
+        // them copies of an earlier one with a word added, dropped or swapped.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        for round in 0..6 {
+            let vocabulary = 20 + round * 40;
+            let mut words: Vec<BTreeSet<String>> = Vec::new();
+            for _ in 0..700 {
+                let set: BTreeSet<String> = if !words.is_empty() && next(3) > 0 {
+                    let mut set = words[next(words.len())].clone();
+                    match next(4) {
+                        0 => {
+                            set.insert(format!("w{}", next(vocabulary)));
+                        }
+                        1 => {
+                            if let Some(w) = set.iter().next().cloned() {
+                                set.remove(&w);
+                            }
+                        }
+                        2 => {
+                            if let Some(w) = set.iter().last().cloned() {
+                                set.remove(&w);
+                            }
+                            set.insert(format!("w{}", next(vocabulary)));
+                        }
+                        _ => {}
+                    }
+                    set
+                } else {
+                    let len = 1 + next(24);
+                    (0..len).map(|_| format!("w{}", next(vocabulary))).collect()
+                };
+                words.push(set);
+            }
+            let skip = |i: usize, j: usize| (i * 7 + j) % 11 == 0;
+            let expected = sprawl_pairs_pairwise(&words, skip);
+            assert!(
+                expected.len() > 50,
+                "round {round}: too few findings to compare"
+            );
+            assert_eq!(sprawl_pairs(&words, skip), expected, "round {round}");
+        }
     }
 }
