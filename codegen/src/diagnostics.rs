@@ -219,17 +219,31 @@ pub fn and_list(items: impl IntoIterator<Item = String>) -> String {
 /// candidate qualifies when its edit distance is at most a third of the longer word (at least 1),
 /// or when the two share a long common start (Jaro-Winkler similarity ≥ 0.83: `destroy` suggests
 /// `destructive`). Among qualifying candidates the smallest distance wins, then the first given.
+///
+/// The edit distance is at least the difference in length, so candidates that could neither
+/// qualify nor beat the best so far are passed over without computing it: an unknown name
+/// checked against thousands of declared ones stays cheap.
 pub fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let normal = |s: &str| s.to_lowercase().replace('_', "-");
     let word_n = normal(word);
+    let word_len = word_n.chars().count();
     let mut best: Option<(usize, &'a str)> = None;
     for candidate in candidates {
         let cand_n = normal(candidate);
+        let cand_len = cand_n.chars().count();
+        let longest = word_len.max(cand_len);
+        let at_least = word_len.abs_diff(cand_len);
+        if best.is_some_and(|(d, _)| at_least >= d) {
+            continue;
+        }
+        let near = at_least <= (longest / 3).max(1);
+        if !near && strsim::jaro_winkler(&word_n, &cand_n) < 0.83 {
+            continue;
+        }
         let distance = strsim::damerau_levenshtein(&word_n, &cand_n);
-        let longest = word_n.chars().count().max(cand_n.chars().count());
         let close =
             distance <= (longest / 3).max(1) || strsim::jaro_winkler(&word_n, &cand_n) >= 0.83;
         if close && best.is_none_or(|(d, _)| distance < d) {
@@ -327,6 +341,62 @@ mod tests {
         let _ = d.render("t.toml", SOURCE);
         let d = Diagnostic::error("E0100", "x", 11..12); // inside `é`
         let _ = d.render("t.toml", SOURCE);
+    }
+
+    /// `did_you_mean` without its shortcuts: every candidate's distance computed.
+    fn did_you_mean_plain<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+        let normal = |s: &str| s.to_lowercase().replace('_', "-");
+        let word_n = normal(word);
+        let mut best: Option<(usize, &'a str)> = None;
+        for &candidate in candidates {
+            let cand_n = normal(candidate);
+            let distance = strsim::damerau_levenshtein(&word_n, &cand_n);
+            let longest = word_n.chars().count().max(cand_n.chars().count());
+            let close =
+                distance <= (longest / 3).max(1) || strsim::jaro_winkler(&word_n, &cand_n) >= 0.83;
+            if close && best.is_none_or(|(d, _)| distance < d) {
+                best = Some((distance, candidate));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    #[test]
+    fn did_you_mean_shortcuts_change_no_answer() {
+        let names: Vec<String> = (0..400)
+            .map(|k| {
+                let stem = [
+                    "get",
+                    "list",
+                    "read_file",
+                    "Create-Issue",
+                    "x",
+                    "update_pull_request",
+                ][k % 6];
+                format!("{stem}{}", "_ab".repeat(k % 5)) + &(k % 7).to_string()
+            })
+            .collect();
+        let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut found = 0;
+        for word in [
+            "get",
+            "lst_1",
+            "read-file_ab3",
+            "create_issue",
+            "y",
+            "update_pull_requests0",
+        ] {
+            for k in [0, 3, 57, 400] {
+                let expected = did_you_mean_plain(word, &candidates[..k]);
+                found += usize::from(expected.is_some());
+                assert_eq!(
+                    did_you_mean(word, candidates[..k].iter().copied()),
+                    expected,
+                    "{word}"
+                );
+            }
+        }
+        assert!(found > 5);
     }
 
     #[test]
