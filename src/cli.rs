@@ -349,10 +349,17 @@ impl std::error::Error for Reported {}
 /// given, so that it is not mistaken for a `tools.toml` in the current directory.
 pub const REFERENCE_LABEL: &str = "<compiled-in reference catalog> (tools.toml)";
 
-/// When no `--catalog` is given but the current directory has a `tools.toml`, says on stderr that
-/// the compiled-in reference catalog is read instead, and how to read that file.
+/// When no `--catalog` is given but the current directory has a `tools.toml` other than the
+/// reference catalog, says on stderr that the compiled-in reference catalog is read instead, and
+/// how to read that file.
 fn note_reference_catalog(arg: &CatalogArg) {
-    if arg.catalog.is_none() && Path::new("tools.toml").is_file() {
+    let local = Path::new("tools.toml");
+    // No note when the file is the reference catalog itself (in this repository).
+    if arg.catalog.is_none()
+        && local.is_file()
+        && toolcat::catalog::read_catalog_source(local).ok().as_deref()
+            != Some(crate::REFERENCE_SOURCE)
+    {
         eprintln!(
             "note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml` to read that file"
         );

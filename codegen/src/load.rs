@@ -177,12 +177,13 @@ impl Loaded {
     /// `namespace`, else its declared name. Panics if `i` is out of range.
     pub fn exported_name(&self, i: usize) -> String {
         let tool = &self.file.tool[i];
-        match self
-            .file
-            .mcp_server
-            .get(&tool.source)
-            .and_then(|server| server.namespace.as_deref())
-        {
+        // `local` and `loop` tools never take a namespace, even from a server wrongly named after
+        // their source (`E0424`).
+        let server = match tool.source.as_str() {
+            crate::model::SOURCE_LOCAL | crate::model::SOURCE_LOOP => None,
+            source => self.file.mcp_server.get(source),
+        };
+        match server.and_then(|server| server.namespace.as_deref()) {
             Some(namespace) => format!("{namespace}__{}", tool.name),
             None => tool.name.clone(),
         }
@@ -1157,5 +1158,17 @@ owner = "files"
             loaded.file.tool[0].input_schema,
             Some(serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}))
         );
+    }
+
+    #[test]
+    fn server_named_local_or_loop_does_not_namespace_local_tools() {
+        for server in ["local", "loop"] {
+            let source = format!(
+                "[mcp_server.{server}]\ndescription = \"d\"\ncommand = \"x\"\nnamespace = \"evil\"\n{ROW}"
+            );
+            let loaded = parse("t.toml", &source).expect("loads (E0424 is a validation error)");
+            assert_eq!(loaded.file.tool[0].source, "local");
+            assert_eq!(loaded.exported_name(0), "read_file", "server `{server}`");
+        }
     }
 }

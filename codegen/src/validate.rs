@@ -61,8 +61,9 @@
 //! - `E0410` a tool in no toolset — it could never become visible.
 //! - `E0411` empty description (tools and every side table) — the model reads it to choose.
 //! - `E0412` `input_schema` on a local or loop tool (their schema comes from the handler's Rust
-//!   type), or an `input_schema` that is not a JSON object schema (`type`, when present, must be
-//!   `"object"`) — every export target requires object parameters.
+//!   type), or an `input_schema` that is not a JSON object schema with `type = "object"` (present:
+//!   MCP and Anthropic reject a schema without it) — every export target requires object
+//!   parameters.
 //! - `E0413` `rate_limit` not `N/sec`, `N/min` or `N/hour` with `N` ≥ 1.
 //! - `E0414` `removal` that is not a real `YYYY-MM-DD` date.
 //! - `E0415` `replaced_by` or `removal` on a tool that is not deprecated — stale lifecycle data.
@@ -78,6 +79,11 @@
 //!   capability boundary or leave the tool without what it needs.
 //! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), or with `args`
 //!   but no `command` — the runtime could not reach the server.
+//! - `E0424` `[mcp_server.local]` or `[mcp_server.loop]`: `local` and `loop` are the sources of
+//!   handler-backed tools and meta-tools, so such a server's tools and namespace would be confused
+//!   with them.
+//! - `E0425` an MCP server `namespace` containing `__` (or empty): the exported name is
+//!   `NAMESPACE__TOOL`, so a `__` inside the namespace makes the split ambiguous.
 //! - `E0422` a client cap `max_tools` (on a profile or a preset) that one request could exceed:
 //!   the tools a turn sends before discovery — the inline tools of the active toolsets, the
 //!   discovery meta-tools when a discoverable tool is reachable, and the tools they `require` —
@@ -215,6 +221,8 @@ pub const RULES: &[Rule] = &[
         "E0423",
         "server `input_schema` an export target cannot take",
     ),
+    error("E0424", "MCP server named `local` or `loop`"),
+    error("E0425", "MCP server `namespace` empty or containing `__`"),
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
     warning("W0503", "toolset with no tools"),
@@ -567,6 +575,34 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let name = &entry.name;
+            if name == SOURCE_LOCAL || name == SOURCE_LOOP {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0424",
+                        format!("`[mcp_server.{name}]` takes a reserved name"),
+                        entry.spans.header.clone(),
+                    )
+                    .with_label("reserved for handler-backed tools and meta-tools")
+                    .with_help(format!(
+                        "rename the server, e.g. `[mcp_server.{name}_server]`, and its tools' `source`: `local` and `loop` are not MCP servers"
+                    )),
+                );
+            }
+            if let Some(namespace) = &server.namespace {
+                if namespace.is_empty() || namespace.contains("__") {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0425",
+                            format!("`namespace` of `[mcp_server.{name}]` is `{namespace}`: empty or containing `__`"),
+                            entry.spans.value("namespace"),
+                        )
+                        .with_label("exported names would be ambiguous")
+                        .with_help(
+                            "exported names are `NAMESPACE__TOOL`: use a namespace without `__`, e.g. `gh` or `my_server`, or remove `namespace`",
+                        ),
+                    );
+                }
+            }
             match (&server.command, &server.url) {
                 (None, None) => self.out.push(
                     Diagnostic::error(
@@ -1098,7 +1134,7 @@ impl<'a> Checker<'a> {
         let problem = match schema.as_object() {
             None => Some("is not a JSON object".to_string()),
             Some(object) => match object.get("type") {
-                None => None,
+                None => Some("has no `type`".to_string()),
                 Some(serde_json::Value::String(t)) if t == "object" => None,
                 Some(serde_json::Value::String(t)) => {
                     Some(format!("is not an object schema: its `type` is `{t}`"))
@@ -1110,7 +1146,11 @@ impl<'a> Checker<'a> {
             self.out.push(
                 Diagnostic::error("E0412", format!("`input_schema` of tool `{name}` {problem}"), spans.value("input_schema"))
                     .with_label("not an object schema")
-                    .with_help("write a JSON Schema of an object, e.g. `input_schema = { type = \"object\", properties = {} }`"),
+                    .with_help(if schema.get("type").is_none() && schema.is_object() {
+                        "add `type = \"object\"`: MCP and Anthropic reject an input schema without it, e.g. `input_schema = { type = \"object\", properties = {} }`"
+                    } else {
+                        "write a JSON Schema of an object, e.g. `input_schema = { type = \"object\", properties = {} }`"
+                    }),
             );
             return;
         }
