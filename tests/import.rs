@@ -821,3 +821,28 @@ fn missing_path_is_an_error_naming_it() {
     assert!(matches!(err, ImportError::Read { .. }));
     assert!(err.to_string().contains("no_such_file.json"), "{err}");
 }
+
+#[test]
+fn json_with_a_byte_order_mark_imports_like_without() {
+    let plain = fixture("mcp_tools.json");
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marked = dir.path().join("mcp_tools.json");
+    std::fs::write(&marked, format!("\u{feff}{text}")).unwrap();
+    let options = ImportOptions::default();
+    let a = imported(ImportKind::McpToolsJson, &plain, &options);
+    let b = imported(ImportKind::McpToolsJson, &marked, &options);
+    let json = |out: &ImportOutput| serde_json::to_value(&out.catalog).unwrap();
+    assert_eq!(json(&a), json(&b));
+    assert!(!a.catalog.tool.is_empty());
+}
+
+#[test]
+fn only_regular_files_are_read() {
+    // A device would never end; a directory is not a file of this source kind.
+    for path in [Path::new("/dev/zero").to_path_buf(), fixture("")] {
+        let err = import(ImportKind::McpToolsJson, &path).unwrap_err();
+        assert!(matches!(err, ImportError::Read { .. }), "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}

@@ -843,10 +843,51 @@ struct Surface {
     warnings: Vec<String>,
 }
 
+/// The largest source file an import reads, in bytes (64 MiB; the largest real surface,
+/// LiveMCPBench's `tools.json`, is a few MiB).
+pub const MAX_IMPORT_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a source file as UTF-8 text with any leading byte-order mark removed (as the TOML
+/// reader does). Only regular files (or links to them) up to [`MAX_IMPORT_FILE_BYTES`] are read,
+/// so a FIFO or a device such as `/dev/zero` is an error instead of a hang.
+///
+/// # Errors
+/// [`ImportError::Read`] when the path is missing, not a regular file, larger than the cap, or
+/// not UTF-8.
 fn read_text(path: &Path) -> Result<String, ImportError> {
-    std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+    use std::io::{Error, ErrorKind, Read};
+    let fail = |source: Error| ImportError::Read {
         path: path.to_path_buf(),
         source,
+    };
+    let meta = std::fs::metadata(path).map_err(fail)?;
+    if !meta.is_file() {
+        return Err(fail(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a directory, FIFO or device)",
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(fail)?
+        .take(MAX_IMPORT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(fail)?;
+    if bytes.len() as u64 > MAX_IMPORT_FILE_BYTES {
+        return Err(fail(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than the import limit of {MAX_IMPORT_FILE_BYTES} bytes"),
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        fail(Error::new(
+            ErrorKind::InvalidData,
+            format!("not UTF-8: {e}"),
+        ))
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
     })
 }
 
