@@ -846,3 +846,17 @@ fn only_regular_files_are_read() {
         assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }
+
+#[test]
+fn mcp_tools_json_refuses_a_livemcpbench_file() {
+    let path = fixture("livemcpbench_small.json");
+    let err = import(ImportKind::McpToolsJson, &path).unwrap_err();
+    assert!(matches!(err, ImportError::Shape { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("did you mean `--from livemcpbench`?"),
+        "{err}"
+    );
+    // The same file is accepted by the source kind it belongs to.
+    imported(ImportKind::LiveMcpBench, &path, &ImportOptions::default());
+}

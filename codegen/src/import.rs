@@ -1013,6 +1013,25 @@ fn read_mcp_tools_json(path: &Path, text: &str, server: &str) -> Result<Surface,
             "the list carries `nextCursor` {cursor}: it is one page of a longer `tools/list`; tools of later pages are missing"
         ));
     }
+    // LiveMCPBench's `tools.json` is also an array of objects with a `name`: its entries are
+    // servers (a `tools` member, no `inputSchema`), and reading them as tools would import every
+    // server as one bogus tool.
+    if let Value::Array(items) = &list {
+        let servers = items
+            .iter()
+            .filter(|v| v.get("tools").is_some() && v.get("inputSchema").is_none())
+            .count();
+        if servers > 0 && items.iter().all(|v| v.get("inputSchema").is_none()) {
+            return Err(ImportError::Shape {
+                path: path.to_path_buf(),
+                expected: MCP_TOOLS_SHAPE,
+                detail: format!(
+                    "{servers} of its {} entries hold a `tools` member and none an `inputSchema`: they are servers, not tools; did you mean `--from livemcpbench`?",
+                    items.len()
+                ),
+            });
+        }
+    }
     let tools: Vec<McpTool> = serde_json::from_value(list).map_err(json_error)?;
     let tools = tools
         .into_iter()
