@@ -552,7 +552,7 @@ fn list(a: &ListArgs) -> anyhow::Result<ExitCode> {
                 c.exposure(t).as_str()
             )?;
         }
-        eprintln!("{} tools", tools.len());
+        eprintln!("{}", count(tools.len(), "tool"));
     }
     Ok(ExitCode::SUCCESS)
 }
