@@ -539,4 +539,20 @@ mod tests {
             errors[0]
         );
     }
+
+    #[test]
+    fn bom_at_start_of_catalog_does_not_shift_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("crate");
+        std::fs::create_dir_all(manifest.join("src")).unwrap();
+        std::fs::write(manifest.join("tools.toml"), "\u{feff}nope = \n").unwrap();
+        let directives = generate(&manifest, Path::new("tools.toml"), &dir.path().join("out"));
+        let errors = errors(&directives);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("tools.toml:1:8: error[E0100]")),
+            "{errors:#?}"
+        );
+    }
 }
