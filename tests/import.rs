@@ -860,3 +860,54 @@ fn mcp_tools_json_refuses_a_livemcpbench_file() {
     // The same file is accepted by the source kind it belongs to.
     imported(ImportKind::LiveMcpBench, &path, &ImportOptions::default());
 }
+
+#[test]
+fn livemcpbench_config_transports_are_cleaned_up() {
+    let server = |key: &str, config: &str| {
+        format!(
+            r#"{{"name": "{key}", "description": "d", "config": {{"mcpServers": {{"{key}": {config}}}}},
+               "tools": {{"{key}": {{"tools": [{{"name": "ping_{key}", "description": "Pings the {key} host once.",
+               "inputSchema": {{"type": "object"}}}}]}}}}}}"#
+        )
+    };
+    let text = format!(
+        "[{}, {}, {}]",
+        server(
+            "both",
+            r#"{"command": "npx", "args": ["srv"], "url": "https://x.invalid/mcp"}"#
+        ),
+        server(
+            "blank",
+            r#"{"command": " ", "url": "https://y.invalid/mcp"}"#
+        ),
+        server(
+            "odd",
+            r#"{"command": "srv", "args": ["--port", 8080, true, null, {"a": 1}]}"#
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.json");
+    std::fs::write(&path, text).unwrap();
+    let out = imported(ImportKind::LiveMcpBench, &path, &ImportOptions::default());
+    compiles(&out);
+    let servers = &out.catalog.mcp_server;
+    assert_eq!(servers["both"].command.as_deref(), Some("npx"));
+    assert_eq!(servers["both"].url, None);
+    assert_eq!(servers["blank"].command, None);
+    assert_eq!(
+        servers["blank"].url.as_deref(),
+        Some("https://y.invalid/mcp")
+    );
+    assert_eq!(servers["odd"].args, ["--port", "8080", "true"]);
+    let warnings = out.report.warnings.join("\n");
+    assert!(
+        warnings.contains("server `both` states both `command`"),
+        "{warnings}"
+    );
+    for k in [1, 2, 3, 4] {
+        assert!(
+            warnings.contains(&format!("server `odd`: argument {k} of `args`")),
+            "{warnings}"
+        );
+    }
+}

@@ -38,7 +38,10 @@
 //! - Every server becomes `[mcp_server.NAME]` with a description from the source (for LiveMCPBench
 //!   `"DISPLAY NAME: DESCRIPTION"`) and exactly one transport, `command` (with `args`) or `url`:
 //!   [`ImportOptions::transport`] for a one-server source when given, else what the source states
-//!   (LiveMCPBench's `config`; for GitHub the local server's documented launch,
+//!   (LiveMCPBench's `config`, where an empty `command` or `url` counts as missing and a
+//!   config stating both keeps the `command` with a report warning; non-string `args` are
+//!   reported, numbers and booleans kept as their text; for GitHub the local server's documented
+//!   launch,
 //!   `github-mcp-server stdio`), else the placeholder `command = NAME`, marked by a comment in the
 //!   text and a warning in the report.
 //! - Every tool becomes one `[[tool]]` row with `source = NAME` of its server, `owner = NAME` of
@@ -1096,24 +1099,51 @@ fn read_livemcpbench(path: &Path, text: &str) -> Result<Surface, ImportError> {
                 .as_ref()
                 .and_then(|c| c.get("mcpServers"))
                 .and_then(|s| s.get(&key));
-            let command = launch
-                .and_then(|l| l.get("command"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let args = launch
-                .and_then(|l| l.get("args"))
+            // An empty or blank `command`/`url` counts as missing.
+            let text_field = |field: &str| {
+                launch
+                    .and_then(|l| l.get(field))
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+            };
+            let command = text_field("command");
+            let mut args = Vec::new();
+            let raw_args = launch.and_then(|l| l.get("args"));
+            for (k, arg) in raw_args
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let url = launch
-                .and_then(|l| l.get("url"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                match arg {
+                    Value::String(a) => args.push(a.clone()),
+                    Value::Number(_) | Value::Bool(_) => {
+                        surface.warnings.push(format!(
+                            "server `{key}`: argument {k} of `args` is {arg}, not a string; passed as the text `{arg}`"
+                        ));
+                        args.push(arg.to_string());
+                    }
+                    _ => surface.warnings.push(format!(
+                        "server `{key}`: argument {k} of `args` is {arg}, not a string; left out, add it by hand if the server needs it"
+                    )),
+                }
+            }
+            if raw_args.is_some_and(|a| !a.is_array()) {
+                surface.warnings.push(format!(
+                    "server `{key}`: `args` is not an array; left out, set `args` by hand if the server needs them"
+                ));
+            }
+            let mut url = text_field("url");
+            // `[mcp_server]` takes one transport (E0421): a config stating both is launched with
+            // its `command`, the local form LiveMCPBench runs its servers in.
+            if let (Some(c), Some(u)) = (&command, &url) {
+                surface.warnings.push(format!(
+                    "server `{key}` states both `command` `{c}` and `url` `{u}`; kept the `command`, set `url` instead of `command`/`args` to reach it over HTTP"
+                ));
+                url = None;
+            }
             if launch.and_then(|l| l.get("env")).is_some() {
                 surface.warnings.push(format!(
                     "server `{key}` is launched with environment variables (`env`), which `[mcp_server]` does not hold; set them where the server runs"
