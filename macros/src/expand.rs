@@ -45,7 +45,10 @@ impl Catalog {
         };
         let shown = path.display().to_string();
         match std::fs::read_to_string(&path) {
-            Ok(source) => Catalog::from_source(&shown, &source),
+            // A UTF-8 byte order mark is not TOML: columns on line 1 count from after it.
+            Ok(source) => {
+                Catalog::from_source(&shown, source.strip_prefix('\u{feff}').unwrap_or(&source))
+            }
             Err(e) => Catalog {
                 file_name: file_name(&path),
                 rows: Err(format!(
