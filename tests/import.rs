@@ -744,8 +744,13 @@ fn classify_takes_every_missing_hint_on_the_safe_side() {
             (Read, Tier::Silent, Exposure::ReadOnly, false, true),
         ),
         (
-            (Some(true), Some(true), Some(true), Some(false)),
+            (Some(true), Some(false), Some(true), Some(false)),
             (Read, Tier::Silent, Exposure::ReadOnly, true, false),
+        ),
+        // Contradictory hints: the destructive reading wins.
+        (
+            (Some(true), Some(true), Some(true), Some(false)),
+            (Destructive, Tier::Gated, Exposure::Full, true, false),
         ),
         (
             (Some(false), Some(false), None, None),
@@ -910,4 +915,21 @@ fn livemcpbench_config_transports_are_cleaned_up() {
             "{warnings}"
         );
     }
+}
+
+#[test]
+fn contradictory_hints_import_gated_with_a_warning() {
+    let text = r#"{"tools": [{"name": "wipe_cache", "description": "Clears the cache of the host.",
+        "inputSchema": {"type": "object"},
+        "annotations": {"readOnlyHint": true, "destructiveHint": true}}]}"#;
+    let out = import_mcp_tools_json_str(Path::new("list.json"), text, "cache").unwrap();
+    let row = row(&out, "wipe_cache");
+    assert_eq!(row.effect, EffectKind::Destructive);
+    assert_eq!(row.tier, Tier::Gated);
+    let warnings = out.report.warnings.join("\n");
+    assert!(
+        warnings.contains("`wipe_cache` of server `cache` has both `readOnlyHint: true` and `destructiveHint: true`"),
+        "{warnings}"
+    );
+    compiles(&out);
 }

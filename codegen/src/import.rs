@@ -84,9 +84,13 @@
 //!
 //! | annotations                                     | effect        | tier     | exposure    |
 //! |-------------------------------------------------|---------------|----------|-------------|
-//! | `readOnlyHint: true`                            | `read`        | `silent` | `read-only` |
+//! | `readOnlyHint: true` (and `destructiveHint` not true) | `read`  | `silent` | `read-only` |
 //! | otherwise, `destructiveHint: false`             | `write`       | `gated`  | `staging`   |
 //! | otherwise (`destructiveHint` true or missing)   | `destructive` | `gated`  | `full`      |
+//!
+//! Contradictory hints, `readOnlyHint: true` with `destructiveHint: true`, are read on the safe
+//! side as destructive (gated, `full`), with a warning in the report: hints come from the server
+//! and are not trusted to settle the contradiction the lenient way.
 //!
 //! A write the server declares non-destructive is additive, so it is listed from the `staging` scope
 //! on; anything that may delete or overwrite only in `full`. `idempotent` is `idempotentHint`
@@ -670,13 +674,16 @@ pub struct Classification {
 /// Derives effect, tier, exposure, `idempotent` and `open_world` from MCP hints, a missing hint
 /// taken on the safe side (the table in the [module documentation](self#effect-tier-exposure-from-mcp-annotations)).
 pub fn classify(hints: &McpHints) -> Classification {
-    let (effect, tier, exposure) = if hints.read_only == Some(true) {
-        (EffectKind::Read, Tier::Silent, Exposure::ReadOnly)
-    } else if hints.destructive == Some(false) {
-        (EffectKind::Write, Tier::Gated, Exposure::Staging)
-    } else {
-        (EffectKind::Destructive, Tier::Gated, Exposure::Full)
-    };
+    // `readOnlyHint: true` with `destructiveHint: true` contradicts itself; a server's hints are
+    // not to be trusted, so the destructive reading wins.
+    let (effect, tier, exposure) =
+        if hints.read_only == Some(true) && hints.destructive != Some(true) {
+            (EffectKind::Read, Tier::Silent, Exposure::ReadOnly)
+        } else if hints.destructive == Some(false) {
+            (EffectKind::Write, Tier::Gated, Exposure::Staging)
+        } else {
+            (EffectKind::Destructive, Tier::Gated, Exposure::Full)
+        };
     Classification {
         effect,
         tier,
@@ -1859,6 +1866,12 @@ fn tool_rows(
         };
         let input_schema = row_schema(tool, &tref, findings, warnings);
         let class = classify(&tool.hints);
+        if tool.hints.read_only == Some(true) && tool.hints.destructive == Some(true) {
+            warnings.push(format!(
+                "`{}` of server `{}` has both `readOnlyHint: true` and `destructiveHint: true`; imported as destructive and gated, the safe side",
+                tref.name, tref.server
+            ));
+        }
         let keys = if tool.toolsets.is_empty() {
             vec![ToolsetKey::Server(si)]
         } else {
