@@ -14,6 +14,8 @@ mod invalid_catalogs;
 mod readme;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
 mod replay;
+/// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
+mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
 mod tidy;
 /// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).

@@ -42,8 +42,9 @@ impl<T> Spanned<T> {
     description = "toolcat catalog: every tool of an agent declared once; every other list is derived."
 )]
 pub struct CatalogFile {
-    /// The export targets every tool's exported name and input schema must fit (see
-    /// [`crate::targets`]); when empty, all of them.
+    /// The export targets the exported names and server tools' input schemas must fit:
+    /// `openai`, `anthropic`, `gemini`, `mcp`. When empty, names must fit all four and schemas
+    /// are not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Target>,
     /// Remote MCP servers that tool rows may name as their `source`.
@@ -131,8 +132,7 @@ pub struct PresetDecl {
 pub struct ToolDecl {
     /// Unique; ASCII letters, digits, `_`, `-` (and `.` or `:` when every export target accepts
     /// them). The exported name (`NS__name` when the source server has a namespace) must fit
-    /// every target of the catalog: 64 characters for OpenAI, Anthropic and Gemini, 128 for MCP
-    /// (see [`crate::targets`]).
+    /// every target of the catalog: 64 characters for OpenAI, Anthropic and Gemini, 128 for MCP.
     #[schemars(regex(pattern = r"^[a-zA-Z0-9_.:-]{1,128}$"))]
     pub name: String,
     /// What the model reads.
@@ -324,7 +324,7 @@ impl Status {
 
 code_enum! {
     /// A wire format tool definitions are exported to; each has its own rules for names and
-    /// input schemas ([`crate::targets`]).
+    /// input schemas (the `targets` module of toolcat-codegen).
     Target {
         /// OpenAI function tools (Chat Completions and Responses), strict mode where possible.
         OpenAi = "openai" => 0,

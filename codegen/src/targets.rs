@@ -2,8 +2,9 @@
 //! that make a schema fit, and the report of what was rewritten, fell back or cannot be exported.
 //!
 //! A catalog names its targets in `tools.toml` with the top-level key
-//! `targets = ["openai", "anthropic", "gemini", "mcp"]`; a file that names none is held to all
-//! four. `toolcat check --target openai,gemini` checks the given targets instead.
+//! `targets = ["openai", "anthropic", "gemini", "mcp"]`; the names of a file that declares none
+//! are held to all four (and its server schemas to none). `toolcat check --target openai,gemini`
+//! checks the given targets instead.
 //!
 //! ## Names
 //! Checked on the *exported* name (`NS__name` for a tool of a namespaced server), see
@@ -38,7 +39,8 @@
 //!   makes the model send `null` for an argument it means to leave out: [`restore_arguments`]
 //!   turns such `null`s back into absent arguments before the call is validated and run.
 //! - **`gemini`** ([`gemini`]): the Gemini `Schema` object, a subset of OpenAPI 3.0. `$ref`s into
-//!   `$defs` (or `definitions`) are inlined and `$defs` dropped; `anyOf [T, {"type": "null"}]` and
+//!   the schema (`#/$defs/X`, `#/definitions/X`, any JSON Pointer) are inlined and `$defs`
+//!   dropped; `anyOf [T, {"type": "null"}]` and
 //!   `"type": [T, "null"]` become `T` with `nullable: true`; a `type` list of several types and
 //!   `oneOf` become `anyOf`; a one-branch `allOf` is merged into its parent; `const` becomes a
 //!   one-value `enum`; keywords outside the `Schema` object (`additionalProperties`, `$comment`,
@@ -58,10 +60,12 @@
 //!
 //! ## Where the checks run
 //! - **Build time** (`toolcat_codegen::build::compile_catalog`) and `toolcat check`: validation
-//!   checks the names of every tool and the declared `input_schema` of every server tool against
-//!   the catalog's targets (`E0423` for a server schema a target cannot take). A local tool's
-//!   schema comes from its handler's Rust type, which a build script cannot see before the crate
-//!   is compiled, so the build checks local tools' names only.
+//!   checks the names of every tool against the catalog's targets (all four when it declares
+//!   none), and the declared `input_schema` of every server tool against the targets it
+//!   *declares* (`E0423` for a schema a target cannot take; a catalog that declares no targets,
+//!   such as one just imported, gets no schema check until it says where it is exported). A
+//!   local tool's schema comes from its handler's Rust type, which a build script cannot see
+//!   before the crate is compiled, so the build checks local tools' names only.
 //! - `toolcat check --target ...` on the reference catalog compiled into the binary also checks
 //!   and reports every handler's schema (`toolcat::export::target_report`); on a catalog read
 //!   with `--catalog`, local tools have no handler and are reported as unchecked.
@@ -1024,7 +1028,8 @@ pub fn gemini(tool: &str, schema: &Value) -> Exported {
         tool,
         root: &original,
         findings: Vec::new(),
-        inlining: Vec::new(),
+        // The root is being expanded from the start: a `$ref` to `#` is recursive.
+        inlining: vec!["#".to_string()],
         inlined: std::collections::BTreeSet::new(),
     };
     let rewritten = pass.node(&original, "", 0);
@@ -1139,16 +1144,17 @@ impl GeminiPass<'_> {
         if let Some(reference) = map.shift_remove("$ref") {
             let reference = reference.as_str().unwrap_or_default().to_string();
             let at = pointer(path, "$ref");
+            // Any JSON Pointer into the same schema: `#/$defs/X`, `#/definitions/X`,
+            // `#/properties/data/items`, ...
             let target = reference
                 .strip_prefix('#')
-                .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
                 .and_then(|p| self.root.pointer(p));
             let Some(definition) = target else {
                 self.error(
                     "gemini-ref",
                     &at,
                     format!(
-                        "`$ref` `{reference}` does not point into `$defs`, so it cannot be inlined"
+                        "`$ref` `{reference}` does not point into this schema, so it cannot be inlined"
                     ),
                 );
                 return None;
@@ -1670,6 +1676,8 @@ pub fn compile_str_for(
     let mut loaded = crate::load::parse(path, source)?;
     if let Some(targets) = targets {
         loaded.file.targets = targets.to_vec();
+        // Diagnostics must not point at the file's own `targets` as the reason.
+        loaded.targets_span = 0..0;
     }
     let diagnostics = crate::validate::validate(&loaded);
     if diagnostics.iter().any(Diagnostic::is_error) {
@@ -2019,6 +2027,22 @@ mod tests {
         assert_eq!(e.schema, recursive, "the input comes back unchanged");
         let foreign = json!({"type": "object", "properties": {"x": {"$ref": "https://example.invalid/x.json"}}});
         assert!(!gemini("t", &foreign).is_ok());
+        // A pointer into the schema itself is inlined; one that recurses cannot be.
+        let pointer = json!({"type": "object", "properties": {
+            "a": {"type": "string", "description": "first"},
+            "b": {"$ref": "#/properties/a"}
+        }});
+        let e = gemini("t", &pointer);
+        assert!(e.is_ok(), "{:#?}", e.findings);
+        assert_eq!(
+            e.schema["properties"]["b"],
+            json!({"type": "string", "description": "first"})
+        );
+        let tree = json!({"type": "object", "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#"}}
+        }});
+        assert!(!gemini("t", &tree).is_ok());
         let several = json!({"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"minLength": 1}]}}});
         assert!(!gemini("t", &several).is_ok());
     }

@@ -91,10 +91,12 @@
 //!   every toolset in declaration order, as for `E0407`); the error names the toolset whose
 //!   addition tips the count over — clients hard-cap the tools of a request (40, 50, 80, 128) and
 //!   fail or drop tools beyond it.
-//! - `E0423` a server tool's `input_schema` that one of the catalog's export targets cannot take
-//!   even after the target's rewrites (a recursive `$ref` for Gemini, ...; see
-//!   [`crate::targets`]) — the tool could not be sent to that provider. Local tools' schemas come
-//!   from their handlers and are checked by `toolcat check --target` on the compiled catalog.
+//! - `E0423` a server tool's `input_schema` that one of the export targets the catalog declares
+//!   (`targets = [...]`, or `toolcat check --target`) cannot take even after the target's
+//!   rewrites (a recursive `$ref` for Gemini, ...; see [`crate::targets`]) — the tool could not
+//!   be sent to that provider. A catalog that declares no targets gets no schema check (names
+//!   are still held to all four). Local tools' schemas come from their handlers and are checked
+//!   by `toolcat check --target` on the compiled catalog.
 //!
 //! **Warnings** (shown, never fail the build)
 //! - `W0501` sprawl: two tools whose normalised descriptions (the distinct lower-case words of
@@ -447,7 +449,7 @@ impl<'a> Checker<'a> {
                     targets::target_list(&targets)
                 ))
                 .with_help(format!(
-                    "rename it, e.g. `{suggestion}`, or drop {} from `targets`; {}",
+                    "rename it, e.g. `{suggestion}`, or drop {} from the targets; {}",
                     targets::target_list(&targets),
                     sources.join("; ")
                 )),
@@ -484,10 +486,14 @@ impl<'a> Checker<'a> {
                     format!("{what} is {len} characters, more than {limit}"),
                     span,
                 )
-                .with_label(format!("{} characters over the limit", len - limit))
+                .with_label(match len - limit {
+                    1 => "1 character over the limit".to_string(),
+                    n => format!("{n} characters over the limit"),
+                })
                 .with_help(format!(
-                    "shorten the name to at most {limit} characters in all: {} reject longer tool names ({})",
+                    "shorten the name to at most {limit} characters in all: {} {} longer tool names ({})",
                     targets::target_list(&rejecting),
+                    if rejecting.len() == 1 { "rejects" } else { "reject" },
                     titles.join("; ")
                 )),
             ));
@@ -1154,8 +1160,14 @@ impl<'a> Checker<'a> {
             );
             return;
         }
-        // E0423: every target of the catalog must be able to take the schema.
-        for &target in &self.targets {
+        // E0423: every target the catalog declares must be able to take the schema; a catalog
+        // that declares none (one just imported) gets no schema check.
+        let declared = if self.loaded.file.targets.is_empty() {
+            Vec::new()
+        } else {
+            self.targets.clone()
+        };
+        for &target in &declared {
             let exported = targets::export_schema(target, &self.exported[i], schema);
             let errors: Vec<&targets::Finding> = exported
                 .findings
@@ -1183,7 +1195,7 @@ impl<'a> Checker<'a> {
                 )
                 .with_label(format!("at `{at}`"))
                 .with_help(format!(
-                    "write the schema without it, or drop `{target}` from `targets`; rule `{}`: {} ({}, {})",
+                    "write the schema without it, or drop `{target}` from the targets; rule `{}`: {} ({}, {})",
                     rule.id, rule.summary, rule.source.title, rule.source.url
                 )),
             );
