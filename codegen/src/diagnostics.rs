@@ -114,7 +114,11 @@ impl Diagnostic {
 
     /// The first line alone: `PATH:LINE:COL: error[CODE]: message`.
     pub fn headline(&self, path: &str, source: &str) -> String {
-        let (line, col) = self.line_col(source);
+        self.headline_in(path, source, &Lines::new(source))
+    }
+
+    fn headline_in(&self, path: &str, source: &str, lines: &Lines) -> String {
+        let (line, col) = lines.line_col(source, self.span.start);
         format!(
             "{path}:{line}:{col}: {}[{}]: {}",
             self.severity.as_str(),
@@ -127,7 +131,14 @@ impl Diagnostic {
     /// a caret under the span and the label, then the `help:` line. Plain text, no ANSI colour,
     /// ends with a newline.
     pub fn render(&self, path: &str, source: &str) -> String {
-        let mut out = self.headline(path, source);
+        self.render_in(path, source, &Lines::new(source))
+    }
+
+    /// [`Self::render`] with the line starts of `source` computed once by the caller. Only the
+    /// lines the spans touch are handed to the renderer (with their line number), so rendering
+    /// costs the size of those lines, not of the whole file.
+    fn render_in(&self, path: &str, source: &str, lines: &Lines) -> String {
+        let mut out = self.headline_in(path, source, lines);
         out.push('\n');
         let level = match self.severity {
             Severity::Error => Level::ERROR,
@@ -136,15 +147,31 @@ impl Diagnostic {
         let mut group = Group::with_level(level);
         if self.span != (0..0) {
             let primary = clamp(source, &self.span);
-            let mut snippet = Snippet::source(source).annotation(
-                AnnotationKind::Primary
-                    .span(primary)
-                    .label(self.label.as_deref()),
-            );
-            for (span, label) in &self.related {
+            let related: Vec<Span> = self.related.iter().map(|(s, _)| clamp(source, s)).collect();
+            let lo = related
+                .iter()
+                .map(|s| s.start)
+                .fold(primary.start, usize::min);
+            let hi = related.iter().map(|s| s.end).fold(primary.end, usize::max);
+            let first = lines.line_of(lo);
+            let start = lines.starts[first];
+            let end = lines
+                .starts
+                .get(lines.line_of(hi) + 1)
+                .copied()
+                .unwrap_or(source.len());
+            let shift = |s: &Span| s.start - start..s.end - start;
+            let mut snippet = Snippet::source(&source[start..end])
+                .line_start(first + 1)
+                .annotation(
+                    AnnotationKind::Primary
+                        .span(shift(&primary))
+                        .label(self.label.as_deref()),
+                );
+            for (span, (_, label)) in related.iter().zip(&self.related) {
                 snippet = snippet.annotation(
                     AnnotationKind::Context
-                        .span(clamp(source, span))
+                        .span(shift(span))
                         .label(label.as_str()),
                 );
             }
@@ -170,12 +197,13 @@ impl Diagnostic {
 /// Renders every diagnostic, in order, separated by blank lines, followed by a summary line
 /// (`error: 3 errors and 1 warning in PATH`) when there is at least one diagnostic.
 pub fn render_all(diagnostics: &[Diagnostic], path: &str, source: &str) -> String {
+    let lines = Lines::new(source);
     let mut out = String::new();
     for d in diagnostics {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(&d.render(path, source));
+        out.push_str(&d.render_in(path, source, &lines));
     }
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
@@ -266,6 +294,35 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
 
 /// `span` moved inside `source` and onto character boundaries, so rendering never panics on a
 /// span that came from a different text.
+/// The byte offsets at which the lines of a source start (the first is 0).
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(source: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Lines { starts }
+    }
+
+    /// The 0-based line holding byte `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// [`line_col`] through the line index.
+    fn line_col(&self, source: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(source, offset);
+        let line = self.line_of(offset);
+        let col = source[self.starts[line]..offset].chars().count() + 1;
+        (line + 1, col)
+    }
+}
+
 fn clamp(source: &str, span: &Span) -> Span {
     let start = floor_char_boundary(source, span.start);
     let end = floor_char_boundary(source, span.end.max(start));
@@ -324,6 +381,19 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\u{1b}'), "no ANSI colour by default");
+    }
+
+    #[test]
+    fn line_index_agrees_with_line_col() {
+        let source = "a = 1\n\nnamé = \"ü\"\r\n[x]\nlast";
+        let lines = Lines::new(source);
+        for offset in 0..=source.len() + 2 {
+            assert_eq!(
+                lines.line_col(source, offset),
+                line_col(source, offset),
+                "{offset}"
+            );
+        }
     }
 
     #[test]
