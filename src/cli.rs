@@ -633,6 +633,17 @@ fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             named: &named,
         },
     );
+    // A named or discovered tool outside profile ∩ active toolsets (or deprecated) takes no part in
+    // the plan; say so instead of dropping it silently.
+    for (flag, tools) in [("--named", &named), ("--discovered", &discovered)] {
+        for &t in tools.iter().filter(|&&t| !turn.is_visible(t)) {
+            eprintln!(
+                "note: {flag} `{}` is not in this plan: profile `{}` with the active toolsets does not reach it, or it is deprecated",
+                c.exported_name(t),
+                c.profile_name(p)
+            );
+        }
+    }
     let format = ExportFormat::from(a.format);
     let value = export_plan(&turn, format);
     let mut out = std::io::stdout().lock();

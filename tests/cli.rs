@@ -496,3 +496,26 @@ fn check_without_catalog_labels_the_compiled_in_reference_and_notes_a_local_tool
         );
     }
 }
+
+#[test]
+fn plan_notes_a_named_tool_it_cannot_show_instead_of_dropping_it_silently() {
+    // `minimal` does not own the GitHub tools.
+    let o = toolcat(&[
+        "plan",
+        "--profile",
+        "minimal",
+        "--named",
+        "github__create_pull_request",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: --named `github__create_pull_request` is not in this plan"),
+        "{}",
+        stderr(&o)
+    );
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    assert!(
+        !tools.to_string().contains("github__create_pull_request"),
+        "a tool outside the profile was planned"
+    );
+}
