@@ -11,10 +11,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolcat::codegen::model::{self, EffectKind, Exposure, Status, Tier, Visibility};
+use toolcat::codegen::model::{self, EffectKind, Exposure, Tier, Visibility};
 use toolcat::codegen::tables::{bit, ones, Tables};
 use toolcat::export::{self, ExportFormat};
-use toolcat::Catalog;
+use toolcat::{Catalog, ToolIndex, ToolSource};
 
 /// The command that regenerates `generated/`, named on the first line of every file.
 pub const COMMAND: &str = "toolcat generate";
@@ -35,23 +35,22 @@ pub struct GeneratedFile {
 /// # Errors
 /// When an export of the catalog fails (a tool whose schema cannot be exported).
 pub fn files(catalog: &Catalog) -> anyhow::Result<Vec<GeneratedFile>> {
-    let t = catalog.tables();
     let mut out = vec![
         GeneratedFile {
             path: "tools.md",
-            text: tools_md(t),
+            text: tools_md(catalog),
         },
         GeneratedFile {
             path: "profiles.md",
-            text: profiles_md(t),
+            text: profiles_md(catalog),
         },
         GeneratedFile {
             path: "toolsets.md",
-            text: toolsets_md(t),
+            text: toolsets_md(catalog),
         },
         GeneratedFile {
             path: "authorization.md",
-            text: authorization_md(t),
+            text: authorization_md(catalog),
         },
         GeneratedFile {
             path: "tools.schema.json",
@@ -188,31 +187,16 @@ fn stamp_json(pretty: &str) -> anyhow::Result<String> {
     Ok(text + "\n")
 }
 
-fn code<E>(codes: &[u8], i: usize, decode: fn(u8) -> Option<E>) -> E {
-    decode(codes[i]).expect("derived tables hold only valid codes")
+/// The catalog's handle for tool `i` of the tables.
+fn id(i: usize) -> ToolIndex {
+    ToolIndex(i as u32)
 }
 
-fn tier(t: &Tables, i: usize) -> Tier {
-    code(&t.tier, i, Tier::from_code)
-}
-fn effect(t: &Tables, i: usize) -> EffectKind {
-    code(&t.effect, i, EffectKind::from_code)
-}
-fn exposure(t: &Tables, i: usize) -> Exposure {
-    code(&t.exposure, i, Exposure::from_code)
-}
-fn visibility(t: &Tables, i: usize) -> Visibility {
-    code(&t.visibility, i, Visibility::from_code)
-}
-fn status(t: &Tables, i: usize) -> Status {
-    code(&t.status, i, Status::from_code)
-}
-
-fn source(t: &Tables, i: usize) -> String {
-    match t.source[i] {
-        toolcat::codegen::tables::SOURCE_LOCAL => model::SOURCE_LOCAL.to_string(),
-        toolcat::codegen::tables::SOURCE_LOOP => model::SOURCE_LOOP.to_string(),
-        s => t.server_names[s as usize].to_string(),
+fn source(c: &Catalog, i: usize) -> String {
+    match c.source(id(i)) {
+        ToolSource::Local => model::SOURCE_LOCAL.to_string(),
+        ToolSource::Loop => model::SOURCE_LOOP.to_string(),
+        ToolSource::Server(server) => c.server_name(server).to_string(),
     }
 }
 
@@ -234,19 +218,21 @@ fn profiles_of(t: &Tables, i: usize) -> String {
         .join(", ")
 }
 
-fn effect_text(t: &Tables, i: usize) -> String {
-    let mut s = effect(t, i).to_string();
-    if bit(&t.idempotent, i) {
+fn effect_text(c: &Catalog, i: usize) -> String {
+    let effect = c.effect(id(i));
+    let mut s = effect.kind.to_string();
+    if effect.idempotent {
         s.push_str(", idempotent");
     }
-    if bit(&t.open_world, i) {
+    if effect.open_world {
         s.push_str(", open world");
     }
     s
 }
 
 /// One line per tool with every derived attribute.
-fn tools_md(t: &Tables) -> String {
+fn tools_md(c: &Catalog) -> String {
+    let t = c.tables();
     let mut s = String::new();
     let _ = writeln!(s, "{MD_STAMP}\n\n# Tools\n\n{} tools, in catalog order (the order definitions are sent in).\n", t.len);
     s.push_str("| tool | visibility | tier | effect | exposure | status | source | profiles | toolsets (expanded) |\n");
@@ -256,12 +242,12 @@ fn tools_md(t: &Tables) -> String {
             s,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             t.exported_names[i],
-            visibility(t, i),
-            tier(t, i),
-            effect_text(t, i),
-            exposure(t, i),
-            status(t, i),
-            source(t, i),
+            c.visibility(id(i)),
+            c.tier(id(i)),
+            effect_text(c, i),
+            c.exposure(id(i)),
+            c.status(id(i)),
+            source(c, i),
             profiles_of(t, i),
             toolsets_of(t, i),
         );
@@ -270,7 +256,8 @@ fn tools_md(t: &Tables) -> String {
 }
 
 /// Per profile: the tools it owns.
-fn profiles_md(t: &Tables) -> String {
+fn profiles_md(c: &Catalog) -> String {
+    let t = c.tables();
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -282,7 +269,7 @@ fn profiles_md(t: &Tables) -> String {
         let owned: Vec<usize> = ones(set).collect();
         let inline = owned
             .iter()
-            .filter(|&&i| visibility(t, i) == Visibility::Inline)
+            .filter(|&&i| c.visibility(id(i)) == Visibility::Inline)
             .count();
         let _ = writeln!(
             s,
@@ -304,9 +291,9 @@ fn profiles_md(t: &Tables) -> String {
                 s,
                 "- `{}` — {}, {}, {}",
                 t.exported_names[i],
-                visibility(t, i),
-                tier(t, i),
-                effect(t, i)
+                c.visibility(id(i)),
+                c.tier(id(i)),
+                c.effect(id(i)).kind
             );
         }
         s.push('\n');
@@ -315,7 +302,8 @@ fn profiles_md(t: &Tables) -> String {
 }
 
 /// Per toolset: its members with `includes` expanded.
-fn toolsets_md(t: &Tables) -> String {
+fn toolsets_md(c: &Catalog) -> String {
+    let t = c.tables();
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -355,7 +343,8 @@ fn toolsets_md(t: &Tables) -> String {
 }
 
 /// The tier, effect and exposure tables: who may run what, and what an MCP client gets.
-fn authorization_md(t: &Tables) -> String {
+fn authorization_md(c: &Catalog) -> String {
+    let t = c.tables();
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -363,7 +352,7 @@ fn authorization_md(t: &Tables) -> String {
     );
     for tier_value in Tier::ALL {
         let members: Vec<String> = ones(t.set(&t.tier_bits, tier_value.code() as usize))
-            .map(|i| format!("`{}` ({})", t.exported_names[i], effect_text(t, i)))
+            .map(|i| format!("`{}` ({})", t.exported_names[i], effect_text(c, i)))
             .collect();
         let _ = writeln!(
             s,
@@ -399,7 +388,7 @@ fn authorization_md(t: &Tables) -> String {
         );
     }
     let excluded: Vec<String> = (0..t.len)
-        .filter(|&i| exposure(t, i) == Exposure::Excluded)
+        .filter(|&i| c.exposure(id(i)) == Exposure::Excluded)
         .map(|i| format!("`{}`", t.exported_names[i]))
         .collect();
     let _ = writeln!(
