@@ -7,8 +7,11 @@
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
 //!   with [`preselect`] choosing tools before a turn's first step;
-//! - [`handler`]: the `#[tool]` handler trait, its context and errors.
+//! - [`handler`]: the `#[tool]` handler trait, its context and errors;
+//! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
+//!   results there for reading back piece by piece.
 
+pub mod archive;
 pub mod call;
 pub mod catalog;
 pub mod compiled;
@@ -19,10 +22,12 @@ mod fixture;
 pub mod handler;
 pub mod plan;
 pub mod preselect;
+pub mod records;
 pub mod search;
 pub mod session;
 pub mod tokens;
 
+pub use archive::{ArchiveError, ArchiveLimits, Bounded, ResultArchive, ResultRef, ResultSlice};
 pub use catalog::{
     Catalog, Effect, McpAnnotations, PresetId, ProfileId, RateLimit, ServerId, ToolIndex,
     ToolSource, ToolsetId,
@@ -31,6 +36,7 @@ pub use error::{CatalogError, NameError, NameKind, SearchError};
 pub use export::ExportFormat;
 pub use handler::{erase, BoxFuture, ErasedHandler, ToolContext, ToolError, ToolHandler};
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
+pub use records::{CallId, CallRecord, CallState, CallStore, NewCall, StoreError};
 pub use search::{Hit, HitKind};
 pub use session::{CallResult, Outcome, Session, SessionOptions};
 pub use tokens::PlanStats;

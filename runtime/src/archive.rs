@@ -1,0 +1,724 @@
+//! The result archive: a tool result over a size budget is stored, and the model receives a
+//! bounded preview and a reference (`result-N`) that `read_tool_result(ref, offset, length)`
+//! reads back piece by piece.
+//!
+//! - [`ResultArchive::bound`] is what the coordinator calls on every result: at or under
+//!   [`ArchiveLimits::inline_budget`] the text comes back whole ([`Bounded::Inline`]); over it the
+//!   text is archived and a preview and reference come back ([`Bounded::Archived`]).
+//! - Entries over [`ArchiveLimits::max_entry`] bytes are cut to that size (at a char boundary) and
+//!   marked truncated; each slice read from them says so.
+//! - After each insertion the oldest entries are evicted until at most
+//!   [`ArchiveLimits::max_entries`] entries holding at most [`ArchiveLimits::max_total`] bytes
+//!   remain. An evicted entry leaves a tombstone (reference, tool, call) so that reading it
+//!   answers [`ArchiveError::Evicted`] — naming the tool to call again — rather than "unknown";
+//!   at most [`MAX_TOMBSTONES`] tombstones are kept, and a reference older than those is still
+//!   known to be evicted because references are never reused.
+//! - Offsets and lengths are counted in characters (Unicode scalar values), never bytes, so a
+//!   slice never splits a UTF-8 character; a slice is also never longer than
+//!   [`ArchiveLimits::inline_budget`] bytes, so reading cannot flood the context either.
+//!
+//! Storage: the `results` table of the same SQLite file as the call records
+//! ([`crate::records`]; one `--store` path names both), opened with its own connection. An
+//! in-memory archive keeps nothing after the value is dropped.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+
+use crate::records::{cut_at_char_boundary, lock, open_database, sqlite_error, CallId, StoreError};
+
+/// Evicted entries whose tombstones are kept; older tombstones are deleted (4096).
+pub const MAX_TOMBSTONES: usize = 4096;
+
+/// Size and count limits of a [`ResultArchive`]. All sizes are in bytes of UTF-8 text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ArchiveLimits {
+    /// Results at or under this size are returned whole, never archived; also the most a
+    /// single [`ResultArchive::read`] returns. Default 16 KiB.
+    pub inline_budget: usize,
+    /// Size of the preview given with an archived result, cut at a char boundary. Default 2 KiB.
+    pub preview: usize,
+    /// Largest entry kept; a larger result is cut to this size and marked truncated. Default
+    /// 8 MiB.
+    pub max_entry: usize,
+    /// Most entries kept; the oldest are evicted past it. Default 256.
+    pub max_entries: usize,
+    /// Most bytes kept over all entries; the oldest are evicted past it. Default 64 MiB.
+    pub max_total: usize,
+}
+
+impl Default for ArchiveLimits {
+    fn default() -> ArchiveLimits {
+        ArchiveLimits {
+            inline_budget: 16 * 1024,
+            preview: 2 * 1024,
+            max_entry: 8 * 1024 * 1024,
+            max_entries: 256,
+            max_total: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl ArchiveLimits {
+    /// The limits made consistent: every limit at least 1 (`preview` and `inline_budget` at
+    /// least 4, so one character always fits), and `max_entry` at most `max_total` (an entry
+    /// larger than the whole archive would evict itself).
+    pub fn normalized(self) -> ArchiveLimits {
+        let max_total = self.max_total.max(4);
+        ArchiveLimits {
+            inline_budget: self.inline_budget.max(4),
+            preview: self.preview.max(4),
+            max_entry: self.max_entry.clamp(4, max_total),
+            max_entries: self.max_entries.max(1),
+            max_total,
+        }
+    }
+}
+
+/// A reference to an archived result: `result-N`. Parsed from `result-N` or `N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResultRef(pub i64);
+
+impl fmt::Display for ResultRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "result-{}", self.0)
+    }
+}
+
+impl FromStr for ResultRef {
+    type Err = ArchiveError;
+    fn from_str(s: &str) -> Result<ResultRef, ArchiveError> {
+        let digits = s.trim().strip_prefix("result-").unwrap_or(s.trim());
+        match digits.parse::<i64>() {
+            Ok(n) if n > 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Ok(ResultRef(n)),
+            _ => Err(ArchiveError::BadReference {
+                given: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl Serialize for ResultRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A piece of an archived result, as [`ResultArchive::read`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResultSlice {
+    /// The text from `offset`, `length` characters long.
+    pub text: String,
+    /// The first character's position in the result, in characters.
+    pub offset: usize,
+    /// Characters in `text`: the length asked for, or less at the end of the result or when the
+    /// slice reached [`ArchiveLimits::inline_budget`] bytes.
+    pub length: usize,
+    /// Characters in the whole stored result.
+    pub total_chars: usize,
+    /// Where the next slice starts; `None` at the end.
+    pub next_offset: Option<usize>,
+    /// True when the tool's result was larger than [`ArchiveLimits::max_entry`] and the archive
+    /// kept only its start: the end of the stored text is not the end of the result.
+    pub truncated: bool,
+    /// Bytes of the tool's whole result (before any truncation).
+    pub total_bytes: usize,
+}
+
+/// What the model gets for one result: see [`ResultArchive::bound`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Bounded {
+    /// The whole result: it is within the inline budget.
+    Inline { text: String },
+    /// The result was archived.
+    Archived {
+        /// Where to read it with `read_tool_result`.
+        reference: ResultRef,
+        /// Its first [`ArchiveLimits::preview`] bytes, cut at a char boundary.
+        preview: String,
+        /// Characters in `preview` (the offset to read on from).
+        preview_chars: usize,
+        /// Bytes of the whole result.
+        total_bytes: usize,
+        /// Characters stored (all of the result unless `truncated`).
+        total_chars: usize,
+        /// True when the result was over [`ArchiveLimits::max_entry`] and only its start was kept.
+        truncated: bool,
+    },
+}
+
+impl Bounded {
+    /// The text for the model: the inline result, or the preview followed by a note naming the
+    /// reference, the sizes and how to read on, e.g.
+    /// `[result archived as `result-3`: 40000 bytes, 39000 characters; showing the first 2040;
+    /// read the rest with read_tool_result(reference: "result-3", offset: 2040)]`.
+    pub fn to_model_text(&self) -> String {
+        match self {
+            Bounded::Inline { text } => text.clone(),
+            Bounded::Archived {
+                reference,
+                preview,
+                preview_chars,
+                total_bytes,
+                total_chars,
+                truncated,
+            } => {
+                let kept = if *truncated {
+                    format!(" (only the first {total_chars} characters were kept)")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{preview}\n[result archived as `{reference}`: {total_bytes} bytes, {total_chars} characters{kept}; showing the first {preview_chars}; read the rest with read_tool_result(reference: \"{reference}\", offset: {preview_chars})]"
+                )
+            }
+        }
+    }
+}
+
+/// Why an archive operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The text is not a reference at all.
+    #[error("`{given}` is not a result reference; references look like `result-3`, as given with an archived result's preview")]
+    BadReference { given: String },
+    /// No entry was ever stored under this reference.
+    #[error("no result `{reference}` in the archive; use the reference given with the preview of an archived result")]
+    UnknownReference { reference: ResultRef },
+    /// The entry existed but was evicted to keep the archive within its limits.
+    #[error("result `{reference}` was evicted to keep the archive within its limits ({max_entries} results, {max_total} bytes); {again}")]
+    Evicted {
+        reference: ResultRef,
+        /// The tool that produced it, when its tombstone is still kept.
+        tool: Option<String>,
+        max_entries: usize,
+        max_total: usize,
+        /// How to get the data again.
+        again: String,
+    },
+    /// The offset lies past the end of the stored text.
+    #[error("offset {offset} is past the end of `{reference}`, which has {total_chars} characters; pass an offset from 0 to {total_chars}")]
+    OffsetOutOfRange {
+        reference: ResultRef,
+        offset: usize,
+        total_chars: usize,
+    },
+    /// A read of zero characters.
+    #[error("`length` must be at least 1 character")]
+    ZeroLength,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The archive of large results. `Send + Sync` (one connection behind a mutex).
+pub struct ResultArchive {
+    conn: Mutex<Connection>,
+    label: String,
+    limits: ArchiveLimits,
+}
+
+impl fmt::Debug for ResultArchive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResultArchive")
+            .field("store", &self.label)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl ResultArchive {
+    /// Opens the archive in the store file at `path` (the call store's file; created with its
+    /// directories when absent) with the default limits.
+    ///
+    /// # Errors
+    /// [`ArchiveError::Store`] with the same causes as [`crate::CallStore::open`].
+    pub fn open(path: &Path) -> Result<ResultArchive, ArchiveError> {
+        ResultArchive::open_with(path, ArchiveLimits::default())
+    }
+
+    /// [`ResultArchive::open`] with other limits (normalized, see [`ArchiveLimits::normalized`]).
+    /// The limits apply from the next insertion on; entries already stored stay until evicted.
+    pub fn open_with(path: &Path, limits: ArchiveLimits) -> Result<ResultArchive, ArchiveError> {
+        let (conn, label) = open_database(Some(path))?;
+        Ok(ResultArchive {
+            conn: Mutex::new(conn),
+            label,
+            limits: limits.normalized(),
+        })
+    }
+
+    /// An archive in memory with the default limits.
+    pub fn in_memory() -> Result<ResultArchive, ArchiveError> {
+        ResultArchive::in_memory_with(ArchiveLimits::default())
+    }
+
+    /// An archive in memory with these limits (normalized).
+    pub fn in_memory_with(limits: ArchiveLimits) -> Result<ResultArchive, ArchiveError> {
+        let (conn, label) = open_database(None)?;
+        Ok(ResultArchive {
+            conn: Mutex::new(conn),
+            label,
+            limits: limits.normalized(),
+        })
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &ArchiveLimits {
+        &self.limits
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> ArchiveError + '_ {
+        |e| ArchiveError::Store(sqlite_error(&self.label, e))
+    }
+
+    /// Returns `text` whole when it is at most [`ArchiveLimits::inline_budget`] bytes, else
+    /// archives it ([`ResultArchive::put`]) and returns the reference and a preview.
+    pub fn bound(
+        &self,
+        call: Option<CallId>,
+        tool: &str,
+        text: &str,
+    ) -> Result<Bounded, ArchiveError> {
+        if text.len() <= self.limits.inline_budget {
+            return Ok(Bounded::Inline {
+                text: text.to_string(),
+            });
+        }
+        let reference = self.put(call, tool, text)?;
+        let stored = cut_at_char_boundary(text, self.limits.max_entry);
+        let preview = cut_at_char_boundary(stored, self.limits.preview);
+        Ok(Bounded::Archived {
+            reference,
+            preview: preview.to_string(),
+            preview_chars: preview.chars().count(),
+            total_bytes: text.len(),
+            total_chars: stored.chars().count(),
+            truncated: stored.len() < text.len(),
+        })
+    }
+
+    /// Archives `text` produced by `tool` (in call `call`, when known), cut to
+    /// [`ArchiveLimits::max_entry`] bytes, then evicts the oldest entries past
+    /// [`ArchiveLimits::max_entries`] and [`ArchiveLimits::max_total`]. The new entry itself is
+    /// never evicted by its own insertion.
+    pub fn put(
+        &self,
+        call: Option<CallId>,
+        tool: &str,
+        text: &str,
+    ) -> Result<ResultRef, ArchiveError> {
+        let stored = cut_at_char_boundary(text, self.limits.max_entry);
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
+        tx.execute(
+            "INSERT INTO results (call_id, tool, text, total_bytes, total_chars, truncated, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+            params![
+                call.map(|c| c.0),
+                tool,
+                stored,
+                text.len() as i64,
+                stored.chars().count() as i64,
+                stored.len() < text.len(),
+            ],
+        )
+        .map_err(self.err())?;
+        let id = tx.last_insert_rowid();
+        // Oldest first: evict until both limits hold, sparing the entry just stored.
+        let live: Vec<(i64, i64)> = {
+            let mut stmt = tx
+                .prepare("SELECT id, length(CAST(text AS BLOB)) FROM results WHERE text IS NOT NULL ORDER BY id")
+                .map_err(self.err())?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(self.err())?;
+            rows.collect::<Result<_, _>>().map_err(self.err())?
+        };
+        let mut count = live.len();
+        let mut total: usize = live.iter().map(|&(_, b)| b as usize).sum();
+        for &(old, bytes) in &live {
+            if count <= self.limits.max_entries && total <= self.limits.max_total {
+                break;
+            }
+            if old == id {
+                break;
+            }
+            tx.execute(
+                "UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+                [old],
+            )
+            .map_err(self.err())?;
+            count -= 1;
+            total -= bytes as usize;
+        }
+        // Keep the newest tombstones only; older evicted references are still recognized as
+        // evicted because ids are never reused (AUTOINCREMENT).
+        tx.execute(
+            "DELETE FROM results WHERE text IS NULL AND id NOT IN \
+             (SELECT id FROM results WHERE text IS NULL ORDER BY id DESC LIMIT ?1)",
+            [MAX_TOMBSTONES as i64],
+        )
+        .map_err(self.err())?;
+        tx.commit().map_err(self.err())?;
+        Ok(ResultRef(id))
+    }
+
+    /// Reads `length` characters of the result `reference` (`result-N`) from character `offset`,
+    /// never more than [`ArchiveLimits::inline_budget`] bytes. `offset` equal to the number of
+    /// characters gives an empty slice.
+    ///
+    /// # Errors
+    /// [`ArchiveError::BadReference`], [`ArchiveError::UnknownReference`],
+    /// [`ArchiveError::Evicted`] (with the tool to call again), [`ArchiveError::OffsetOutOfRange`],
+    /// [`ArchiveError::ZeroLength`].
+    pub fn read(
+        &self,
+        reference: &str,
+        offset: usize,
+        length: usize,
+    ) -> Result<ResultSlice, ArchiveError> {
+        let reference: ResultRef = reference.parse()?;
+        if length == 0 {
+            return Err(ArchiveError::ZeroLength);
+        }
+        let conn = lock(&self.conn);
+        type Row = (Option<String>, Option<i64>, i64, i64, bool);
+        let row: Option<Row> = conn
+            .query_row(
+                "SELECT tool, call_id, total_bytes, total_chars, truncated FROM results WHERE id = ?1 AND text IS NOT NULL",
+                [reference.0],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .optional()
+            .map_err(self.err())?;
+        let Some((_, _, total_bytes, total_chars, truncated)) = row else {
+            return Err(self.missing(&conn, reference));
+        };
+        let total_chars = total_chars as usize;
+        if offset > total_chars {
+            return Err(ArchiveError::OffsetOutOfRange {
+                reference,
+                offset,
+                total_chars,
+            });
+        }
+        // SQLite's substr counts characters of TEXT values, starting at 1: no char is split.
+        let want = length.min(total_chars - offset);
+        let text: String = conn
+            .query_row(
+                "SELECT substr(text, ?2, ?3) FROM results WHERE id = ?1",
+                params![reference.0, offset as i64 + 1, want as i64],
+                |r| r.get(0),
+            )
+            .map_err(self.err())?;
+        let text = cut_at_char_boundary(&text, self.limits.inline_budget).to_string();
+        let length = text.chars().count();
+        let end = offset + length;
+        Ok(ResultSlice {
+            text,
+            offset,
+            length,
+            total_chars,
+            next_offset: (end < total_chars).then_some(end),
+            truncated,
+            total_bytes: total_bytes as usize,
+        })
+    }
+
+    /// The error for a reference with no live entry: evicted (tombstone, or an id already
+    /// issued) or unknown.
+    fn missing(&self, conn: &Connection, reference: ResultRef) -> ArchiveError {
+        let tombstone: Option<(String, Option<i64>)> = conn
+            .query_row(
+                "SELECT tool, call_id FROM results WHERE id = ?1",
+                [reference.0],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .unwrap_or(None);
+        let issued: i64 = conn
+            .query_row(
+                "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'results'), 0)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        let evicted = |tool: Option<String>, call: Option<i64>| {
+            let again = match (&tool, call) {
+                (Some(t), Some(c)) => format!(
+                    "call `{t}` again to get the data again (it came from `{}`)",
+                    CallId(c)
+                ),
+                (Some(t), None) => format!("call `{t}` again to get the data again"),
+                _ => "call the tool that produced it again to get the data again".to_string(),
+            };
+            ArchiveError::Evicted {
+                reference,
+                tool,
+                max_entries: self.limits.max_entries,
+                max_total: self.limits.max_total,
+                again,
+            }
+        };
+        match tombstone {
+            Some((tool, call)) => evicted(Some(tool), call),
+            None if reference.0 <= issued => evicted(None, None),
+            None => ArchiveError::UnknownReference { reference },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(max_entries: usize, max_total: usize) -> ArchiveLimits {
+        ArchiveLimits {
+            inline_budget: 8,
+            preview: 4,
+            max_entry: 64,
+            max_entries,
+            max_total,
+        }
+    }
+
+    #[test]
+    fn references_display_and_parse() {
+        assert_eq!(ResultRef(3).to_string(), "result-3");
+        assert_eq!("result-3".parse::<ResultRef>().unwrap(), ResultRef(3));
+        assert_eq!("3".parse::<ResultRef>().unwrap(), ResultRef(3));
+        for bad in ["", "result-", "result-0", "call-3", "result--1", "x"] {
+            assert!(
+                matches!(
+                    bad.parse::<ResultRef>(),
+                    Err(ArchiveError::BadReference { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn results_within_the_budget_stay_inline() {
+        let a = ResultArchive::in_memory().unwrap();
+        let text = "x".repeat(a.limits().inline_budget);
+        assert_eq!(
+            a.bound(None, "read_file", &text).unwrap(),
+            Bounded::Inline { text: text.clone() }
+        );
+        let over = format!("{text}y");
+        let Bounded::Archived {
+            reference,
+            preview,
+            preview_chars,
+            total_bytes,
+            total_chars,
+            truncated,
+        } = a.bound(Some(CallId(1)), "read_file", &over).unwrap()
+        else {
+            panic!("over the budget must be archived");
+        };
+        assert_eq!(preview.len(), a.limits().preview);
+        assert_eq!(preview_chars, a.limits().preview);
+        assert_eq!(
+            (total_bytes, total_chars, truncated),
+            (over.len(), over.len(), false)
+        );
+        let whole = a.read(&reference.to_string(), 0, usize::MAX).unwrap();
+        assert_eq!(whole.text, over[..a.limits().inline_budget]);
+        assert_eq!(whole.next_offset, Some(a.limits().inline_budget));
+        let rest = a
+            .read(&reference.to_string(), a.limits().inline_budget, 100)
+            .unwrap();
+        assert_eq!(rest.text, "y");
+        assert_eq!(rest.next_offset, None);
+    }
+
+    #[test]
+    fn previews_and_slices_never_split_a_char() {
+        let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
+        // 3-byte chars: a 4-byte preview holds one of them.
+        let text = "日本語のテキスト";
+        let Bounded::Archived {
+            reference,
+            preview,
+            preview_chars,
+            ..
+        } = a.bound(None, "t", text).unwrap()
+        else {
+            panic!("archived");
+        };
+        assert_eq!((preview.as_str(), preview_chars), ("日", 1));
+        let r = reference.to_string();
+        let s = a.read(&r, 1, 2).unwrap();
+        assert_eq!(
+            (s.text.as_str(), s.length, s.next_offset),
+            ("本語", 2, Some(3))
+        );
+        assert_eq!(s.total_chars, 8);
+        // An 8-byte slice budget holds two 3-byte chars, not three.
+        let s = a.read(&r, 0, 8).unwrap();
+        assert_eq!(
+            (s.text.as_str(), s.length, s.next_offset),
+            ("日本", 2, Some(2))
+        );
+        let end = a.read(&r, 8, 5).unwrap();
+        assert_eq!((end.text.as_str(), end.next_offset), ("", None));
+    }
+
+    #[test]
+    fn bad_offsets_and_lengths_are_errors() {
+        let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
+        let r = a.put(None, "t", "abcdef").unwrap().to_string();
+        let e = a.read(&r, 7, 1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ArchiveError::OffsetOutOfRange {
+                    offset: 7,
+                    total_chars: 6,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("from 0 to 6"), "{e}");
+        assert!(matches!(a.read(&r, 0, 0), Err(ArchiveError::ZeroLength)));
+        assert!(matches!(
+            a.read("nonsense", 0, 1),
+            Err(ArchiveError::BadReference { .. })
+        ));
+        let e = a.read("result-99", 0, 1).unwrap_err();
+        assert!(matches!(e, ArchiveError::UnknownReference { .. }), "{e}");
+        assert!(e.to_string().starts_with("no result `result-99`"), "{e}");
+    }
+
+    #[test]
+    fn the_oldest_entries_are_evicted_past_the_count_limit() {
+        let a = ResultArchive::in_memory_with(small(3, 1000)).unwrap();
+        let refs: Vec<ResultRef> = (0..5)
+            .map(|i| {
+                a.put(
+                    Some(CallId(i + 1)),
+                    &format!("tool{i}"),
+                    &format!("result {i}"),
+                )
+                .unwrap()
+            })
+            .collect();
+        for r in &refs[..2] {
+            assert!(matches!(
+                a.read(&r.to_string(), 0, 10),
+                Err(ArchiveError::Evicted { .. })
+            ));
+        }
+        for (i, r) in refs[2..].iter().enumerate() {
+            assert_eq!(
+                a.read(&r.to_string(), 0, 10).unwrap().text,
+                format!("result {}", i + 2)
+            );
+        }
+        let e = a.read(&refs[0].to_string(), 0, 10).unwrap_err();
+        let ArchiveError::Evicted { tool, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(tool.as_deref(), Some("tool0"));
+        assert!(e.to_string().contains("call `tool0` again"), "{e}");
+        assert!(e.to_string().contains("`call-1`"), "{e}");
+    }
+
+    #[test]
+    fn the_oldest_entries_are_evicted_past_the_byte_limit() {
+        let a = ResultArchive::in_memory_with(small(100, 25)).unwrap();
+        let first = a.put(None, "t", &"a".repeat(10)).unwrap();
+        let second = a.put(None, "t", &"b".repeat(10)).unwrap();
+        // 30 bytes > 25: the first goes, the second stays.
+        let third = a.put(None, "t", &"c".repeat(10)).unwrap();
+        assert!(matches!(
+            a.read(&first.to_string(), 0, 1),
+            Err(ArchiveError::Evicted { .. })
+        ));
+        assert_eq!(a.read(&second.to_string(), 0, 1).unwrap().text, "b");
+        assert_eq!(a.read(&third.to_string(), 0, 1).unwrap().text, "c");
+    }
+
+    #[test]
+    fn oversized_results_are_cut_to_max_entry_and_say_so() {
+        let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
+        let text = "é".repeat(40); // 80 bytes > max_entry 64
+        let Bounded::Archived {
+            reference,
+            total_bytes,
+            total_chars,
+            truncated,
+            ..
+        } = a.bound(None, "t", &text).unwrap()
+        else {
+            panic!("archived");
+        };
+        assert_eq!((total_bytes, total_chars, truncated), (80, 32, true));
+        let s = a.read(&reference.to_string(), 30, 10).unwrap();
+        assert!(s.truncated);
+        assert_eq!(
+            (s.text.as_str(), s.next_offset, s.total_bytes),
+            ("éé", None, 80)
+        );
+    }
+
+    #[test]
+    fn evicted_references_stay_known_after_their_tombstones_go() {
+        let a = ResultArchive::in_memory_with(small(1, 1000)).unwrap();
+        let first = a.put(None, "t", "one").unwrap();
+        a.put(None, "t", "two").unwrap();
+        {
+            let conn = lock(&a.conn);
+            conn.execute("DELETE FROM results WHERE text IS NULL", [])
+                .unwrap();
+        }
+        let e = a.read(&first.to_string(), 0, 1).unwrap_err();
+        let ArchiveError::Evicted { tool: None, .. } = &e else {
+            panic!("{e}")
+        };
+        assert!(
+            e.to_string()
+                .contains("call the tool that produced it again"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_model_text_names_the_reference_and_where_to_read_on() {
+        let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
+        let b = a.bound(None, "t", "abcdefghijkl").unwrap();
+        let text = b.to_model_text();
+        assert!(
+            text.starts_with("abcd\n[result archived as `result-1`: 12 bytes"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read_tool_result(reference: \"result-1\", offset: 4)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_archive_shares_the_call_store_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.sqlite");
+        let store = crate::records::CallStore::open(&path).unwrap();
+        let a = ResultArchive::open(&path).unwrap();
+        let r = a.put(None, "t", "kept").unwrap();
+        drop(a);
+        drop(store);
+        let a = ResultArchive::open(&path).unwrap();
+        assert_eq!(a.read(&r.to_string(), 0, 10).unwrap().text, "kept");
+    }
+}

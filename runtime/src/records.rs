@@ -1,0 +1,1189 @@
+//! Durable call records: every tool call gets a [`CallId`] and a row in an embedded SQLite store
+//! that moves through [`CallState`]s, written to disk *before* the side effect it describes.
+//!
+//! The lifecycle (issue "one way to run a tool", item 2):
+//!
+//! ```text
+//! not_started ──► running ──► committed ──► succeeded | failed | outcome_unknown
+//!      │             └──────► succeeded | failed | cancelled | outcome_unknown
+//!      └──► cancelled | failed
+//! ```
+//!
+//! `succeeded`, `failed`, `cancelled` and `outcome_unknown` are terminal: they never change.
+//! [`CallStore::set_state`] refuses any other move with [`StoreError::IllegalTransition`].
+//!
+//! **Durability.** Each write is its own SQLite transaction in WAL mode with `synchronous = FULL`,
+//! so the WAL is fsynced before the function returns: a record marked `running` before a side
+//! effect survives a SIGKILL of the process *and* a power loss. (`NORMAL` would survive the
+//! SIGKILL only; a few fsyncs per call are cheap next to any tool that has a side effect.)
+//!
+//! **Crashes.** A process killed mid-call leaves its record `running` or `committed`, never
+//! `succeeded`. [`CallStore::recover`] turns such records into `outcome_unknown` once the
+//! process that wrote them is gone; it never marks a call succeeded and never runs anything again.
+//! [`CallStore::open`] does not recover by itself: opening a store must not change what another
+//! live process is doing, and the caller decides when judging is wanted (`toolcat calls` does).
+//!
+//! **Files.** One SQLite file holds the `calls` table and the result archive's `results` table
+//! ([`crate::archive`]); both are created on open, with the parent directories. The file carries
+//! `PRAGMA application_id` [`APPLICATION_ID`] and `PRAGMA user_version` [`SCHEMA_VERSION`]; a file
+//! of another application, a newer schema or a corrupt file is refused with an error naming it.
+//! A store is for one machine: the process ids it records mean nothing on another.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use toolcat_codegen::diagnostics::did_you_mean;
+
+/// `PRAGMA application_id` of a toolcat store: `tool` in ASCII.
+pub const APPLICATION_ID: i32 = 0x746f_6f6c;
+/// `PRAGMA user_version` this build writes and reads. Version 1: tables `calls` and `results`.
+pub const SCHEMA_VERSION: i32 = 1;
+/// How long a write waits for another process holding the store's write lock: 5 s.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest argument JSON text kept whole, in bytes (64 KiB). Larger arguments are stored as
+/// `{"$truncated": {"bytes": N, "prefix": "<first ARGUMENTS_PREFIX_BYTES bytes>"}}` with
+/// [`CallRecord::arguments_truncated`] set: a record is for judging what happened, not a replay
+/// log, and one huge argument must not bloat every later read of the store.
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+/// Bytes of argument JSON text kept in the prefix of truncated arguments (1 KiB).
+pub const ARGUMENTS_PREFIX_BYTES: usize = 1024;
+/// Largest `detail` text kept, in bytes (4 KiB); longer text is cut at a char boundary and ends
+/// with `…`.
+pub const MAX_DETAIL_BYTES: usize = 4 * 1024;
+
+/// The id of one call record. Displayed and serialized as `call-N`; parsed from `call-N` or `N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallId(pub i64);
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call-{}", self.0)
+    }
+}
+
+/// A text that is neither `call-N` nor `N` with `N` a positive integer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a call id; write `call-N` or `N` with N a positive integer, as `toolcat calls` lists them")]
+pub struct ParseCallIdError(pub String);
+
+impl FromStr for CallId {
+    type Err = ParseCallIdError;
+    fn from_str(s: &str) -> Result<CallId, ParseCallIdError> {
+        let digits = s.trim().strip_prefix("call-").unwrap_or(s.trim());
+        match digits.parse::<i64>() {
+            Ok(n) if n > 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Ok(CallId(n)),
+            _ => Err(ParseCallIdError(s.to_string())),
+        }
+    }
+}
+
+impl Serialize for CallId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CallId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CallId, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where a call is in its lifecycle (see the module docs for the legal moves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallState {
+    /// Recorded; nothing has run yet (arguments being checked, approval pending, queued).
+    NotStarted,
+    /// The handler is running: the side effect may be under way.
+    Running,
+    /// The handler reported its side effect done; the result is not yet delivered.
+    Committed,
+    /// Finished and the result was delivered.
+    Succeeded,
+    /// Finished with an error, or refused before running.
+    Failed,
+    /// Cancelled before it finished.
+    Cancelled,
+    /// The process that ran it ended mid-call, or the outcome could not be learnt: the side
+    /// effect may or may not have happened. Never replayed automatically.
+    OutcomeUnknown,
+}
+
+impl CallState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [CallState; 7] = [
+        CallState::NotStarted,
+        CallState::Running,
+        CallState::Committed,
+        CallState::Succeeded,
+        CallState::Failed,
+        CallState::Cancelled,
+        CallState::OutcomeUnknown,
+    ];
+
+    /// The stored and displayed name: `not_started`, `running`, `committed`, `succeeded`,
+    /// `failed`, `cancelled` or `outcome_unknown`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CallState::NotStarted => "not_started",
+            CallState::Running => "running",
+            CallState::Committed => "committed",
+            CallState::Succeeded => "succeeded",
+            CallState::Failed => "failed",
+            CallState::Cancelled => "cancelled",
+            CallState::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// True for `succeeded`, `failed`, `cancelled` and `outcome_unknown`: states that never
+    /// change.
+    pub const fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            CallState::Succeeded
+                | CallState::Failed
+                | CallState::Cancelled
+                | CallState::OutcomeUnknown
+        )
+    }
+
+    /// True when a record may move from `self` to `to` (see the module docs).
+    pub const fn can_move_to(self, to: CallState) -> bool {
+        use CallState::*;
+        matches!(
+            (self, to),
+            (NotStarted, Running | Cancelled | Failed)
+                | (
+                    Running,
+                    Committed | Succeeded | Failed | Cancelled | OutcomeUnknown
+                )
+                | (Committed, Succeeded | Failed | OutcomeUnknown)
+        )
+    }
+}
+
+impl fmt::Display for CallState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A text that names no [`CallState`]. Displays the valid names and, when one is close, a
+/// suggestion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseCallStateError {
+    /// The text given.
+    pub given: String,
+    /// The closest valid name, if any is close.
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for ParseCallStateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown call state `{}`", self.given)?;
+        if let Some(s) = self.suggestion {
+            write!(f, "; did you mean `{s}`?")?;
+        }
+        let names: Vec<String> = CallState::ALL
+            .iter()
+            .map(|s| format!("`{}`", s.as_str()))
+            .collect();
+        write!(f, "; valid states: {}", names.join(", "))
+    }
+}
+
+impl std::error::Error for ParseCallStateError {}
+
+impl FromStr for CallState {
+    type Err = ParseCallStateError;
+    /// Parses a name of [`CallState::as_str`]; `-` is accepted for `_` (`outcome-unknown`).
+    fn from_str(s: &str) -> Result<CallState, ParseCallStateError> {
+        let normal = s.trim().to_ascii_lowercase().replace('-', "_");
+        CallState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == normal)
+            .ok_or_else(|| ParseCallStateError {
+                given: s.to_string(),
+                suggestion: did_you_mean(s, CallState::ALL.iter().map(|st| st.as_str())),
+            })
+    }
+}
+
+/// What [`CallStore::begin`] records about a call before anything runs.
+#[derive(Debug, Clone, Copy)]
+pub struct NewCall<'a> {
+    /// The tool's exported name.
+    pub tool: &'a str,
+    /// The arguments as given (stored as JSON text, capped at [`MAX_ARGUMENTS_BYTES`]).
+    pub arguments: &'a serde_json::Value,
+    /// The tool's declared `effect` (`read`, `write`, `destructive`, …).
+    pub effect: &'a str,
+    /// The tool's declared `idempotent`.
+    pub idempotent: bool,
+    /// The call this one retries, under an explicit retry policy for idempotent tools.
+    pub retry_of: Option<CallId>,
+}
+
+/// One stored call record. Serialized with `id`/`retry_of` as `call-N` and `state` as its name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    pub id: CallId,
+    /// The tool's exported name.
+    pub tool: String,
+    /// The arguments, or the `{"$truncated": ...}` stand-in described at [`MAX_ARGUMENTS_BYTES`].
+    pub arguments: serde_json::Value,
+    /// True when `arguments` is the truncated stand-in.
+    pub arguments_truncated: bool,
+    pub state: CallState,
+    /// The tool's declared `effect`.
+    pub effect: String,
+    /// The tool's declared `idempotent`.
+    pub idempotent: bool,
+    pub retry_of: Option<CallId>,
+    /// The last detail given with a state change (an error, why the outcome is unknown, …).
+    pub detail: Option<String>,
+    /// The id of the process that began the call.
+    pub pid: u32,
+    /// When the record was begun: RFC 3339, UTC, milliseconds (`2026-01-31T12:00:00.000Z`).
+    pub created_at: String,
+    /// When the state last changed, in the same format.
+    pub updated_at: String,
+}
+
+/// Why the call store failed. Each message names the store file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file or its directory could not be created or opened.
+    #[error("cannot open the call store `{path}`: {source}; check that the directory is writable, or pass another path with `--store` or `TOOLCAT_STORE`")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not an SQLite database, is damaged, or belongs to another application.
+    #[error("`{path}` is not a toolcat call store or is damaged ({reason}); move it aside and a new store is created, or pass another path with `--store`")]
+    Corrupt { path: String, reason: String },
+    /// The file was written by a newer toolcat.
+    #[error("the call store `{path}` has schema version {found} but this toolcat reads version {supported}; use the newer toolcat, or pass another path with `--store`")]
+    NewerSchema {
+        path: String,
+        found: i32,
+        supported: i32,
+    },
+    /// Another process held the store's write lock for longer than [`BUSY_TIMEOUT`].
+    #[error(
+        "the call store `{path}` stayed locked by another process for 5 s; retry when it is done"
+    )]
+    Busy { path: String },
+    /// The state change breaks the lifecycle.
+    #[error("call `{id}` cannot move from `{from}` to `{to}`; {hint}")]
+    IllegalTransition {
+        id: CallId,
+        from: CallState,
+        to: CallState,
+        hint: &'static str,
+    },
+    /// No record has this id.
+    #[error("no call `{id}` in the call store `{path}`; `toolcat calls` lists the recorded calls")]
+    UnknownCall { id: CallId, path: String },
+    /// Any other SQLite failure.
+    #[error("call store `{path}`: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// The label of an in-memory store in errors.
+const IN_MEMORY: &str = "<in-memory call store>";
+
+/// Maps an SQLite error on the store `path` to a [`StoreError`] that says what to do.
+pub(crate) fn sqlite_error(path: &str, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_string(),
+            reason: e.to_string(),
+        },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy {
+            path: path.to_string(),
+        },
+        _ => StoreError::Sqlite {
+            path: path.to_string(),
+            source: e,
+        },
+    }
+}
+
+/// The current time as SQLite writes it: RFC 3339, UTC, milliseconds.
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// The schema of version 1. `results` belongs to [`crate::archive`]; both live in one file so one
+/// path (`--store`) names everything a host keeps about its calls.
+const SCHEMA_V1: &str = "
+CREATE TABLE calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    arguments_truncated INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL,
+    effect TEXT NOT NULL,
+    idempotent INTEGER NOT NULL,
+    retry_of INTEGER,
+    detail TEXT,
+    pid INTEGER NOT NULL,
+    pid_start INTEGER,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX calls_by_state ON calls (state, id);
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    call_id INTEGER,
+    tool TEXT NOT NULL,
+    text TEXT,
+    total_bytes INTEGER NOT NULL,
+    total_chars INTEGER NOT NULL,
+    truncated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    evicted_at TEXT
+);
+CREATE INDEX results_live ON results (evicted_at, id);
+";
+
+/// Opens (creating when absent) the SQLite store at `path`, or an in-memory one for `None`, with
+/// WAL, `synchronous = FULL`, [`BUSY_TIMEOUT`], and the schema checked or created. Returns the
+/// connection and the label errors name the store by.
+pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String), StoreError> {
+    let (conn, label) = match path {
+        None => {
+            let conn = Connection::open_in_memory().map_err(|e| sqlite_error(IN_MEMORY, e))?;
+            (conn, IN_MEMORY.to_string())
+        }
+        Some(path) => {
+            let label = path.display().to_string();
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::Open {
+                    path: label.clone(),
+                    source,
+                })?;
+            }
+            if path.is_dir() {
+                return Err(StoreError::Open {
+                    path: label,
+                    source: std::io::Error::other("it is a directory, not a file"),
+                });
+            }
+            let conn = Connection::open(path).map_err(|e| match e.sqlite_error_code() {
+                Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
+                    path: label.clone(),
+                    source: std::io::Error::other(e.to_string()),
+                },
+                _ => sqlite_error(&label, e),
+            })?;
+            (conn, label)
+        }
+    };
+    configure(&conn, &label)?;
+    migrate(&conn, &label)?;
+    Ok((conn, label))
+}
+
+fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
+    let err = |e| sqlite_error(label, e);
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    // `journal_mode` answers with the mode in force (`memory` for an in-memory database).
+    let _mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(err)?;
+    Ok(())
+}
+
+fn migrate(conn: &Connection, label: &str) -> Result<(), StoreError> {
+    let err = |e| sqlite_error(label, e);
+    let check = |conn: &Connection| -> Result<i32, StoreError> {
+        let app: i32 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(err)?;
+        let version: i32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(err)?;
+        if app != 0 && app != APPLICATION_ID {
+            return Err(StoreError::Corrupt {
+                path: label.to_string(),
+                reason: format!("its application id is {app:#x}, not toolcat's"),
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: label.to_string(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version == 0 {
+            let tables: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            if tables > 0 {
+                return Err(StoreError::Corrupt {
+                    path: label.to_string(),
+                    reason: "it is an SQLite database with tables but no toolcat schema".into(),
+                });
+            }
+        }
+        Ok(version)
+    };
+    if check(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // Another process may be creating the schema at the same moment: take the write lock, then
+    // look again.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+    let created = (|| {
+        if check(conn)? == 0 {
+            conn.execute_batch(SCHEMA_V1).map_err(err)?;
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .map_err(err)?;
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(err)?;
+        }
+        Ok(())
+    })();
+    match created {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(err),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Locks a connection mutex; a panic in another thread while holding it leaves SQLite itself
+/// consistent (each write is one transaction), so a poisoned lock is taken over.
+pub(crate) fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `text` cut to at most `max` bytes at a char boundary.
+pub(crate) fn cut_at_char_boundary(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The durable store of call records. `Send + Sync`: one connection behind a mutex, so a store is
+/// shared by reference (or `Arc`) between the tasks of a process; other processes open the same
+/// file with their own store.
+pub struct CallStore {
+    conn: Mutex<Connection>,
+    label: String,
+    path: Option<PathBuf>,
+}
+
+impl fmt::Debug for CallStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallStore")
+            .field("store", &self.label)
+            .finish()
+    }
+}
+
+const RECORD_COLUMNS: &str = "id, tool, arguments, arguments_truncated, state, effect, \
+     idempotent, retry_of, detail, pid, created_at, updated_at";
+
+impl CallStore {
+    /// Opens the store file at `path`, creating it and its parent directories when absent.
+    /// Records of dead processes are left as they are until [`CallStore::recover`].
+    ///
+    /// # Errors
+    /// [`StoreError::Open`] when the file cannot be created or opened, [`StoreError::Corrupt`]
+    /// for a file that is not a toolcat store, [`StoreError::NewerSchema`] for one written by a
+    /// newer toolcat.
+    pub fn open(path: &Path) -> Result<CallStore, StoreError> {
+        let (conn, label) = open_database(Some(path))?;
+        Ok(CallStore {
+            conn: Mutex::new(conn),
+            label,
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// A store in memory, gone with the value: for tests and hosts that keep no records.
+    pub fn in_memory() -> Result<CallStore, StoreError> {
+        let (conn, label) = open_database(None)?;
+        Ok(CallStore {
+            conn: Mutex::new(conn),
+            label,
+            path: None,
+        })
+    }
+
+    /// The file this store was opened on, `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |e| sqlite_error(&self.label, e)
+    }
+
+    /// Records a new call in state `not_started` and returns its id; the record is on disk when
+    /// this returns. Arguments over [`MAX_ARGUMENTS_BYTES`] are stored truncated.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownCall`] when `retry_of` names no record; SQLite failures.
+    pub fn begin(&self, new: NewCall<'_>) -> Result<CallId, StoreError> {
+        let text = new.arguments.to_string();
+        let (arguments, truncated) = if text.len() > MAX_ARGUMENTS_BYTES {
+            let stand_in = serde_json::json!({ "$truncated": {
+                "bytes": text.len(),
+                "prefix": cut_at_char_boundary(&text, ARGUMENTS_PREFIX_BYTES),
+            }});
+            (stand_in.to_string(), true)
+        } else {
+            (text, false)
+        };
+        let conn = lock(&self.conn);
+        if let Some(retry_of) = new.retry_of {
+            let found: Option<i64> = conn
+                .query_row("SELECT id FROM calls WHERE id = ?1", [retry_of.0], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(self.err())?;
+            if found.is_none() {
+                return Err(StoreError::UnknownCall {
+                    id: retry_of,
+                    path: self.label.clone(),
+                });
+            }
+        }
+        let pid = std::process::id();
+        conn.execute(
+            &format!(
+                "INSERT INTO calls (tool, arguments, arguments_truncated, state, effect, \
+                 idempotent, retry_of, pid, pid_start, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, 'not_started', ?4, ?5, ?6, ?7, ?8, {NOW}, {NOW})"
+            ),
+            params![
+                new.tool,
+                arguments,
+                truncated,
+                new.effect,
+                new.idempotent,
+                new.retry_of.map(|c| c.0),
+                pid,
+                process_start(pid).map(|t| t as i64),
+            ],
+        )
+        .map_err(self.err())?;
+        Ok(CallId(conn.last_insert_rowid()))
+    }
+
+    /// Moves call `id` to `state`, with `detail` (cut to [`MAX_DETAIL_BYTES`]) replacing the
+    /// previous detail when given; on disk when this returns.
+    ///
+    /// # Errors
+    /// [`StoreError::IllegalTransition`] for a move the lifecycle does not allow (the record is
+    /// unchanged), [`StoreError::UnknownCall`], SQLite failures.
+    pub fn set_state(
+        &self,
+        id: CallId,
+        state: CallState,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let detail = detail.map(cap_detail);
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
+        let current: Option<String> = tx
+            .query_row("SELECT state FROM calls WHERE id = ?1", [id.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.err())?;
+        let Some(current) = current else {
+            return Err(StoreError::UnknownCall {
+                id,
+                path: self.label.clone(),
+            });
+        };
+        let from = self.parse_state(&current)?;
+        if !from.can_move_to(state) {
+            return Err(StoreError::IllegalTransition {
+                id,
+                from,
+                to: state,
+                hint: if from.is_terminal() {
+                    "a finished call never changes; start a new call to run the tool again"
+                } else {
+                    "the lifecycle is not_started → running → committed → succeeded, with failed, cancelled and outcome_unknown as the other endings"
+                },
+            });
+        }
+        tx.execute(
+            &format!(
+                "UPDATE calls SET state = ?2, detail = coalesce(?3, detail), updated_at = {NOW} \
+                 WHERE id = ?1"
+            ),
+            params![id.0, state.as_str(), detail],
+        )
+        .map_err(self.err())?;
+        tx.commit().map_err(self.err())
+    }
+
+    /// The record of call `id`, `None` when there is none.
+    pub fn get(&self, id: CallId) -> Result<Option<CallRecord>, StoreError> {
+        let conn = lock(&self.conn);
+        let raw = conn
+            .query_row(
+                &format!("SELECT {RECORD_COLUMNS} FROM calls WHERE id = ?1"),
+                [id.0],
+                RawRecord::from_row,
+            )
+            .optional()
+            .map_err(self.err())?;
+        raw.map(|r| self.record(r)).transpose()
+    }
+
+    /// Up to `limit` records, newest first, only those in `state` when given.
+    pub fn list(
+        &self,
+        state: Option<CallState>,
+        limit: usize,
+    ) -> Result<Vec<CallRecord>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = lock(&self.conn);
+        let raws: Vec<RawRecord> = match state {
+            Some(s) => {
+                let mut stmt = conn
+                    .prepare(&format!(
+                        "SELECT {RECORD_COLUMNS} FROM calls WHERE state = ?1 \
+                         ORDER BY id DESC LIMIT ?2"
+                    ))
+                    .map_err(self.err())?;
+                let rows = stmt
+                    .query_map(params![s.as_str(), limit], RawRecord::from_row)
+                    .map_err(self.err())?;
+                rows.collect::<Result<_, _>>().map_err(self.err())?
+            }
+            None => {
+                let mut stmt = conn
+                    .prepare(&format!(
+                        "SELECT {RECORD_COLUMNS} FROM calls ORDER BY id DESC LIMIT ?1"
+                    ))
+                    .map_err(self.err())?;
+                let rows = stmt
+                    .query_map(params![limit], RawRecord::from_row)
+                    .map_err(self.err())?;
+                rows.collect::<Result<_, _>>().map_err(self.err())?
+            }
+        };
+        drop(conn);
+        raws.into_iter().map(|r| self.record(r)).collect()
+    }
+
+    /// Marks `outcome_unknown` every `running` or `committed` record whose process is gone, with
+    /// a detail saying the process ended mid-call, and returns their ids (oldest first).
+    ///
+    /// A process counts as gone when `/proc/<pid>` is absent, is a zombie, or started at another
+    /// time than the one recorded (its pid was reused). Only Linux is judged: elsewhere, and when
+    /// `/proc` is not mounted, nothing is marked. Nothing is ever marked `succeeded` and no call
+    /// is run again: what happened is for the host (or a person) to find out.
+    pub fn recover(&self) -> Result<Vec<CallId>, StoreError> {
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
+        let open: Vec<(i64, String, u32, Option<i64>)> = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT id, state, pid, pid_start FROM calls \
+                     WHERE state IN ('running', 'committed') ORDER BY id",
+                )
+                .map_err(self.err())?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .map_err(self.err())?;
+            rows.collect::<Result<_, _>>().map_err(self.err())?
+        };
+        let mut marked = Vec::new();
+        for (id, state, pid, start) in open {
+            if liveness(pid, start.map(|s| s as u64)) != Liveness::Gone {
+                continue;
+            }
+            let detail = format!(
+                "process {pid} ended while the call was `{state}`; the side effect may or may not have happened, and the call is not run again"
+            );
+            tx.execute(
+                &format!(
+                    "UPDATE calls SET state = 'outcome_unknown', detail = ?2, updated_at = {NOW} \
+                     WHERE id = ?1 AND state = ?3"
+                ),
+                params![id, detail, state],
+            )
+            .map_err(self.err())?;
+            marked.push(CallId(id));
+        }
+        tx.commit().map_err(self.err())?;
+        Ok(marked)
+    }
+
+    fn parse_state(&self, s: &str) -> Result<CallState, StoreError> {
+        s.parse().map_err(|_| StoreError::Corrupt {
+            path: self.label.clone(),
+            reason: format!("a record has the unknown state `{s}`"),
+        })
+    }
+
+    fn record(&self, r: RawRecord) -> Result<CallRecord, StoreError> {
+        let arguments = serde_json::from_str(&r.arguments).map_err(|e| StoreError::Corrupt {
+            path: self.label.clone(),
+            reason: format!("the arguments of `call-{}` are not JSON: {e}", r.id),
+        })?;
+        Ok(CallRecord {
+            id: CallId(r.id),
+            tool: r.tool,
+            arguments,
+            arguments_truncated: r.arguments_truncated,
+            state: self.parse_state(&r.state)?,
+            effect: r.effect,
+            idempotent: r.idempotent,
+            retry_of: r.retry_of.map(CallId),
+            detail: r.detail,
+            pid: r.pid,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+/// A row as stored, before its JSON and state are parsed.
+struct RawRecord {
+    id: i64,
+    tool: String,
+    arguments: String,
+    arguments_truncated: bool,
+    state: String,
+    effect: String,
+    idempotent: bool,
+    retry_of: Option<i64>,
+    detail: Option<String>,
+    pid: u32,
+    created_at: String,
+    updated_at: String,
+}
+
+impl RawRecord {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
+        Ok(RawRecord {
+            id: r.get(0)?,
+            tool: r.get(1)?,
+            arguments: r.get(2)?,
+            arguments_truncated: r.get(3)?,
+            state: r.get(4)?,
+            effect: r.get(5)?,
+            idempotent: r.get(6)?,
+            retry_of: r.get(7)?,
+            detail: r.get(8)?,
+            pid: r.get(9)?,
+            created_at: r.get(10)?,
+            updated_at: r.get(11)?,
+        })
+    }
+}
+
+fn cap_detail(detail: &str) -> String {
+    if detail.len() <= MAX_DETAIL_BYTES {
+        detail.to_string()
+    } else {
+        let mut cut = cut_at_char_boundary(detail, MAX_DETAIL_BYTES - '…'.len_utf8()).to_string();
+        cut.push('…');
+        cut
+    }
+}
+
+/// Whether the process that wrote a record still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Liveness {
+    Alive,
+    Gone,
+    /// Cannot tell (not Linux, or `/proc` not mounted): records are left as they are.
+    Unknown,
+}
+
+/// The start time of process `pid` (field 22 of `/proc/<pid>/stat`, clock ticks since boot),
+/// recorded so that a reused pid is not taken for the process that began the call.
+fn process_start(pid: u32) -> Option<u64> {
+    stat_fields(pid).and_then(|(_, start)| start)
+}
+
+/// The state letter and start time from `/proc/<pid>/stat`, `None` when it cannot be read.
+#[cfg(target_os = "linux")]
+fn stat_fields(pid: u32) -> Option<(char, Option<u64>)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ...`: comm may hold spaces and parentheses, so split after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Fields after `comm` start at number 3 (state); the start time is number 22.
+    let start = fields.nth(22 - 4).and_then(|f| f.parse().ok());
+    Some((state, start))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stat_fields(_pid: u32) -> Option<(char, Option<u64>)> {
+    None
+}
+
+#[cfg(target_os = "linux")]
+fn liveness(pid: u32, recorded_start: Option<u64>) -> Liveness {
+    if !Path::new("/proc/self/stat").exists() {
+        return Liveness::Unknown;
+    }
+    match stat_fields(pid) {
+        None => Liveness::Gone,
+        Some(('Z' | 'X', _)) => Liveness::Gone,
+        Some((_, start)) => match (recorded_start, start) {
+            (Some(a), Some(b)) if a != b => Liveness::Gone,
+            _ => Liveness::Alive,
+        },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn liveness(_pid: u32, _recorded_start: Option<u64>) -> Liveness {
+    Liveness::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn new_call<'a>(tool: &'a str, args: &'a serde_json::Value) -> NewCall<'a> {
+        NewCall {
+            tool,
+            arguments: args,
+            effect: "write",
+            idempotent: false,
+            retry_of: None,
+        }
+    }
+
+    #[test]
+    fn call_ids_display_and_parse() {
+        assert_eq!(CallId(7).to_string(), "call-7");
+        assert_eq!("call-7".parse::<CallId>(), Ok(CallId(7)));
+        assert_eq!("7".parse::<CallId>(), Ok(CallId(7)));
+        for bad in [
+            "", "call-", "call-0", "-3", "call--3", "call-x", "+4", "result-2",
+        ] {
+            let e = bad.parse::<CallId>().unwrap_err();
+            assert!(e.to_string().contains("is not a call id"), "{bad}: {e}");
+        }
+        assert_eq!(serde_json::to_value(CallId(3)).unwrap(), json!("call-3"));
+    }
+
+    #[test]
+    fn call_states_round_trip_and_suggest() {
+        for s in CallState::ALL {
+            assert_eq!(s.as_str().parse::<CallState>(), Ok(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
+        }
+        assert_eq!(
+            "outcome-unknown".parse::<CallState>(),
+            Ok(CallState::OutcomeUnknown)
+        );
+        let e = "runing".parse::<CallState>().unwrap_err();
+        assert_eq!(e.suggestion, Some("running"));
+        let text = e.to_string();
+        assert!(text.starts_with("unknown call state `runing`; did you mean `running`?"));
+        for s in CallState::ALL {
+            assert!(text.contains(&format!("`{}`", s.as_str())), "{text}");
+        }
+    }
+
+    #[test]
+    fn terminal_states_never_move() {
+        for from in CallState::ALL {
+            for to in CallState::ALL {
+                if from.is_terminal() {
+                    assert!(!from.can_move_to(to), "{from} -> {to}");
+                }
+            }
+            assert!(!from.can_move_to(from), "{from} -> itself");
+        }
+        assert!(CallState::NotStarted.can_move_to(CallState::Running));
+        assert!(!CallState::NotStarted.can_move_to(CallState::Succeeded));
+        assert!(!CallState::Committed.can_move_to(CallState::Cancelled));
+    }
+
+    #[test]
+    fn a_call_moves_through_its_lifecycle() {
+        let store = CallStore::in_memory().unwrap();
+        let args = json!({"path": "a.txt", "content": "hi"});
+        let id = store.begin(new_call("write_file", &args)).unwrap();
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!(r.state, CallState::NotStarted);
+        assert_eq!(r.arguments, args);
+        assert_eq!(r.tool, "write_file");
+        assert_eq!(r.pid, std::process::id());
+        assert!(
+            r.created_at.ends_with('Z') && r.created_at.contains('T'),
+            "{}",
+            r.created_at
+        );
+        store.set_state(id, CallState::Running, None).unwrap();
+        store
+            .set_state(id, CallState::Committed, Some("written"))
+            .unwrap();
+        store.set_state(id, CallState::Succeeded, None).unwrap();
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!(r.state, CallState::Succeeded);
+        // `None` keeps the previous detail.
+        assert_eq!(r.detail.as_deref(), Some("written"));
+    }
+
+    #[test]
+    fn illegal_transitions_name_both_states_and_change_nothing() {
+        let store = CallStore::in_memory().unwrap();
+        let id = store.begin(new_call("t", &json!({}))).unwrap();
+        let e = store
+            .set_state(id, CallState::Succeeded, Some("x"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StoreError::IllegalTransition {
+                    from: CallState::NotStarted,
+                    to: CallState::Succeeded,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("from `not_started` to `succeeded`"),
+            "{e}"
+        );
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!((r.state, r.detail), (CallState::NotStarted, None));
+        store.set_state(id, CallState::Cancelled, None).unwrap();
+        let e = store.set_state(id, CallState::Running, None).unwrap_err();
+        assert!(
+            e.to_string().contains("a finished call never changes"),
+            "{e}"
+        );
+        let e = store
+            .set_state(CallId(99), CallState::Running, None)
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::UnknownCall { id: CallId(99), .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn list_is_newest_first_and_filters_by_state() {
+        let store = CallStore::in_memory().unwrap();
+        let ids: Vec<CallId> = (0..5)
+            .map(|i| store.begin(new_call(&format!("t{i}"), &json!({}))).unwrap())
+            .collect();
+        store.set_state(ids[1], CallState::Running, None).unwrap();
+        store.set_state(ids[3], CallState::Running, None).unwrap();
+        let all: Vec<CallId> = store.list(None, 10).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(all, ids.iter().rev().copied().collect::<Vec<_>>());
+        let two: Vec<CallId> = store.list(None, 2).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(two, vec![ids[4], ids[3]]);
+        let running: Vec<CallId> = store
+            .list(Some(CallState::Running), 10)
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(running, vec![ids[3], ids[1]]);
+    }
+
+    #[test]
+    fn retries_name_an_existing_call() {
+        let store = CallStore::in_memory().unwrap();
+        let first = store.begin(new_call("t", &json!({}))).unwrap();
+        let empty = json!({});
+        let mut retry = new_call("t", &empty);
+        retry.retry_of = Some(first);
+        let second = store.begin(retry).unwrap();
+        assert_eq!(store.get(second).unwrap().unwrap().retry_of, Some(first));
+        retry.retry_of = Some(CallId(42));
+        assert!(matches!(
+            store.begin(retry),
+            Err(StoreError::UnknownCall { id: CallId(42), .. })
+        ));
+    }
+
+    #[test]
+    fn large_arguments_and_details_are_capped() {
+        let store = CallStore::in_memory().unwrap();
+        let big = json!({ "content": "é".repeat(MAX_ARGUMENTS_BYTES) });
+        let id = store.begin(new_call("write_file", &big)).unwrap();
+        let r = store.get(id).unwrap().unwrap();
+        assert!(r.arguments_truncated);
+        let stand_in = &r.arguments["$truncated"];
+        assert_eq!(stand_in["bytes"], json!(big.to_string().len()));
+        let prefix = stand_in["prefix"].as_str().unwrap();
+        assert!(prefix.len() <= ARGUMENTS_PREFIX_BYTES && big.to_string().starts_with(prefix));
+        store.set_state(id, CallState::Running, None).unwrap();
+        let detail = "ü".repeat(MAX_DETAIL_BYTES);
+        store
+            .set_state(id, CallState::Failed, Some(&detail))
+            .unwrap();
+        let stored = store.get(id).unwrap().unwrap().detail.unwrap();
+        assert!(
+            stored.len() <= MAX_DETAIL_BYTES && stored.ends_with('…'),
+            "{}",
+            stored.len()
+        );
+    }
+
+    #[test]
+    fn records_survive_reopening_and_a_new_file_gets_its_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/deeper/calls.sqlite");
+        let id = {
+            let store = CallStore::open(&path).unwrap();
+            let id = store.begin(new_call("t", &json!({"n": 1}))).unwrap();
+            store.set_state(id, CallState::Running, None).unwrap();
+            id
+        };
+        let store = CallStore::open(&path).unwrap();
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!(r.state, CallState::Running);
+        assert_eq!(r.arguments, json!({"n": 1}));
+        // Our own process is alive: nothing to recover.
+        assert_eq!(store.recover().unwrap(), vec![]);
+        assert_eq!(store.get(id).unwrap().unwrap().state, CallState::Running);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn recover_marks_calls_of_dead_processes_outcome_unknown() {
+        let store = CallStore::in_memory().unwrap();
+        let running = store.begin(new_call("a", &json!({}))).unwrap();
+        let committed = store.begin(new_call("b", &json!({}))).unwrap();
+        let waiting = store.begin(new_call("c", &json!({}))).unwrap();
+        let mine = store.begin(new_call("d", &json!({}))).unwrap();
+        for id in [running, committed, mine] {
+            store.set_state(id, CallState::Running, None).unwrap();
+        }
+        store
+            .set_state(committed, CallState::Committed, None)
+            .unwrap();
+        // A child that has exited and been reaped: its pid names no process.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        {
+            let conn = lock(&store.conn);
+            conn.execute(
+                "UPDATE calls SET pid = ?1, pid_start = NULL WHERE id IN (?2, ?3, ?4)",
+                params![dead, running.0, committed.0, waiting.0],
+            )
+            .unwrap();
+        }
+        assert_eq!(store.recover().unwrap(), vec![running, committed]);
+        for id in [running, committed] {
+            let r = store.get(id).unwrap().unwrap();
+            assert_eq!(r.state, CallState::OutcomeUnknown);
+            assert!(r.detail.unwrap().contains("ended while the call was"));
+        }
+        // `not_started` records ran nothing; live processes' records stay.
+        assert_eq!(
+            store.get(waiting).unwrap().unwrap().state,
+            CallState::NotStarted
+        );
+        assert_eq!(store.get(mine).unwrap().unwrap().state, CallState::Running);
+        assert_eq!(store.recover().unwrap(), vec![]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reused_pid_counts_as_gone() {
+        let store = CallStore::in_memory().unwrap();
+        let id = store.begin(new_call("a", &json!({}))).unwrap();
+        store.set_state(id, CallState::Running, None).unwrap();
+        let start = process_start(std::process::id()).expect("own start time");
+        {
+            let conn = lock(&store.conn);
+            conn.execute(
+                "UPDATE calls SET pid_start = ?1 WHERE id = ?2",
+                params![start as i64 + 1, id.0],
+            )
+            .unwrap();
+        }
+        assert_eq!(store.recover().unwrap(), vec![id]);
+    }
+
+    #[test]
+    fn foreign_corrupt_and_newer_files_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.sqlite");
+        std::fs::write(
+            &garbage,
+            "this is not a database, just some text ".repeat(40),
+        )
+        .unwrap();
+        let e = CallStore::open(&garbage).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(
+            e.to_string().contains("garbage.sqlite") && e.to_string().contains("move it aside"),
+            "{e}"
+        );
+
+        let foreign = dir.path().join("foreign.sqlite");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE songs (title TEXT)")
+            .unwrap();
+        let e = CallStore::open(&foreign).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+
+        let newer = dir.path().join("newer.sqlite");
+        drop(CallStore::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let e = CallStore::open(&newer).unwrap_err();
+        assert!(matches!(e, StoreError::NewerSchema { found: 2, .. }), "{e}");
+        assert!(e.to_string().contains("newer.sqlite"), "{e}");
+
+        let e = CallStore::open(dir.path()).unwrap_err();
+        assert!(matches!(e, StoreError::Open { .. }), "{e}");
+    }
+
+    #[test]
+    fn the_store_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<CallStore>();
+    }
+}
