@@ -51,6 +51,9 @@ pub enum Command {
     /// Read JSONL turns and model steps on stdin and print, step by step, what the model would
     /// receive: the definitions and each call's answer (the format: `toolcat::session::transcript`).
     Session(SessionArgs),
+    /// List the call records of a call store, newest first; calls whose process ended mid-call
+    /// are shown as `outcome_unknown` (`toolcat::records` documents the lifecycle).
+    Calls(crate::calls::CallsArgs),
 }
 
 /// Which catalog a command reads.
@@ -321,6 +324,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Generate(a) => generate_cmd(&a),
         Command::Call(a) => call(&a),
         Command::Session(a) => session(&a),
+        Command::Calls(a) => crate::calls::run(&a),
     };
     match result {
         Ok(code) => code,

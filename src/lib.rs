@@ -1,6 +1,7 @@
 //! The reference agent: its catalog (`tools.toml`, compiled in by `build.rs`), its `#[tool]`
 //! handlers, the `toolcat` command line and the writer of `generated/`.
 
+pub mod calls;
 pub mod cli;
 pub mod generate;
 pub mod handlers;

@@ -2,6 +2,8 @@
 
 /// A user's quick-start crate builds, runs a tool, and fails to build on a broken tools.toml.
 mod build_script;
+/// Durable call records: a call killed by SIGKILL mid-side-effect is never `succeeded` nor replayed; `toolcat calls`.
+mod calls;
 /// The `toolcat` command line on the reference catalog and on real imported catalogs.
 mod cli;
 /// generated/ is fresh and every file names `toolcat generate` on its first line.

@@ -188,14 +188,15 @@ pub struct ParseCallStateError {
 impl fmt::Display for ParseCallStateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "unknown call state `{}`", self.given)?;
-        if let Some(s) = self.suggestion {
-            write!(f, "; did you mean `{s}`?")?;
-        }
         let names: Vec<String> = CallState::ALL
             .iter()
             .map(|s| format!("`{}`", s.as_str()))
             .collect();
-        write!(f, "; valid states: {}", names.join(", "))
+        write!(f, "; valid states: {}", names.join(", "))?;
+        if let Some(s) = self.suggestion {
+            write!(f, "; did you mean `{s}`")?;
+        }
+        Ok(())
     }
 }
 
@@ -918,7 +919,11 @@ mod tests {
         let e = "runing".parse::<CallState>().unwrap_err();
         assert_eq!(e.suggestion, Some("running"));
         let text = e.to_string();
-        assert!(text.starts_with("unknown call state `runing`; did you mean `running`?"));
+        assert!(
+            text.starts_with("unknown call state `runing`; valid states: "),
+            "{text}"
+        );
+        assert!(text.ends_with("; did you mean `running`"), "{text}");
         for s in CallState::ALL {
             assert!(text.contains(&format!("`{}`", s.as_str())), "{text}");
         }
