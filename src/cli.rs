@@ -54,6 +54,10 @@ pub enum Command {
     /// List the call records of a call store, newest first; calls whose process ended mid-call
     /// are shown as `outcome_unknown` (`toolcat::records` documents the lifecycle).
     Calls(crate::calls::CallsArgs),
+    /// Measure search on a benchmark's queries: recall@1/5/10, nDCG@5, C@5 (every gold tool in the
+    /// top 5) and microseconds per query; with `--token-economy`, tokens of every tool inline
+    /// against plans (`toolcat::eval` documents the rules).
+    Eval(crate::eval::EvalArgs),
 }
 
 /// Which catalog a command reads.
@@ -231,6 +235,8 @@ pub enum ImportFrom {
     /// github-mcp-server's `__toolsnaps__` directory (with `toolsets.json` beside it, if present).
     #[value(name = "github-toolsnaps")]
     GithubToolsnaps,
+    /// The MetaTool benchmark's tool corpus `plugin_des.json` (`{name: description}`).
+    Metatool,
 }
 
 impl From<ImportFrom> for ImportKind {
@@ -239,6 +245,7 @@ impl From<ImportFrom> for ImportKind {
             ImportFrom::McpToolsJson => ImportKind::McpToolsJson,
             ImportFrom::Livemcpbench => ImportKind::LiveMcpBench,
             ImportFrom::GithubToolsnaps => ImportKind::GithubToolsnaps,
+            ImportFrom::Metatool => ImportKind::Metatool,
         }
     }
 }
@@ -324,6 +331,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Generate(a) => generate_cmd(&a),
         Command::Call(a) => call(&a),
         Command::Session(a) => session(&a),
+        Command::Eval(a) => crate::eval::run(&a),
         Command::Calls(a) => crate::calls::run(&a),
     };
     match result {

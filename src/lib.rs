@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod cli;
+pub mod eval;
 pub mod generate;
 pub mod handlers;
 

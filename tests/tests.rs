@@ -6,6 +6,8 @@ mod build_script;
 mod calls;
 /// The `toolcat` command line on the reference catalog and on real imported catalogs.
 mod cli;
+/// `toolcat eval`: recall@k, nDCG@5 and C@5 on hand-made rankings, the `metatool` import, the token economy.
+mod eval;
 /// generated/ is fresh and every file names `toolcat generate` on its first line.
 mod generated;
 /// `toolcat import`: real catalogs and fixtures become tools.toml text that compiles and round-trips.

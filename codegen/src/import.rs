@@ -5,7 +5,7 @@
 //! prints the text on stdout and the report on stderr:
 //!
 //! ```text
-//! toolcat import --from mcp-tools-json|livemcpbench|github-toolsnaps PATH > tools.toml
+//! toolcat import --from mcp-tools-json|livemcpbench|github-toolsnaps|metatool PATH > tools.toml
 //! ```
 //!
 //! # Sources
@@ -29,6 +29,14 @@
 //!   toolsets and each snapshot's feature flag; without it, a snapshot's feature flag is read from
 //!   its file name `X_ff_Y.snap` (tool `X` as it looks when flag `Y` is on). All tools come from
 //!   one server, `github`.
+//! - **`metatool`**: the tool corpus of the MetaTool benchmark (`plugin_des.json`), one JSON object
+//!   `{TOOL_NAME: DESCRIPTION}` (OpenAI plugins, 199 of them). Each member becomes one tool of one
+//!   server, `metatool`, with that name and description and nothing else: the corpus gives no
+//!   input schemas, titles, annotations or transport, so no `input_schema` is written (one
+//!   report warning says so for the whole corpus), every tool takes the safe-side defaults of a
+//!   tool without hints, and the server's `command` is the placeholder. Nothing is added to the
+//!   text a search reads, so retrieval measured on this catalog compares fairly with other
+//!   systems given the same name and description.
 //!
 //! # Rules
 //!
@@ -182,6 +190,8 @@ pub enum ImportKind {
     LiveMcpBench,
     /// The `__toolsnaps__` directory of github/github-mcp-server.
     GithubToolsnaps,
+    /// The MetaTool benchmark's tool corpus `plugin_des.json` (`{name: description}`).
+    Metatool,
 }
 
 impl ImportKind {
@@ -190,10 +200,15 @@ impl ImportKind {
         ImportKind::McpToolsJson,
         ImportKind::LiveMcpBench,
         ImportKind::GithubToolsnaps,
+        ImportKind::Metatool,
     ];
     /// The spellings accepted by `--from`.
-    pub const NAMES: &'static [&'static str] =
-        &["mcp-tools-json", "livemcpbench", "github-toolsnaps"];
+    pub const NAMES: &'static [&'static str] = &[
+        "mcp-tools-json",
+        "livemcpbench",
+        "github-toolsnaps",
+        "metatool",
+    ];
 
     /// The spelling used by `--from`.
     pub const fn as_str(self) -> &'static str {
@@ -201,6 +216,7 @@ impl ImportKind {
             ImportKind::McpToolsJson => "mcp-tools-json",
             ImportKind::LiveMcpBench => "livemcpbench",
             ImportKind::GithubToolsnaps => "github-toolsnaps",
+            ImportKind::Metatool => "metatool",
         }
     }
 
@@ -532,7 +548,7 @@ fn backticked(names: &[String]) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// `--from` names no known source kind.
-    #[error("unknown import source `{0}`; use one of `mcp-tools-json`, `livemcpbench`, `github-toolsnaps`")]
+    #[error("unknown import source `{0}`; use one of `mcp-tools-json`, `livemcpbench`, `github-toolsnaps`, `metatool`")]
     UnknownKind(String),
     /// A file or directory could not be read.
     #[error("cannot read `{path}`: {source}; check the path")]
@@ -616,6 +632,10 @@ pub fn import_with(
             read_livemcpbench(path, &text)?
         }
         ImportKind::GithubToolsnaps => read_github_toolsnaps(path, options)?,
+        ImportKind::Metatool => {
+            let text = read_text(path)?;
+            read_metatool(path, &text)?
+        }
     };
     if surface.servers.iter().all(|s| s.tools.is_empty()) {
         return Err(ImportError::NoTools {
@@ -828,6 +848,9 @@ struct ToolSpec {
     inline: bool,
     /// The source tool has an `outputSchema` (not carried over).
     has_output_schema: bool,
+    /// The source never gives input schemas (MetaTool): a missing one is reported once for the
+    /// whole source instead of once per tool.
+    schemaless_source: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -970,6 +993,7 @@ fn tool_spec(tool: McpTool, warnings: &mut Vec<String>) -> ToolSpec {
         status: Status::Active,
         inline: false,
         has_output_schema: tool.output_schema.is_some_and(|o| !o.is_null()),
+        schemaless_source: false,
     }
 }
 
@@ -1204,6 +1228,70 @@ fn read_livemcpbench(path: &Path, text: &str) -> Result<Surface, ImportError> {
         surface.servers.len()
     )];
     Ok(surface)
+}
+
+const METATOOL_SHAPE: &str =
+    "a MetaTool `plugin_des.json` (one JSON object `{\"TOOL_NAME\": \"DESCRIPTION\", ...}`)";
+
+/// Server name of every `metatool` tool.
+pub const METATOOL_SERVER: &str = "metatool";
+
+fn read_metatool(path: &Path, text: &str) -> Result<Surface, ImportError> {
+    let corpus: Map<String, Value> =
+        serde_json::from_str(text).map_err(|source| ImportError::Json {
+            path: path.to_path_buf(),
+            expected: METATOOL_SHAPE,
+            source,
+        })?;
+    let mut tools = Vec::with_capacity(corpus.len());
+    for (name, description) in corpus {
+        let Value::String(description) = description else {
+            return Err(ImportError::Shape {
+                path: path.to_path_buf(),
+                expected: METATOOL_SHAPE,
+                detail: format!(
+                    "the value of `{name}` is {}, not a description string",
+                    json_kind(&description)
+                ),
+            });
+        };
+        tools.push(ToolSpec {
+            name,
+            title: None,
+            description: description.trim().to_string(),
+            input_schema: None,
+            hints: McpHints::default(),
+            toolsets: Vec::new(),
+            status: Status::Active,
+            inline: false,
+            has_output_schema: false,
+            schemaless_source: true,
+        });
+    }
+    let count = tools.len();
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    Ok(Surface {
+        servers: vec![ServerSpec {
+            key: METATOOL_SERVER.to_string(),
+            description: format!(
+                "The MetaTool benchmark's tool corpus `{file}`: {count} tools, each a name and a one-line description"
+            ),
+            command: None,
+            args: Vec::new(),
+            url: None,
+            tools,
+        }],
+        about: vec![format!(
+            "Source: the MetaTool benchmark's tool corpus ({count} tools: name and description only)."
+        )],
+        warnings: vec![format!(
+            "the MetaTool corpus gives no input schemas: none of its {count} tools has an `input_schema`"
+        )],
+        ..Surface::default()
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -1815,6 +1903,7 @@ fn row_schema(
             ));
             None
         }
+        None if tool.schemaless_source => None,
         None => {
             warnings.push(format!(
                 "{tref}: no `inputSchema`; no `input_schema` written"

@@ -5,6 +5,8 @@
 //! - [`search`]: exact name, then BM25 tool search over an index built at build time;
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
+//! - [`eval`]: search quality on benchmark query sets (recall@k, nDCG@5) and the token economy
+//!   of plans;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
 //!   with [`preselect`] choosing tools before a turn's first step;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
@@ -16,6 +18,7 @@ pub mod call;
 pub mod catalog;
 pub mod compiled;
 pub mod error;
+pub mod eval;
 pub mod export;
 #[cfg(test)]
 mod fixture;

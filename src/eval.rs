@@ -1,0 +1,186 @@
+//! `toolcat eval`: search quality of a catalog on a benchmark query set, or the token economy of
+//! its plans. The measurement itself is `toolcat::eval` (query formats, gold, metrics); this
+//! module parses the command line and prints.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use toolcat::eval::{self, QuerySet};
+use toolcat::export::ExportFormat;
+use toolcat::Catalog;
+
+/// The query file formats of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    /// MetaTool single-tool queries: CSV `Query,Tool` (`queries_dev.csv`).
+    Metatool,
+    /// MetaTool multi-tool queries: JSON `[{query, tool: [names]}]` (`multi_queries_dev.json`).
+    #[value(name = "metatool-multi")]
+    MetatoolMulti,
+    /// LiveMCPBench tasks: JSON with `Question` and the numbered `Annotator Metadata.Tools`
+    /// (`tasks_dev.json`).
+    Livemcpbench,
+}
+
+impl From<QueryFormat> for QuerySet {
+    fn from(f: QueryFormat) -> QuerySet {
+        match f {
+            QueryFormat::Metatool => QuerySet::Metatool,
+            QueryFormat::MetatoolMulti => QuerySet::MetatoolMulti,
+            QueryFormat::Livemcpbench => QuerySet::LiveMcpBench,
+        }
+    }
+}
+
+/// Default of `--hits`: search hits added to each plan of `--token-economy`.
+pub const DEFAULT_PLAN_HITS: usize = 5;
+
+/// The export format whose definitions `--token-economy` counts: OpenAI function tools.
+pub const TOKEN_FORMAT: ExportFormat = ExportFormat::OpenAi;
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The catalog to search (e.g. made by `toolcat import`).
+    #[arg(long, value_name = "PATH")]
+    pub catalog: PathBuf,
+    /// The benchmark's query file.
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// The format of the query file.
+    #[arg(long, value_enum)]
+    pub format: QueryFormat,
+    /// Evaluate about K queries, every ⌈n / K⌉-th in file order from the first (default: all).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Instead of search quality, print per query the tokens (o200k_base, OpenAI tools JSON) of
+    /// every tool inline against a plan of the inline core plus the best `--hits` search hits,
+    /// and whether each gold tool is in the plan; then the totals.
+    #[arg(long)]
+    pub token_economy: bool,
+    /// `--token-economy`: search hits added to each plan.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
+    pub hits: usize,
+}
+
+/// Runs `toolcat eval`.
+pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let set = QuerySet::from(a.format);
+    let queries = eval::read_queries(set, &a.queries)?;
+    let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+    let chosen = eval::sample(&queries, limit);
+    let mut out = std::io::stdout().lock();
+    if a.token_economy {
+        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT)?;
+        print_economy(&mut out, a, &economy)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let e = eval::evaluate(&c, set, chosen)?;
+    if a.json {
+        let mut v = serde_json::to_value(e)?;
+        v["system"] = json!(format!("toolcat {}", env!("CARGO_PKG_VERSION")));
+        v["tools"] = json!(c.len());
+        serde_json::to_writer(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
+            a.queries.display(),
+            a.catalog.display(),
+            c.len(),
+            e.queries,
+            e.skipped
+        )?;
+        writeln!(
+            out,
+            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
+            e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_economy(
+    out: &mut impl std::io::Write,
+    a: &EvalArgs,
+    e: &eval::TokenEconomy,
+) -> anyhow::Result<()> {
+    let (found, gold) = e.gold_coverage();
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / whole as f64
+        }
+    };
+    if a.json {
+        let mut v = serde_json::to_value(e)?;
+        v["totals"] = json!({
+            "tasks": e.tasks.len(),
+            "inline_tokens": e.inline_tokens(),
+            "plan_tokens": e.plan_tokens(),
+            "saved_percent": e.saved_percent(),
+            "gold_found": found,
+            "gold": gold,
+            "gold_coverage_percent": share(found, gold),
+            "complete_tasks": e.complete_tasks(),
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = {} core definitions + the best {} search hits",
+        e.format,
+        e.all_tools,
+        e.all_tokens,
+        e.core_tools,
+        e.hits
+    )?;
+    writeln!(
+        out,
+        "{:>3}  {:>5}  {:>6}  {:>6}  {:>5}  question",
+        "#", "tools", "tokens", "saved", "gold"
+    )?;
+    for (i, t) in e.tasks.iter().enumerate() {
+        let hit = t.gold.iter().filter(|(_, f)| *f).count();
+        let question: String = t.query.chars().take(70).collect();
+        writeln!(
+            out,
+            "{:>3}  {:>5}  {:>6}  {:>5.1}%  {:>2}/{:<2}  {question}",
+            i + 1,
+            t.plan_tools,
+            t.plan_tokens,
+            100.0 - share(t.plan_tokens, e.all_tokens),
+            hit,
+            t.gold.len()
+        )?;
+    }
+    writeln!(
+        out,
+        "totals over {} tasks: {} tokens with every tool inline, {} with plans ({:.1}% saved); gold tools in the plan {found}/{gold} ({:.1}%); tasks with every gold tool in the plan {}/{}",
+        e.tasks.len(),
+        e.inline_tokens(),
+        e.plan_tokens(),
+        e.saved_percent(),
+        share(found, gold),
+        e.complete_tasks(),
+        e.tasks.len()
+    )?;
+    if e.skipped > 0 {
+        writeln!(
+            out,
+            "{} queries skipped (no gold tool in the catalog)",
+            e.skipped
+        )?;
+    }
+    Ok(())
+}

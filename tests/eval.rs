@@ -1,0 +1,306 @@
+//! `toolcat eval` and `toolcat::eval`: the metrics on hand-made rankings whose values are worked
+//! out below, the query readers and sampling, the `metatool` import of the real corpus, and the
+//! command on the real dev sets.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use toolcat::eval::{
+    evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, Query, QueryScores,
+    QuerySet, ScoreSums,
+};
+use toolcat::export::ExportFormat;
+use toolcat::Catalog;
+use toolcat_codegen::import::{import, import_mcp_tools_json_str, ImportKind};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(rel)
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn set(list: &[&str]) -> BTreeSet<String> {
+    names(list).into_iter().collect()
+}
+
+/// `1 / log2(rank + 1)`: the gain of a gold tool at `rank` (from 1).
+fn gain(rank: u32) -> f64 {
+    1.0 / f64::from(rank + 1).log2()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// Ten ranked names, `a` best.
+const RANKING: [&str; 10] = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+
+#[test]
+fn metrics_of_hand_made_rankings() {
+    let ranking = names(&RANKING);
+    let score = |gold: &[&str]| QueryScores::of(&ranking, &set(gold)).expect("gold is not empty");
+
+    // One gold tool at rank 3: not in the top 1, in the top 5 and 10.
+    // nDCG@5 = (1/log2 4) / (1/log2 2) = 0.5 / 1 = 0.5; C@5 = 1.
+    let s = score(&["c"]);
+    assert_eq!(
+        (s.recall_1, s.recall_5, s.recall_10, s.complete_5),
+        (0.0, 1.0, 1.0, 1.0)
+    );
+    assert!(close(s.ndcg_5, 0.5), "{s:?}");
+
+    // Gold at ranks 1 and 6: R@1 = 1/2, R@5 = 1/2 (rank 6 is past 5), R@10 = 2/2.
+    // DCG@5 = 1/log2 2 = 1; IDCG@5 (two gold) = 1 + 1/log2 3 = 1.63093;
+    // nDCG@5 = 1 / 1.63093 = 0.61315. C@5 = 0 (rank 6 is not in the top 5).
+    let s = score(&["a", "f"]);
+    assert_eq!(
+        (s.recall_1, s.recall_5, s.recall_10, s.complete_5),
+        (0.5, 0.5, 1.0, 0.0)
+    );
+    assert!(close(s.ndcg_5, 1.0 / (1.0 + gain(2))), "{s:?}");
+    assert!((s.ndcg_5 - 0.61315).abs() < 1e-5, "{s:?}");
+
+    // Gold at ranks 2 and 4: DCG@5 = 1/log2 3 + 1/log2 5 = 0.63093 + 0.43068 = 1.06161;
+    // nDCG@5 = 1.06161 / 1.63093 = 0.65092; both in the top 5, so C@5 = 1.
+    let s = score(&["b", "d"]);
+    assert_eq!(
+        (s.recall_1, s.recall_5, s.recall_10, s.complete_5),
+        (0.0, 1.0, 1.0, 1.0)
+    );
+    assert!((s.ndcg_5 - 0.65092).abs() < 1e-5, "{s:?}");
+
+    // Six gold tools at ranks 1..6: R@5 = 5/6; the ideal DCG@5 has only 5 places, all filled by
+    // gold, so nDCG@5 = 1; not all six are in the top 5, so C@5 = 0.
+    let s = score(&["a", "b", "c", "d", "e", "f"]);
+    assert!(close(s.recall_5, 5.0 / 6.0) && close(s.recall_1, 1.0 / 6.0));
+    assert!(close(s.ndcg_5, 1.0) && s.complete_5 == 0.0, "{s:?}");
+
+    // A gold tool the ranking misses scores 0 everywhere.
+    let s = score(&["zz"]);
+    assert_eq!(s, QueryScores::default());
+
+    // A shorter ranking (duplicates removed) is scored on what it holds.
+    let short = names(&["a", "b"]);
+    let s = QueryScores::of(&short, &set(&["b", "x"])).expect("gold");
+    assert_eq!((s.recall_1, s.recall_5, s.recall_10), (0.0, 0.5, 0.5));
+    assert!(close(s.ndcg_5, gain(2) / (1.0 + gain(2))));
+
+    // No gold: not scored.
+    assert_eq!(QueryScores::of(&ranking, &BTreeSet::new()), None);
+}
+
+#[test]
+fn averages_count_evaluated_queries_and_skip_those_without_gold() {
+    let ranking = names(&RANKING);
+    let mut sums = ScoreSums::default();
+    sums.add(&ranking, &set(&["a"]), Duration::from_micros(30));
+    sums.add(&ranking, &set(&["c"]), Duration::from_micros(10));
+    sums.add(&ranking, &BTreeSet::new(), Duration::from_micros(1000));
+    let e = sums.finish(QuerySet::Metatool);
+    assert_eq!((e.queries, e.skipped), (2, 1));
+    // R@1: (1 + 0) / 2; nDCG@5: (1 + 0.5) / 2; time: (30 + 10) / 2 µs, the skipped query's not counted.
+    assert!(close(e.recall_1, 0.5) && close(e.recall_5, 1.0) && close(e.ndcg_5, 0.75));
+    assert!(close(e.us_per_query, 20.0), "{e:?}");
+}
+
+#[test]
+fn numbered_tool_lists_and_sampling() {
+    let listed =
+        numbered_names("1. search_papers\n2.read_file\nsee the notes\n  3.  fetch  \n4.\n");
+    assert_eq!(listed, names(&["search_papers", "read_file", "fetch"]));
+
+    let queries: Vec<Query> = (0..10)
+        .map(|i| Query {
+            text: format!("q{i}"),
+            gold: Vec::new(),
+        })
+        .collect();
+    let texts = |limit| -> Vec<String> {
+        sample(&queries, limit)
+            .iter()
+            .map(|q| q.text.clone())
+            .collect()
+    };
+    // ⌈10 / 3⌉ = 4: queries 0, 4, 8.
+    assert_eq!(texts(Some(3)), names(&["q0", "q4", "q8"]));
+    assert_eq!(texts(None).len(), 10);
+    assert_eq!(texts(Some(10)).len(), 10);
+    assert_eq!(texts(Some(50)).len(), 10);
+}
+
+/// A three-tool catalog where each query names its tool exactly: every query ranks its gold tool
+/// first (the exact-name step), so every metric is 1, except for the query whose gold is missing.
+#[test]
+fn evaluate_runs_the_catalog_search() {
+    let list = serde_json::json!({"tools": [
+        {"name": "read_file", "description": "Read a file from disk", "inputSchema": {"type": "object"}},
+        {"name": "send_mail", "description": "Send an email message", "inputSchema": {"type": "object"}},
+        {"name": "get_weather", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+    ]})
+    .to_string();
+    let out = import_mcp_tools_json_str(Path::new("tiny.json"), &list, "tiny").expect("imports");
+    let c = Catalog::from_source("tiny.toml", &out.text).expect("loads");
+    let q = |text: &str, gold: &[&str]| Query {
+        text: text.to_string(),
+        gold: names(gold),
+    };
+    let queries = [
+        q("read_file", &["read_file"]),
+        q("send_mail", &["send_mail"]),
+        q("anything", &["no_such_tool"]),
+    ];
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &queries).expect("runs");
+    assert_eq!((e.queries, e.skipped), (2, 1));
+    assert_eq!(
+        (e.recall_1, e.recall_5, e.ndcg_5, e.complete_5),
+        (1.0, 1.0, 1.0, 1.0)
+    );
+    assert!(e.us_per_query > 0.0);
+}
+
+#[test]
+fn metatool_import_holds_every_tool_with_its_name_and_description_only() {
+    let path = data("metatool/plugin_des.json");
+    let out = import(ImportKind::Metatool, &path).expect("the corpus imports");
+    let corpus: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("JSON");
+    assert_eq!(corpus.len(), 199);
+    assert_eq!(out.report.tools, corpus.len());
+    assert_eq!(out.report.meta_tools, 4);
+    toolcat_codegen::compile_str("metatool.toml", &out.text)
+        .unwrap_or_else(|d| panic!("the import does not compile: {} diagnostics", d.len()));
+
+    let c = Catalog::from_source("metatool.toml", &out.text).expect("loads");
+    let gold = GoldNames::new(&c);
+    for (name, description) in &corpus {
+        let row = gold
+            .resolve(name)
+            .unwrap_or_else(|| panic!("`{name}` has no row"));
+        let t = c.tool(row).expect("a tool");
+        assert_eq!(
+            c.description(t),
+            description.as_str().expect("a string").trim()
+        );
+        assert_eq!(c.keywords(t).count(), 0, "`{name}` got keywords");
+    }
+    // The one name outside `[a-zA-Z0-9_-]` is mapped by the charset rule and reported.
+    assert_eq!(gold.resolve("PDF&URLTool"), Some("PDF_URLTool"));
+    assert_eq!(out.report.renamed.len(), 1);
+    assert_eq!(out.report.renamed[0].original, "PDF&URLTool");
+    // No schema is invented: every imported row lacks `input_schema`.
+    assert!(out
+        .catalog
+        .tool
+        .iter()
+        .filter(|t| t.source == "metatool")
+        .all(|t| t.input_schema.is_none()));
+}
+
+#[test]
+fn token_economy_plans_hold_the_core_and_the_hits() {
+    let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).expect("imports");
+    let c = Catalog::from_source("livemcpbench.toml", &out.text).expect("loads");
+    let queries =
+        read_queries(QuerySet::LiveMcpBench, &data("livemcpbench/tasks_dev.json")).expect("reads");
+    let chosen = sample(&queries, Some(10));
+    let e = token_economy(&c, chosen.iter().copied(), 5, ExportFormat::OpenAi).expect("runs");
+    assert_eq!(e.all_tools, 527);
+    assert_eq!(e.tasks.len() + e.skipped, chosen.len());
+    for (t, q) in e.tasks.iter().zip(
+        chosen
+            .iter()
+            .filter(|q| !GoldNames::new(&c).gold(&q.gold).is_empty()),
+    ) {
+        // The core (4 meta-tools: LiveMCPBench marks no tool inline) plus 5 hits, which
+        // require nothing.
+        assert_eq!(e.core_tools, 4);
+        assert_eq!(t.plan_tools, e.core_tools + 5, "{}", t.query);
+        assert!(t.plan_tokens > 0 && t.plan_tokens < e.all_tokens);
+        // A gold tool is in the plan exactly when the search put it in the top 5.
+        let top: BTreeSet<String> = c
+            .search(&q.text, c.full_profile(), 5)
+            .expect("runs")
+            .iter()
+            .map(|h| c.name(h.tool).to_string())
+            .collect();
+        for (name, found) in &t.gold {
+            assert_eq!(*found, top.contains(name), "`{name}` for {}", t.query);
+        }
+    }
+    assert!(e.saved_percent() > 90.0, "{}", e.saved_percent());
+}
+
+fn toolcat(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(args)
+        .output()
+        .expect("the toolcat binary runs")
+}
+
+#[test]
+fn eval_command_prints_the_metrics_of_the_library() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = dir.path().join("metatool.toml");
+    let corpus = data("metatool/plugin_des.json");
+    let o = toolcat(&[
+        "import",
+        "--from",
+        "metatool",
+        corpus.to_str().expect("UTF-8 path"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(&catalog, &o.stdout).expect("writes");
+    let o = toolcat(&["check", "--catalog", catalog.to_str().expect("UTF-8")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let queries = data("metatool/multi_queries_dev.json");
+    let o = toolcat(&[
+        "eval",
+        "--catalog",
+        catalog.to_str().expect("UTF-8"),
+        "--queries",
+        queries.to_str().expect("UTF-8"),
+        "--format",
+        "metatool-multi",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let c = Catalog::load(&catalog).expect("loads");
+    let all = read_queries(QuerySet::MetatoolMulti, &queries).expect("reads");
+    assert_eq!(all.len(), 336);
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &all).expect("runs");
+    assert_eq!(v["queries"], 336);
+    for (key, value) in [
+        ("R@1", e.recall_1),
+        ("R@5", e.recall_5),
+        ("R@10", e.recall_10),
+        ("nDCG@5", e.ndcg_5),
+        ("C@5", e.complete_5),
+    ] {
+        assert_eq!(v[key].as_f64(), Some(value), "{key}");
+    }
+
+    // A query file of another format is an error naming the file.
+    let o = toolcat(&[
+        "eval",
+        "--catalog",
+        catalog.to_str().expect("UTF-8"),
+        "--queries",
+        queries.to_str().expect("UTF-8"),
+        "--format",
+        "livemcpbench",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("multi_queries_dev.json") && err.contains("--format"),
+        "{err}"
+    );
+}
