@@ -138,11 +138,12 @@ fn print_economy(
     }
     writeln!(
         out,
-        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = {} core definitions + the best {} search hits",
+        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens) + the best {} search hits",
         e.format,
         e.all_tools,
         e.all_tokens,
         e.core_tools,
+        e.core_tokens,
         e.hits
     )?;
     writeln!(

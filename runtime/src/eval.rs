@@ -469,6 +469,8 @@ pub struct TokenEconomy {
     pub all_tokens: usize,
     /// Tools of the inline core (in every plan before any hit).
     pub core_tools: usize,
+    /// Tokens of the inline core's definitions.
+    pub core_tokens: usize,
     /// One row per query with at least one gold tool in the catalog, in file order.
     pub tasks: Vec<TaskTokens>,
     /// Queries skipped because none of their gold tools is in the catalog.
@@ -541,18 +543,18 @@ pub fn token_economy<'q>(
     let toolsets: Vec<_> = catalog.toolsets().collect();
     let names = GoldNames::new(catalog);
     let mut planner = TurnPlanner::new(catalog);
-    let core_tools = planner
-        .plan(
-            catalog,
-            &TurnInput {
-                profile: full,
-                toolsets: &toolsets,
-                discovered: &[],
-                named: &[],
-            },
-        )
-        .tools()
-        .len();
+    let core = planner.plan(
+        catalog,
+        &TurnInput {
+            profile: full,
+            toolsets: &toolsets,
+            discovered: &[],
+            named: &[],
+        },
+    );
+    let core_tools = core.tools().len();
+    let core_tokens =
+        count_json_tokens(&export_tools(catalog, core.tools().iter().copied(), format));
     let mut tasks = Vec::new();
     let mut skipped = 0;
     for q in queries {
@@ -596,6 +598,7 @@ pub fn token_economy<'q>(
         all_tools: all.len(),
         all_tokens,
         core_tools,
+        core_tokens,
         tasks,
         skipped,
     })
