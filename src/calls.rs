@@ -10,7 +10,6 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 use toolcat::{CallRecord, CallState, CallStore};
 
@@ -67,9 +66,11 @@ pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
     let path = a.store.path();
     let records: Vec<CallRecord> = if path.exists() {
         let store = CallStore::open(&path)?;
-        let judged = store
-            .recover()
-            .with_context(|| format!("cannot judge the open calls in `{}`", path.display()))?;
+        // A store this user may read but not write is still listed, as it stands.
+        let judged = store.recover().unwrap_or_else(|e| {
+            eprintln!("warning: calls of processes that ended are shown as they were left: {e}");
+            Vec::new()
+        });
         if !judged.is_empty() {
             let ids: Vec<String> = judged.iter().map(|id| format!("`{id}`")).collect();
             eprintln!(
