@@ -1187,6 +1187,41 @@ mod tests {
     }
 
     #[test]
+    fn stores_on_one_file_write_concurrently_without_losing_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.sqlite");
+        drop(CallStore::open(&path).unwrap());
+        let threads: Vec<_> = (0..4)
+            .map(|n| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    // Each thread stands for a process: its own connection to the same file.
+                    let store = CallStore::open(&path).unwrap();
+                    let args = json!({ "thread": n });
+                    (0..10)
+                        .map(|_| {
+                            let id = store.begin(new_call("t", &args)).unwrap();
+                            store.set_state(id, CallState::Running, None).unwrap();
+                            store.set_state(id, CallState::Succeeded, None).unwrap();
+                            id
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut ids: Vec<CallId> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 40);
+        let store = CallStore::open(&path).unwrap();
+        let done = store.list(Some(CallState::Succeeded), 100).unwrap();
+        assert_eq!(done.len(), 40);
+    }
+
+    #[test]
     fn the_store_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<CallStore>();
