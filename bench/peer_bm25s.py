@@ -29,6 +29,9 @@ Protocol (the one the reference figures of the benchmark issue were measured wit
   the number of queries, in microseconds.
 - `--limit K`: about K queries, every ceil(n / K)-th in file order from the first (as
   `toolcat eval --limit K`).
+- `--dedup-names`: not the reference protocol but toolcat's rule for names shared by several tools:
+  the best 30 are retrieved and each id is kept only at its first place, then the first 10 ids are
+  scored, so a name shared by several servers takes one place.
 """
 import argparse
 import csv
@@ -115,6 +118,7 @@ def main():
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dedup-names", action="store_true")
     a = ap.parse_args()
 
     docs = livemcpbench_corpus(a.corpus) if a.format == "livemcpbench" else metatool_corpus(a.corpus)
@@ -128,16 +132,20 @@ def main():
                     show_progress=False)
     start = time.perf_counter()
     tokens = bm25s.tokenize([q for q, _ in evaluated], stopwords="en", stemmer=stemmer, show_progress=False)
-    found, _ = retriever.retrieve(tokens, k=10, n_threads=1, show_progress=False)
+    depth = min(30, len(ids)) if a.dedup_names else 10
+    found, _ = retriever.retrieve(tokens, k=depth, n_threads=1, show_progress=False)
     elapsed = time.perf_counter() - start
 
     sums = [0.0] * 5
     for (_, gold), row in zip(evaluated, found):
-        for i, s in enumerate(scores([ids[j] for j in row], gold)):
+        ranked = [ids[j] for j in row]
+        if a.dedup_names:
+            ranked = list(dict.fromkeys(ranked))[:10]
+        for i, s in enumerate(scores(ranked, gold)):
             sums[i] += s
     n = max(len(evaluated), 1)
     result = {
-        "system": f"bm25s {bm25s.__version__}",
+        "system": f"bm25s {bm25s.__version__}" + (" (names deduplicated)" if a.dedup_names else ""),
         "set": a.format,
         "tools": len(ids),
         "queries": len(evaluated),
