@@ -45,8 +45,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
     Generate(GenerateArgs),
-    /// Run one tool with JSON arguments and print its JSON result (no approval step: for trying
-    /// handlers by hand, not for serving a model).
+    /// Run one tool with JSON arguments through the execution coordinator and print its JSON
+    /// result; `gated` tools run only with `--approve`, calls are recorded with `--store`.
     Call(CallArgs),
     /// Read JSONL turns and model steps on stdin and print, step by step, what the model would
     /// receive: the definitions and each call's answer (the format: `toolcat::session::transcript`).
@@ -289,6 +289,14 @@ pub struct CallArgs {
     /// The workspace file tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Approve a `gated` tool: the concrete operation (arguments and targets, with
+    /// fingerprints) is printed to stderr, then it runs. Without it gated tools are refused.
+    #[arg(long)]
+    pub approve: bool,
+    /// Record the call in this call store (see `toolcat calls`); not recorded when neither this
+    /// nor `TOOLCAT_STORE` is given.
+    #[arg(long = "store", value_name = "PATH", env = "TOOLCAT_STORE")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -754,14 +762,51 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let ctx = toolcat::ToolContext::new(workspace);
+    // The one execution path: scope (every tool of the catalog), validation, prepare, approval,
+    // scheduling, re-verification, execution and, with a store, the call record.
+    let mut coordinator = toolcat::Coordinator::new(&c, ctx);
+    if let Some(path) = &a.store {
+        let store = toolcat::CallStore::open(path)
+            .with_context(|| format!("cannot open the call store `{}`", path.display()))?;
+        coordinator = coordinator.with_store(std::sync::Arc::new(store));
+    }
+    if a.approve {
+        coordinator = coordinator.with_approval(|req| {
+            let targets: Vec<String> = req
+                .targets
+                .iter()
+                .map(|t| match &t.fingerprint {
+                    Some(f) => format!("{} ({}, {f})", t.resource, t.access.as_str()),
+                    None => format!("{} ({})", t.resource, t.access.as_str()),
+                })
+                .collect();
+            eprintln!(
+                "approved `{}` with {}{}",
+                req.catalog.exported_name(req.tool),
+                req.arguments,
+                if targets.is_empty() {
+                    String::new()
+                } else {
+                    format!("; targets: {}", targets.join(", "))
+                }
+            );
+            true
+        });
+    }
+    let allowed = c.profile_tools(c.full_profile()).to_vec();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    match runtime.block_on(c.call(tool, args, &ctx)) {
+    let outcome =
+        runtime.block_on(coordinator.call(toolcat::CallRequest::new(tool, args, &allowed)));
+    if let Some(e) = &outcome.record_error {
+        eprintln!("warning: {e}");
+    }
+    match outcome.result {
         Ok(value) => {
             let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &value)?;
+            serde_json::to_writer_pretty(&mut out, &value.value)?;
             writeln!(out)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -254,14 +254,16 @@ fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
 
-    // A remote GitHub tool: a clear "not connected", nothing run.
+    // A remote GitHub tool (gated, approved, valid arguments): a clear "not connected", nothing
+    // run.
     let o = toolcat(&[
         "call",
         "github__create_pull_request",
         "--workspace",
         ws,
+        "--approve",
         "--args",
-        "{}",
+        r#"{"owner": "o", "repo": "r", "title": "t", "head": "h", "base": "b"}"#,
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -294,7 +296,64 @@ fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
         r#"{"pth": "notes.txt"}"#,
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("unknown field `pth`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("invalid arguments for `read_file`")
+            && stderr(&o).contains("'pth' was unexpected"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn call_refuses_gated_tools_without_approve_and_records_with_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let store = store.to_str().unwrap();
+    let write = |extra: &[&str]| {
+        let mut args = vec![
+            "call",
+            "write_file",
+            "--workspace",
+            ws,
+            "--store",
+            store,
+            "--args",
+            r#"{"path": "notes.txt", "content": "hello"}"#,
+        ];
+        args.extend_from_slice(extra);
+        toolcat(&args)
+    };
+    let o = write(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is gated"), "{}", stderr(&o));
+    assert!(!dir.path().join("notes.txt").exists(), "nothing ran");
+
+    // Approved: the concrete operation is shown (a new file: `absent`), then it runs.
+    let o = write(&["--approve"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("approved `write_file`") && stderr(&o).contains("(write, absent)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "hello"
+    );
+    // The second write sees the first one's content hash.
+    let o = write(&["--approve"]);
+    assert!(stderr(&o).contains("(write, sha256:"), "{}", stderr(&o));
+
+    // Both attempts that passed validation are in the store: one refused, two succeeded.
+    let o = toolcat(&["calls", "--store", store, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let records: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let states: Vec<&str> = records
+        .iter()
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["succeeded", "succeeded", "failed"], "{records:?}");
 }
 
 /// Runs `toolcat` with `args` in `cwd` (default: the crate root), killing it after 60 s so a hang

@@ -106,6 +106,8 @@ struct Options {
     name: Option<syn::LitStr>,
     /// `catalog = path`; default `crate::toolcat_catalog`.
     catalog: Option<syn::Path>,
+    /// `prepare = path`: the function implementing `ToolHandler::prepare`.
+    prepare: Option<syn::Path>,
 }
 
 impl Options {
@@ -114,6 +116,7 @@ impl Options {
         let mut options = Options {
             name: None,
             catalog: None,
+            prepare: None,
         };
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident("name") {
@@ -122,15 +125,19 @@ impl Options {
             } else if meta.path.is_ident("catalog") {
                 options.catalog = Some(meta.value()?.parse()?);
                 Ok(())
+            } else if meta.path.is_ident("prepare") {
+                options.prepare = Some(meta.value()?.parse()?);
+                Ok(())
             } else {
                 let key = meta.path.to_token_stream().to_string().replace(' ', "");
-                let hint = match did_you_mean(&key, ["name", "catalog"]) {
+                let hint = match did_you_mean(&key, ["name", "catalog", "prepare"]) {
                     Some(similar) => format!("did you mean `{similar}`? "),
                     None => String::new(),
                 };
                 Err(meta.error(format!(
                     "unknown `#[tool]` option `{key}`; {hint}the options are \
-                     `name = \"tool-name\"` and `catalog = path::to::toolcat_catalog`"
+                     `name = \"tool-name\"`, `catalog = path::to::toolcat_catalog` and \
+                     `prepare = path::to::prepare_fn`"
                 )))
             }
         });
@@ -177,6 +184,19 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
         (Ok(sig), Ok(marker)) => {
             let option_error = option_error.map(|e| e.to_compile_error());
             let Signature { args, output } = sig;
+            // `fn(&Args, &ToolContext) -> Result<Vec<Target>, ToolError>`, called with the
+            // path's span so a function of another shape is reported at the option.
+            let prepare = options.prepare.map(|path| {
+                let call = quote_spanned! {path.span()=> #path(args, ctx) };
+                quote_spanned! {path.span()=>
+                    fn prepare(
+                        args: &Self::Args,
+                        ctx: &::toolcat::ToolContext,
+                    ) -> ::core::result::Result<::std::vec::Vec<::toolcat::Target>, ::toolcat::ToolError> {
+                        #call
+                    }
+                }
+            });
             let handler_impl = quote_spanned! {fn_name.span()=>
                 impl ::toolcat::ToolHandler for #catalog_path::markers::#marker {
                     const NAME: &'static str = #name;
@@ -188,6 +208,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
                     ) -> ::toolcat::BoxFuture<'_, ::core::result::Result<Self::Output, ::toolcat::ToolError>> {
                         ::std::boxed::Box::pin(#fn_name(args, ctx))
                     }
+                    #prepare
                 }
             };
             quote! {
@@ -470,6 +491,21 @@ mod tests {
             out.contains("const NAME : & 'static str = \"write-file\""),
             "{out}"
         );
+    }
+
+    #[test]
+    fn prepare_option_implements_the_prepare_step() {
+        let out = expand(quote!(prepare = targets::of_read), GOOD.parse().unwrap());
+        assert!(out.contains("fn prepare"), "{out}");
+        assert!(out.contains("targets :: of_read (args , ctx)"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+        let out = expand(quote!(), GOOD.parse().unwrap());
+        assert!(
+            !out.contains("fn prepare"),
+            "without the option the trait's default applies: {out}"
+        );
+        let out = expand(quote!(prepaer = x), GOOD.parse().unwrap());
+        assert!(out.contains("did you mean `prepare`?"), "{out}");
     }
 
     #[test]

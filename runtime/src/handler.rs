@@ -6,23 +6,75 @@
 //! build script generated for tool `NAME`. Coherence makes a second handler for the same tool a
 //! conflicting-implementation error (E0119); the generated dispatch table names every local tool's
 //! marker, so a declared tool without a handler fails through `#[diagnostic::on_unimplemented]`.
+//!
+//! `#[tool(prepare = FN)]` adds the prepare step the execution coordinator
+//! ([`crate::coordinator`]) runs before permission and scheduling:
+//! `fn FN(args: &Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError>` names the concrete
+//! [`Target`]s of a call (a file and whether it is read or written, with a fingerprint of what is
+//! there now). Without it a tool declares no targets.
 
+use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::Deserialize as _;
 use serde::Serialize;
+use sha2::Digest as _;
+use tokio_util::sync::CancellationToken;
 
 /// A boxed, sendable future, the shape of every erased handler call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a handler may use while it runs.
-#[derive(Debug, Clone)]
+///
+/// The coordinator hands each call its own copy, bound to that call: [`ToolContext::committed`]
+/// records that the side effect is durable, and [`ToolContext::is_cancelled`] /
+/// [`ToolContext::cancellation`] tell a long handler to stop early.
+#[derive(Clone)]
 pub struct ToolContext {
     /// Root directory that file tools resolve relative paths against and may not leave.
     pub workspace: PathBuf,
+    call: Option<Arc<CallScope>>,
+}
+
+/// The per-call part of a [`ToolContext`].
+pub(crate) struct CallScope {
+    committed: AtomicBool,
+    on_commit: Option<Box<dyn Fn() + Send + Sync>>,
+    cancel: CancellationToken,
+}
+
+impl CallScope {
+    pub(crate) fn new(
+        cancel: CancellationToken,
+        on_commit: Option<Box<dyn Fn() + Send + Sync>>,
+    ) -> Arc<CallScope> {
+        Arc::new(CallScope {
+            committed: AtomicBool::new(false),
+            on_commit,
+            cancel,
+        })
+    }
+
+    /// Whether the handler said its side effect is durable.
+    pub(crate) fn was_committed(&self) -> bool {
+        self.committed.load(Ordering::SeqCst)
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("workspace", &self.workspace)
+            .field("in_call", &self.call.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -30,8 +82,183 @@ impl ToolContext {
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         ToolContext {
             workspace: workspace.into(),
+            call: None,
         }
     }
+
+    /// This context bound to one call.
+    pub(crate) fn for_call(&self, scope: Arc<CallScope>) -> ToolContext {
+        ToolContext {
+            workspace: self.workspace.clone(),
+            call: Some(scope),
+        }
+    }
+
+    /// Says that the call's side effect is now durable (the file is written, the message sent):
+    /// the call's record moves to `committed`, so a crash after this point is not mistaken for
+    /// a call that did nothing. Call it once, right after the effect; later calls do nothing.
+    /// Outside a coordinated call (a context made with [`ToolContext::new`]) it does nothing.
+    pub fn committed(&self) {
+        if let Some(scope) = &self.call {
+            if !scope.committed.swap(true, Ordering::SeqCst) {
+                if let Some(on_commit) = &scope.on_commit {
+                    on_commit();
+                }
+            }
+        }
+    }
+
+    /// Whether the caller cancelled this call; a handler that loops or waits should stop and
+    /// return (its result is discarded).
+    pub fn is_cancelled(&self) -> bool {
+        self.call.as_ref().is_some_and(|s| s.cancel.is_cancelled())
+    }
+
+    /// The cancellation token of this call, to `select!` on while waiting; `None` outside a
+    /// coordinated call.
+    pub fn cancellation(&self) -> Option<&CancellationToken> {
+        self.call.as_ref().map(|s| &s.cancel)
+    }
+}
+
+/// Whether a call reads or writes a [`Target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// Reads it: any number of readers run together.
+    Read,
+    /// Changes it: runs alone, no reader or other writer at the same time.
+    Write,
+}
+
+impl Access {
+    /// `read` or `write`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// A concrete thing one call touches, named by its prepare step.
+///
+/// `resource` is the key the coordinator schedules on: two calls conflict when they name the same
+/// resource and at least one writes it. `fingerprint` is what is there now (for a file, see
+/// [`fingerprint_path`]); the approval hook sees it, and the coordinator refuses the call when it
+/// differs after approval. A target without a fingerprint is scheduled but not re-verified
+/// (an append, where what was there before does not matter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// Scheduling key, e.g. `file:/abs/canonical/path`.
+    pub resource: String,
+    /// Read or write.
+    pub access: Access,
+    /// What is there now, e.g. `sha256:<64 hex digits>` or `absent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl Target {
+    /// A target named `resource`, without a fingerprint.
+    pub fn new(resource: impl Into<String>, access: Access) -> Self {
+        Target {
+            resource: resource.into(),
+            access,
+            fingerprint: None,
+        }
+    }
+
+    /// The same target with `fingerprint`.
+    pub fn with_fingerprint(mut self, fingerprint: impl Into<String>) -> Self {
+        self.fingerprint = Some(fingerprint.into());
+        self
+    }
+
+    /// The file or directory at `path` (already resolved: canonical, inside the workspace), as
+    /// resource `file:PATH`, without a fingerprint: scheduled, not re-verified (a read, whose
+    /// approval does not depend on the content, or an append).
+    pub fn path_lock(path: &Path, access: Access) -> Self {
+        Target::new(format!("file:{}", path.display()), access)
+    }
+
+    /// The file or directory at `path` (already resolved: canonical, inside the workspace), as
+    /// resource `file:PATH`, fingerprinted with [`fingerprint_path`]. Resources are exact keys:
+    /// a directory and a file inside it are different resources.
+    ///
+    /// # Errors
+    /// [`ToolError::Io`] when the path exists but cannot be read.
+    pub fn path(path: &Path, access: Access) -> Result<Self, ToolError> {
+        let fingerprint = fingerprint_path(path)
+            .map_err(|e| ToolError::io(format!("cannot fingerprint `{}`", path.display()), e))?;
+        Ok(Target::path_lock(path, access).with_fingerprint(fingerprint))
+    }
+}
+
+/// What is at `path` now, without following a symbolic link in the last component:
+/// - `absent` when nothing is there;
+/// - `sha256:HEX` of the content of a regular file;
+/// - `dir-sha256:HEX` of a directory's sorted entry names, each with its kind and, for files,
+///   size (the listing, not the whole tree);
+/// - `symlink:TARGET` for a symbolic link.
+///
+/// # Errors
+/// The I/O error when the path exists but cannot be read.
+pub fn fingerprint_path(path: &Path) -> std::io::Result<String> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok("absent".to_string()),
+        Err(e) => return Err(e),
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(format!("symlink:{}", std::fs::read_link(path)?.display()));
+    }
+    if meta.is_dir() {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            let kind = if meta.is_dir() {
+                "d"
+            } else if meta.is_file() {
+                "f"
+            } else {
+                "o"
+            };
+            let size = if meta.is_file() { meta.len() } else { 0 };
+            entries.push(format!(
+                "{kind} {size} {}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+        entries.sort();
+        let mut hasher = sha2::Sha256::new();
+        for e in &entries {
+            hasher.update(e.as_bytes());
+            hasher.update(b"\n");
+        }
+        return Ok(format!("dir-sha256:{}", hex(&hasher.finalize())));
+    }
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex(&hasher.finalize())))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// Why a tool call failed. Every variant's message says what to do next.
@@ -92,6 +319,17 @@ pub trait ToolHandler: 'static {
     type Output: Serialize + Send;
     /// Runs the handler.
     fn call(args: Self::Args, ctx: &ToolContext) -> BoxFuture<'_, Result<Self::Output, ToolError>>;
+    /// Names the concrete targets of a call before it is authorized and scheduled (see
+    /// [`Target`]); `#[tool(prepare = FN)]` implements it with `FN`. Called twice per call: once
+    /// for the approval, once under the resource locks right before running, to re-verify.
+    /// Default: no targets (the call conflicts with nothing).
+    ///
+    /// # Errors
+    /// A [`ToolError`] when the call cannot run (a path outside the workspace): nothing runs.
+    fn prepare(args: &Self::Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+        let _ = (args, ctx);
+        Ok(Vec::new())
+    }
 }
 
 /// A type-erased handler entry of the generated dispatch table.
@@ -101,6 +339,8 @@ pub struct ErasedHandler {
     pub name: &'static str,
     /// JSON Schema of the arguments (schemars, draft 2020-12).
     pub input_schema: fn() -> schemars::Schema,
+    /// Deserializes the arguments and runs [`ToolHandler::prepare`].
+    pub prepare: fn(&serde_json::Value, &ToolContext) -> Result<Vec<Target>, ToolError>,
     /// Deserializes the arguments, runs the handler, serializes the output.
     pub call: for<'a> fn(
         serde_json::Value,
@@ -121,12 +361,24 @@ pub const fn erase<H: ToolHandler>() -> ErasedHandler {
     ErasedHandler {
         name: H::NAME,
         input_schema: input_schema_of::<H>,
+        prepare: prepare_erased::<H>,
         call: call_erased::<H>,
     }
 }
 
 fn input_schema_of<H: ToolHandler>() -> schemars::Schema {
     schemars::schema_for!(H::Args)
+}
+
+fn prepare_erased<H: ToolHandler>(
+    args: &serde_json::Value,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    let args: H::Args = H::Args::deserialize(args).map_err(|e| ToolError::InvalidArguments {
+        tool: H::NAME.to_string(),
+        message: e.to_string(),
+    })?;
+    H::prepare(&args, ctx)
 }
 
 fn call_erased<H: ToolHandler>(

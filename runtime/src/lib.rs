@@ -9,6 +9,8 @@
 //!   of plans;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
 //!   with [`preselect`] choosing tools before a turn's first step;
+//! - [`coordinator`]: the only way a tool runs: scope, JSON Schema validation, prepare,
+//!   approval, resource scheduling, re-verification, execution and records;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece.
@@ -17,6 +19,7 @@ pub mod archive;
 pub mod call;
 pub mod catalog;
 pub mod compiled;
+pub mod coordinator;
 pub mod error;
 pub mod eval;
 pub mod export;
@@ -35,13 +38,21 @@ pub use catalog::{
     Catalog, Effect, McpAnnotations, PresetId, ProfileId, RateLimit, ServerId, ToolIndex,
     ToolSource, ToolsetId,
 };
+pub use coordinator::{
+    ApprovalHook, ApprovalRequest, ArchivedResult, CallError, CallOutcome, CallRequest, CallValue,
+    Coordinator,
+};
 pub use error::{CatalogError, NameError, NameKind, SearchError};
 pub use export::ExportFormat;
-pub use handler::{erase, BoxFuture, ErasedHandler, ToolContext, ToolError, ToolHandler};
+pub use handler::{
+    erase, fingerprint_path, Access, BoxFuture, ErasedHandler, Target, ToolContext, ToolError,
+    ToolHandler,
+};
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
 pub use records::{CallId, CallRecord, CallState, CallStore, NewCall, StoreError};
 pub use search::{Hit, HitKind};
 pub use session::{CallResult, Outcome, Session, SessionOptions};
 pub use tokens::PlanStats;
+pub use tokio_util::sync::CancellationToken;
 pub use toolcat_codegen as codegen;
 pub use toolcat_macros::tool;

@@ -46,15 +46,27 @@
 //!      join the active set; describing costs no search budget.
 //!    - `tool_call {"name","arguments"?}`: the named tool goes through steps 1–5 exactly as a
 //!      direct call (a nested `tool_call` is refused).
-//!    - `read_tool_result`: this session archives no results yet (every result is sent whole),
-//!      so it answers that no such reference exists.
+//!    - `read_tool_result {"reference","offset"?,"length"?}`: with a result archive (a
+//!      coordinator with [`Coordinator::with_archive`], see [`Session::with_coordinator`]) it
+//!      answers `{"reference","offset","length","totalChars","nextOffset","truncated","text"}`,
+//!      offsets and lengths in characters (default length: the archive's inline budget); an
+//!      unknown or evicted reference answers the archive's error. Without an archive every result
+//!      is sent whole, and it answers that no such reference exists.
 //! 3. The arguments are validated against the tool's input JSON Schema (`jsonschema`); on failure
 //!    nothing runs and the model reads
 //!    `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`:
 //!    the errors *and* the schema, so it can fix the call in one step.
 //! 4. A tool of tier `gated` runs only when the host's approval hook ([`Session::with_approval`])
-//!    approves the concrete call; without a hook it is refused, never run silently.
-//! 5. [`Catalog::call`] runs it; the model reads the result as compact JSON, or the error's text.
+//!    approves the concrete call ([`ApprovalRequest`]: the arguments and the targets the tool's
+//!    prepare step resolved, with fingerprints); without a hook it is refused, never run
+//!    silently.
+//! 5. The session's [`Coordinator`] runs it (steps 3–4 are its steps too, with the active set as
+//!    the scope; see [`crate::coordinator`] for scheduling, re-verification, rate limits,
+//!    records and the archive); the model reads the result as compact JSON (or, with an archive,
+//!    a preview and a reference for a result over its inline budget), or the error's text. New
+//!    refusals answer: a rate limit
+//!    `{"error":"rate-limited","message":...,"retryAfterMs":N}`; a target that changed after the
+//!    approval, a cancellation, or a call whose side effect is unknown, the error's message.
 //!
 //! Transcripts of turns and steps, for replay and for `toolcat session`, are described in
 //! [`transcript`].
@@ -68,9 +80,12 @@ use toolcat_codegen::model::{Status, Tier, Visibility};
 use toolcat_codegen::tables::bit;
 
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolSource, ToolsetId};
+use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
 use crate::export::exported_schema;
 use crate::handler::{ToolContext, ToolError};
+
+pub use crate::coordinator::{ApprovalRequest, MAX_VALIDATION_ERRORS};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
 
@@ -84,8 +99,6 @@ pub const DEFAULT_DISCOVERED_CAP: usize = 20;
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 /// Most hits of one `tool_search` (the `maximum` of its `limit` in the input schema): 50.
 pub const MAX_SEARCH_LIMIT: usize = 50;
-/// Most validation errors reported for one call: 10.
-pub const MAX_VALIDATION_ERRORS: usize = 10;
 
 /// The tunable numbers of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,19 +167,6 @@ impl MetaTool {
     }
 }
 
-/// A gated call waiting for the host's approval.
-#[derive(Debug, Clone, Copy)]
-pub struct ApprovalRequest<'a> {
-    /// The catalog of the tool.
-    pub catalog: &'a Catalog,
-    /// The tool to run.
-    pub tool: ToolIndex,
-    /// Its arguments, already valid against its input schema.
-    pub arguments: &'a Value,
-}
-
-type ApprovalHook = Box<dyn Fn(&ApprovalRequest<'_>) -> bool + Send + Sync>;
-
 /// What a call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -187,6 +187,17 @@ pub enum Outcome {
     NeedsApproval { tool: ToolIndex },
     /// The approval hook said no; nothing ran.
     Denied { tool: ToolIndex },
+    /// Over the tool's `rate_limit`; nothing ran. The text is
+    /// `{"error":"rate-limited","message":...,"retryAfterMs":N}`.
+    RateLimited { tool: ToolIndex },
+    /// A target changed after the approval; nothing ran.
+    TargetChanged { tool: ToolIndex },
+    /// The call was cancelled with no side effect.
+    Cancelled { tool: ToolIndex },
+    /// The call stopped while its side effect may have happened (never replayed).
+    OutcomeUnknown { tool: ToolIndex },
+    /// `read_tool_result` answered a slice of an archived result.
+    ReadResult,
     /// A meta-tool could not answer (a nested `tool_call`, an unknown result reference, an
     /// internal search error).
     Failed,
@@ -205,12 +216,18 @@ impl Outcome {
         "invalid-arguments",
         "needs-approval",
         "denied",
+        "rate-limited",
+        "target-changed",
+        "cancelled",
+        "outcome-unknown",
+        "read-result",
         "failed",
     ];
 
     /// A kebab-case word for the outcome: `ran` (ok), `tool-error` (ran, failed), `found`,
     /// `no-hits`, `budget-exhausted`, `described`, `not-in-active-set`, `invalid-arguments`,
-    /// `needs-approval`, `denied`, `failed`.
+    /// `needs-approval`, `denied`, `rate-limited`, `target-changed`, `cancelled`,
+    /// `outcome-unknown`, `read-result`, `failed`.
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Ran { ok: true, .. } => "ran",
@@ -223,6 +240,11 @@ impl Outcome {
             Outcome::InvalidArguments { .. } => "invalid-arguments",
             Outcome::NeedsApproval { .. } => "needs-approval",
             Outcome::Denied { .. } => "denied",
+            Outcome::RateLimited { .. } => "rate-limited",
+            Outcome::TargetChanged { .. } => "target-changed",
+            Outcome::Cancelled { .. } => "cancelled",
+            Outcome::OutcomeUnknown { .. } => "outcome-unknown",
+            Outcome::ReadResult => "read-result",
             Outcome::Failed => "failed",
         }
     }
@@ -279,9 +301,9 @@ pub struct Session<'c> {
     profile: ProfileId,
     toolsets: Vec<ToolsetId>,
     options: SessionOptions,
-    context: ToolContext,
+    /// Runs the session's tool calls (and holds the approval hook and the validators).
+    coordinator: Coordinator<'c>,
     preselector: Option<Box<dyn Preselector + 'c>>,
-    approval: Option<ApprovalHook>,
     planner: TurnPlanner,
     /// Discovery order, oldest first (the order the plan appends them in).
     discovered: Vec<ToolIndex>,
@@ -296,7 +318,6 @@ pub struct Session<'c> {
     active: Vec<u64>,
     reachable: Vec<u64>,
     definitions: Vec<ToolIndex>,
-    validators: HashMap<ToolIndex, Result<jsonschema::Validator, String>>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -326,9 +347,8 @@ impl<'c> Session<'c> {
             profile,
             toolsets: toolsets.into_iter().collect(),
             options: SessionOptions::default(),
-            context,
+            coordinator: Coordinator::new(catalog, context),
             preselector: Some(Box::new(Bm25Preselector::default())),
-            approval: None,
             planner: TurnPlanner::new(catalog),
             discovered: Vec::new(),
             last_used: HashMap::new(),
@@ -339,7 +359,6 @@ impl<'c> Session<'c> {
             active: Vec::new(),
             reachable: Vec::new(),
             definitions: Vec::new(),
-            validators: HashMap::new(),
         };
         session.refresh();
         session
@@ -375,8 +394,26 @@ impl<'c> Session<'c> {
         mut self,
         hook: impl Fn(&ApprovalRequest<'_>) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.approval = Some(Box::new(hook));
+        self.coordinator = self.coordinator.with_approval(hook);
         self
+    }
+
+    /// Runs calls through `coordinator` (to share its resource locks, rate limits, call store
+    /// and result archive with other sessions and servers). Its approval hook replaces the
+    /// session's; a coordinator of another catalog is rebound to the session's
+    /// ([`Coordinator::for_catalog`]).
+    pub fn with_coordinator(mut self, coordinator: Coordinator<'c>) -> Self {
+        self.coordinator = if std::ptr::eq(coordinator.catalog(), self.catalog) {
+            coordinator
+        } else {
+            coordinator.for_catalog(self.catalog)
+        };
+        self
+    }
+
+    /// The coordinator the session's calls run through.
+    pub fn coordinator(&self) -> &Coordinator<'c> {
+        &self.coordinator
     }
 
     /// The catalog.
@@ -472,7 +509,7 @@ impl<'c> Session<'c> {
         self.catalog = catalog;
         self.profile = profile;
         self.toolsets = toolsets;
-        self.validators.clear();
+        self.coordinator = self.coordinator.for_catalog(catalog);
         self.refresh();
         Ok(dropped)
     }
@@ -575,76 +612,80 @@ impl<'c> Session<'c> {
     }
 
     async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
-        let errors = self.validation_errors(t, &arguments);
-        if !errors.is_empty() {
-            return self.invalid_arguments(t, errors, None);
+        let request = CallRequest::new(t, arguments, &self.active);
+        let outcome = self.coordinator.call(request).await;
+        let ran = outcome.ran.then_some(t);
+        let dispatched = outcome.ran || matches!(outcome.result, Err(CallError::Tool(_)));
+        if dispatched {
+            self.touch(t);
         }
-        let catalog = self.catalog;
-        let name = catalog.exported_name(t);
-        if catalog.tier(t) == Tier::Gated {
-            let request = ApprovalRequest {
-                catalog,
-                tool: t,
-                arguments: &arguments,
-            };
-            match &self.approval {
-                None => {
-                    return CallResult::error(
-                        format!("tool `{name}` is gated: it needs approval, and this session has no approval hook; nothing ran"),
-                        Outcome::NeedsApproval { tool: t },
-                    )
-                }
-                Some(hook) if !hook(&request) => {
-                    return CallResult::error(
-                        format!("approval for `{name}` was denied; nothing ran"),
-                        Outcome::Denied { tool: t },
-                    )
-                }
-                Some(_) => {}
-            }
-        }
-        self.touch(t);
-        match catalog.call(t, arguments, &self.context).await {
+        let name = self.catalog.exported_name(t);
+        match outcome.result {
             Ok(value) => CallResult {
-                text: value.to_string(),
+                text: value.text,
                 is_error: false,
                 outcome: Outcome::Ran { tool: t, ok: true },
-                ran: Some(t),
+                ran,
             },
-            Err(ToolError::InvalidArguments { message, .. }) => {
+            Err(CallError::InvalidArguments { errors, .. }) => self.invalid_arguments(t, errors, ran),
+            Err(CallError::Tool(ToolError::InvalidArguments { message, .. })) => {
                 let errors = vec![json!({"instancePath": "", "message": message})];
-                self.invalid_arguments(t, errors, Some(t))
+                self.invalid_arguments(t, errors, ran)
             }
-            Err(e) => CallResult {
+            Err(CallError::NeedsApproval { .. }) => CallResult::error(
+                format!("tool `{name}` is gated: it needs approval, and this session has no approval hook; nothing ran"),
+                Outcome::NeedsApproval { tool: t },
+            ),
+            Err(CallError::Denied { .. }) => CallResult::error(
+                format!("approval for `{name}` was denied; nothing ran"),
+                Outcome::Denied { tool: t },
+            ),
+            Err(CallError::OutsideScope { .. }) => {
+                CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet)
+            }
+            Err(e @ CallError::RateLimited { .. }) => CallResult {
+                text: e.to_json().to_string(),
+                is_error: true,
+                outcome: Outcome::RateLimited { tool: t },
+                ran,
+            },
+            Err(e @ CallError::TargetChanged { .. }) => CallResult {
+                text: e.to_string(),
+                is_error: true,
+                outcome: Outcome::TargetChanged { tool: t },
+                ran,
+            },
+            Err(e @ CallError::Cancelled { .. }) => CallResult {
+                text: e.to_string(),
+                is_error: true,
+                outcome: Outcome::Cancelled { tool: t },
+                ran,
+            },
+            Err(e @ CallError::OutcomeUnknown { .. }) => CallResult {
+                text: e.to_string(),
+                is_error: true,
+                outcome: Outcome::OutcomeUnknown { tool: t },
+                ran,
+            },
+            Err(e @ CallError::Tool(_)) => CallResult {
                 text: e.to_string(),
                 is_error: true,
                 outcome: Outcome::Ran { tool: t, ok: false },
                 ran: Some(t),
+            },
+            Err(e @ (CallError::Store(_) | CallError::NotRetryable { .. })) => CallResult {
+                text: e.to_string(),
+                is_error: true,
+                outcome: Outcome::Failed,
+                ran,
             },
         }
     }
 
     /// Validation errors of `arguments` against the input schema of `t`, at most
     /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`.
-    fn validation_errors(&mut self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
-        let catalog = self.catalog;
-        let validator = self.validators.entry(t).or_insert_with(|| {
-            jsonschema::validator_for(catalog.input_schema(t)).map_err(|e| e.to_string())
-        });
-        match validator {
-            Ok(v) => v
-                .iter_errors(arguments)
-                .take(MAX_VALIDATION_ERRORS)
-                .map(|e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}))
-                .collect(),
-            Err(message) => vec![json!({
-                "instancePath": "",
-                "message": format!(
-                    "the input schema of `{}` is not a valid JSON Schema ({message}), so no call can be checked and none runs; fix the schema",
-                    catalog.exported_name(t)
-                ),
-            })],
-        }
+    fn validation_errors(&self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
+        self.coordinator.validation_errors(t, arguments)
     }
 
     fn invalid_arguments(
@@ -825,10 +866,40 @@ impl<'c> Session<'c> {
             return self.invalid_arguments(meta, errors, None);
         }
         let reference = arguments["reference"].as_str().unwrap_or_default();
-        CallResult::error(
-            format!("no archived result `{reference}`: this session archives no tool results, every result was sent whole"),
-            Outcome::Failed,
-        )
+        let Some(archive) = self.coordinator.archive() else {
+            return CallResult::error(
+                format!("no archived result `{reference}`: this session archives no tool results, every result was sent whole"),
+                Outcome::Failed,
+            );
+        };
+        let offset = arguments
+            .get("offset")
+            .and_then(Value::as_u64)
+            .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
+        let length = arguments
+            .get("length")
+            .and_then(Value::as_u64)
+            .map_or(archive.limits().inline_budget, |l| {
+                usize::try_from(l).unwrap_or(usize::MAX)
+            });
+        match archive.read(reference, offset, length) {
+            Ok(slice) => CallResult {
+                text: json!({
+                    "reference": reference,
+                    "offset": slice.offset,
+                    "length": slice.length,
+                    "totalChars": slice.total_chars,
+                    "nextOffset": slice.next_offset,
+                    "truncated": slice.truncated,
+                    "text": slice.text,
+                })
+                .to_string(),
+                is_error: false,
+                outcome: Outcome::ReadResult,
+                ran: None,
+            },
+            Err(e) => CallResult::error(e.to_string(), Outcome::Failed),
+        }
     }
 
     /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and

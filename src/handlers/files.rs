@@ -5,12 +5,20 @@
 //! [`READ_MAX_FILE_BYTES`], returns at most [`READ_DEFAULT_LINES`] lines unless asked for fewer or
 //! more, and stops at [`READ_MAX_OUTPUT_BYTES`] of text; `list_directory` returns at most
 //! [`LIST_MAX_ENTRIES`] entries. Text is decoded as UTF-8, with invalid bytes replaced.
+//!
+//! Prepare steps (`#[tool(prepare = ...)]`, run by the execution coordinator before approval and
+//! again under the resource locks): every tool here that takes a path names the canonical path
+//! it touches as resource `file:PATH`. Tools that change a path declare write access with a
+//! fingerprint of what is there now ([`toolcat::fingerprint_path`]: the content's SHA-256, or
+//! `absent`), so an approval is for that content and a change in between refuses the call; tools
+//! that only read declare read access without a fingerprint. Writers call
+//! [`ToolContext::committed`] once the change is on disk.
 
 use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::workspace::{not_found, Workspace};
 use super::{failed, rfc3339};
@@ -57,8 +65,19 @@ pub struct ReadFileOutput {
     pub truncated: bool,
 }
 
+/// Target of `read_file`: the file, read.
+pub fn read_file_targets(args: &ReadFileArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    read_target(ctx, &args.path)
+}
+
+/// One existing path, read (scheduled, not fingerprinted).
+fn read_target(ctx: &ToolContext, path: &str) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::path_lock(&ws.existing(path)?, Access::Read)])
+}
+
 /// Reads a window of lines of a text file.
-#[toolcat::tool]
+#[toolcat::tool(prepare = read_file_targets)]
 pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
@@ -152,8 +171,17 @@ pub struct WriteFileOutput {
     pub created: bool,
 }
 
+/// Target of `write_file`: the file (which may not exist yet), written, with its fingerprint.
+pub fn write_file_targets(
+    args: &WriteFileArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::path(&ws.target(&args.path)?, Access::Write)?])
+}
+
 /// Writes a whole file.
-#[toolcat::tool]
+#[toolcat::tool(prepare = write_file_targets)]
 pub async fn write_file(
     args: WriteFileArgs,
     ctx: &ToolContext,
@@ -178,6 +206,7 @@ pub async fn write_file(
     tokio::fs::write(&path, args.content.as_bytes())
         .await
         .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    ctx.committed();
     Ok(WriteFileOutput {
         path: ws.relative(&path),
         bytes_written: args.content.len(),
@@ -259,8 +288,22 @@ pub(crate) fn apply_edit(
     }
 }
 
+/// Target of `edit_file`: the existing file, written, with its fingerprint.
+pub fn edit_file_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::path(
+        &ws.existing(&args.path)?,
+        Access::Write,
+    )?])
+}
+
+/// Target of `propose_edit`: the file, read.
+pub fn propose_edit_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    read_target(ctx, &args.path)
+}
+
 /// Replaces an exact piece of text in a file.
-#[toolcat::tool]
+#[toolcat::tool(prepare = edit_file_targets)]
 pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
@@ -275,6 +318,7 @@ pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, 
     tokio::fs::write(&path, edited.as_bytes())
         .await
         .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    ctx.committed();
     Ok(EditOutput {
         path: ws.relative(&path),
         replacements,
@@ -282,7 +326,7 @@ pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, 
 }
 
 /// Shows the diff `edit_file` would make, without writing.
-#[toolcat::tool]
+#[toolcat::tool(prepare = propose_edit_targets)]
 pub async fn propose_edit(
     args: EditArgs,
     ctx: &ToolContext,
@@ -423,8 +467,18 @@ pub struct CreateDirectoryOutput {
     pub created: bool,
 }
 
+/// Target of `create_directory`: the directory (which may not exist yet), written, with its
+/// fingerprint.
+pub fn create_directory_targets(
+    args: &CreateDirectoryArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::path(&ws.target(&args.path)?, Access::Write)?])
+}
+
 /// Creates a directory and its missing parents.
-#[toolcat::tool]
+#[toolcat::tool(prepare = create_directory_targets)]
 pub async fn create_directory(
     args: CreateDirectoryArgs,
     ctx: &ToolContext,
@@ -443,6 +497,7 @@ pub async fn create_directory(
             tokio::fs::create_dir_all(&path)
                 .await
                 .map_err(|e| ToolError::io(format!("cannot create `{}`", args.path), e))?;
+            ctx.committed();
             true
         }
     };
@@ -471,8 +526,18 @@ pub struct MovePathOutput {
     pub to: String,
 }
 
+/// Targets of `move_path`: both entries (the link itself for a symbolic link), written, with
+/// their fingerprints (`to` is normally `absent`).
+pub fn move_path_targets(args: &MovePathArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![
+        Target::path(&ws.entry(&args.from)?, Access::Write)?,
+        Target::path(&ws.entry(&args.to)?, Access::Write)?,
+    ])
+}
+
 /// Moves or renames a file or directory.
-#[toolcat::tool]
+#[toolcat::tool(prepare = move_path_targets)]
 pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePathOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let from = ws.entry(&args.from)?;
@@ -500,6 +565,7 @@ pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePath
     tokio::fs::rename(&from, &to)
         .await
         .map_err(|e| ToolError::io(format!("cannot move `{}` to `{}`", args.from, args.to), e))?;
+    ctx.committed();
     Ok(MovePathOutput {
         from: ws.relative(&from),
         to: ws.relative(&to),
@@ -526,8 +592,18 @@ pub struct DeletePathOutput {
     pub kind: &'static str,
 }
 
+/// Target of `delete_path`: the entry (the link itself for a symbolic link), written, with its
+/// fingerprint (for a directory, of its listing).
+pub fn delete_path_targets(
+    args: &DeletePathArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::path(&ws.entry(&args.path)?, Access::Write)?])
+}
+
 /// Deletes a file, a symbolic link (not its target) or a directory.
-#[toolcat::tool]
+#[toolcat::tool(prepare = delete_path_targets)]
 pub async fn delete_path(
     args: DeletePathArgs,
     ctx: &ToolContext,
@@ -557,6 +633,7 @@ pub async fn delete_path(
         tokio::fs::remove_file(&path).await
     };
     result.map_err(|e| ToolError::io(format!("cannot delete `{}`", args.path), e))?;
+    ctx.committed();
     Ok(DeletePathOutput {
         path: ws.relative(&path),
         kind,

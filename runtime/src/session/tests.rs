@@ -792,3 +792,57 @@ fn session_and_its_futures_are_send() {
     check(&s.begin_turn("x"));
     check(&s.handle_call("read_file", json!({"path": "a"})));
 }
+
+#[tokio::test]
+async fn results_over_the_archive_budget_come_back_through_read_tool_result() {
+    use crate::archive::{ArchiveLimits, ResultArchive};
+    let archive = ResultArchive::in_memory_with(ArchiveLimits {
+        inline_budget: 16,
+        preview: 8,
+        ..ArchiveLimits::default()
+    })
+    .expect("archive");
+    let coordinator =
+        Coordinator::new(catalog(), ToolContext::new(".")).with_archive(Arc::new(archive));
+    // `read_tool_result` is owned by the `full` profile only.
+    let c = catalog();
+    let sets = ["core", "discovery"].map(|s| c.toolset(s).expect("fixture toolset"));
+    let mut s = Session::new(c, c.full_profile(), sets, ToolContext::new("."))
+        .without_preselection()
+        .with_coordinator(coordinator);
+    s.begin_turn("x").await;
+    let r = s
+        .handle_call("read_file", json!({"path": "a-long-file-name.txt"}))
+        .await;
+    assert_eq!(r.outcome.kind(), "ran");
+    let whole = json!({"tool": "read_file", "path": "a-long-file-name.txt"}).to_string();
+    assert!(r.text.starts_with(&whole[..8]), "{}", r.text);
+    assert!(r.text.contains("result-1"), "{}", r.text);
+    assert!(
+        !r.text.contains("a-long-file-name"),
+        "only the preview: {}",
+        r.text
+    );
+
+    let r = s
+        .handle_call(
+            "read_tool_result",
+            json!({"reference": "result-1", "offset": 8, "length": 12}),
+        )
+        .await;
+    assert_eq!(r.outcome, Outcome::ReadResult);
+    let v = json_of(&r);
+    assert_eq!(
+        v["text"],
+        whole.chars().skip(8).take(12).collect::<String>()
+    );
+    assert_eq!(v["totalChars"], whole.chars().count());
+    assert_eq!(v["nextOffset"], 20);
+
+    let r = s
+        .handle_call("read_tool_result", json!({"reference": "result-7"}))
+        .await;
+    assert_eq!(r.outcome, Outcome::Failed);
+    assert!(r.is_error);
+    assert!(r.text.contains("no result `result-7`"), "{}", r.text);
+}

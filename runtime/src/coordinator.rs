@@ -1,0 +1,1063 @@
+//! [`Coordinator`]: the only way a tool runs. Sessions, `toolcat call` and the MCP server all hand
+//! their calls to one, so every source goes through the same checks.
+//!
+//! # The pipeline of one call ([`Coordinator::call`])
+//! 0. **Scope**: the request carries the caller's allowed set (a bitset over [`ToolIndex`]: a
+//!    session's active set, an MCP exposure scope ∩ profile). A tool outside it is refused
+//!    ([`CallError::OutsideScope`]) and never executed.
+//! 1. **Validate** the arguments against the tool's input JSON Schema (`jsonschema`, validators
+//!    built once per tool): [`CallError::InvalidArguments`] with at most
+//!    [`MAX_VALIDATION_ERRORS`] `{"instancePath","message"}` errors and the schema.
+//!    A call over the tool's `rate_limit` is refused next ([`CallError::RateLimited`], with the
+//!    milliseconds until a call is allowed; `governor`'s GCRA, a burst of the whole window's
+//!    calls).
+//! 2. **Prepare**: the handler names the concrete [`Target`]s of the call
+//!    ([`ToolHandler::prepare`](crate::ToolHandler::prepare)): resources, read or write, and a
+//!    fingerprint of what is there now.
+//! 3. **Permission**: a tool of tier `gated` runs only when the approval hook approves the
+//!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
+//!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
+//!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
+//!    meta-tool) is refused after this step with [`CallError::Tool`].
+//! 4. **Schedule**: the targets' resources are locked, readers shared and writers alone, always
+//!    in one canonical (sorted) order, so calls that conflict (same resource, one writes) run one
+//!    after the other, independent calls run in parallel, and no two calls can deadlock.
+//! 5. **Re-verify** under the locks: the targets are prepared again. An approved call whose
+//!    targets or fingerprints differ from what the approval saw is refused
+//!    ([`CallError::TargetChanged`]); for a call that needed no approval only the resources and
+//!    accesses must be the same (its locks are taken on them).
+//! 6. **Execute and record**: the handler runs on its own task holding the locks; the outcome is
+//!    recorded and returned. Nothing runs after a refusal in any step.
+//!
+//! Calls can be cancelled through [`CallRequest::cancel`]: before the handler starts the call
+//! ends [`CallError::Cancelled`]; a running handler is stopped, and the call is
+//! [`CallError::Cancelled`] when its tool only reads, or [`CallError::OutcomeUnknown`] when its
+//! side effect may have happened.
+//!
+//! With a call store ([`Coordinator::with_store`]) every call that passed step 1 is recorded, and
+//! the record says `running` before the handler starts (see [`crate::records`] for the
+//! lifecycle). A call whose outcome is unknown is never run again by the coordinator;
+//! [`Coordinator::retry`] is the explicit way, for tools declared `idempotent` only. With a
+//! result archive ([`Coordinator::with_archive`]) a result over its inline budget is stored and
+//! the caller's text is a bounded preview with a reference.
+//!
+//! Limits of the model, on purpose: resources are exact keys (a directory and a file inside it do
+//! not conflict; prepare steps name what they touch); the approval hook is called on the calling
+//! task and should return promptly (a hook that waits for a person belongs on a thread that may
+//! block); calls must be made inside a tokio runtime, since the handler runs on a task of its own.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::{json, Value};
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
+use tokio_util::sync::CancellationToken;
+use toolcat_codegen::model::{EffectKind, Tier};
+
+use crate::archive::{ArchiveError, Bounded, ResultArchive, ResultRef, ResultSlice};
+use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
+use crate::export::exported_schema;
+use crate::handler::{Access, CallScope, ErasedHandler, Target, ToolContext, ToolError};
+use crate::records::{CallId, CallState, CallStore, NewCall};
+
+/// Most validation errors reported for one call: 10.
+pub const MAX_VALIDATION_ERRORS: usize = 10;
+
+/// A gated call waiting for the host's approval: the concrete operation.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalRequest<'a> {
+    /// The catalog of the tool.
+    pub catalog: &'a Catalog,
+    /// The tool to run.
+    pub tool: ToolIndex,
+    /// Its arguments, already valid against its input schema.
+    pub arguments: &'a Value,
+    /// What the call will touch, as its prepare step resolved it: resources, read or write, and
+    /// fingerprints of what is there now. The call runs only if they are still the same after
+    /// the approval.
+    pub targets: &'a [Target],
+}
+
+/// The host's authorization hook: `true` lets the call run.
+pub type ApprovalHook = Arc<dyn Fn(&ApprovalRequest<'_>) -> bool + Send + Sync>;
+
+/// One call handed to [`Coordinator::call`].
+#[derive(Debug, Clone)]
+pub struct CallRequest<'a> {
+    /// The tool.
+    pub tool: ToolIndex,
+    /// Its arguments (a JSON object, checked against its input schema).
+    pub arguments: Value,
+    /// The caller's allowed set: a bitset over [`ToolIndex`] (bit `i` of word `i / 64`); a tool
+    /// outside it never runs. A shorter slice allows nothing past its end.
+    pub allowed: &'a [u64],
+    /// Cancels the call when triggered.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl<'a> CallRequest<'a> {
+    /// A call of `tool` with `arguments`, allowed by `allowed`, not cancellable.
+    pub fn new(tool: ToolIndex, arguments: Value, allowed: &'a [u64]) -> Self {
+        CallRequest {
+            tool,
+            arguments,
+            allowed,
+            cancel: None,
+        }
+    }
+
+    /// The same call, cancelled when `token` is.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// A result archived because it was over the inline budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivedResult {
+    /// The reference `read_tool_result` reads it back by.
+    pub reference: String,
+    /// Length of the whole result text, in bytes.
+    pub bytes: usize,
+    /// The bounded preview the model reads.
+    pub preview: String,
+}
+
+/// What a successful call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallValue {
+    /// The whole JSON result.
+    pub value: Value,
+    /// What a model reads: the compact JSON text, or, when archived, a preview with the
+    /// reference (see [`ArchivedResult`]).
+    pub text: String,
+    /// Set when the result went to the archive.
+    pub archived: Option<ArchivedResult>,
+}
+
+/// Why a call did not return a result. Each message names the cause and what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The tool is outside the caller's allowed set; nothing ran.
+    #[error("tool `{tool}` is outside the scope of this caller; nothing ran; call a tool the scope allows (its profile, active set or exposure), or widen the scope")]
+    OutsideScope { tool: String },
+    /// The arguments do not fit the input JSON Schema; nothing ran.
+    #[error("invalid arguments for `{tool}`: {}; nothing ran; fix the arguments to fit the tool's input schema", summary(.errors))]
+    InvalidArguments {
+        tool: String,
+        /// `{"instancePath","message"}` objects, at most [`MAX_VALIDATION_ERRORS`].
+        errors: Vec<Value>,
+        /// The input schema as exported ([`exported_schema`]).
+        input_schema: Value,
+    },
+    /// A gated tool and no approval hook; nothing ran.
+    #[error("tool `{tool}` is gated: it needs approval, and no approval hook is set; nothing ran; run it where an approval hook can ask for consent")]
+    NeedsApproval { tool: String },
+    /// The approval hook said no; nothing ran.
+    #[error("approval for `{tool}` was denied; nothing ran")]
+    Denied { tool: String },
+    /// A target differs from what the approval saw (or the targets moved); nothing ran.
+    #[error("`{resource}` changed after `{tool}` was approved (approved: {}, now: {}); nothing ran; call it again to ask for approval of what is there now", shown(.approved), shown(.now))]
+    TargetChanged {
+        tool: String,
+        resource: String,
+        /// Fingerprint (or `read`/`write` access) the approval saw; `None`: not a target then.
+        approved: Option<String>,
+        /// What is there now; `None`: no longer a target.
+        now: Option<String>,
+    },
+    /// Over the tool's declared `rate_limit`; nothing ran.
+    #[error("tool `{tool}` is over its rate limit of {calls} calls per {window_secs} s; nothing ran; retry in {retry_after_ms} ms")]
+    RateLimited {
+        tool: String,
+        calls: u32,
+        window_secs: u32,
+        /// Milliseconds until a call is allowed again.
+        retry_after_ms: u64,
+    },
+    /// Cancelled, with no side effect (before it ran, or a read-only tool).
+    #[error("the call of `{tool}` was cancelled; it had no side effect")]
+    Cancelled { tool: String },
+    /// The call stopped in a way that leaves its side effect unknown (cancelled or crashed while
+    /// running a tool that writes). Never replayed automatically.
+    #[error("the call of `{tool}` {reason}; its side effect may or may not have happened; check before calling it again (it is never replayed automatically)")]
+    OutcomeUnknown { tool: String, reason: String },
+    /// Retry refused (see [`Coordinator::retry`]).
+    #[error("cannot retry call `{call}`: {reason}")]
+    NotRetryable { call: String, reason: String },
+    /// The tool itself failed, or cannot run here.
+    #[error(transparent)]
+    Tool(ToolError),
+    /// The call record could not be written before the call; nothing ran.
+    #[error("the call record could not be written ({0}); nothing ran; check the call store")]
+    Store(String),
+}
+
+fn summary(errors: &[Value]) -> String {
+    let parts: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            let path = e["instancePath"].as_str().unwrap_or("");
+            let message = e["message"].as_str().unwrap_or("");
+            if path.is_empty() {
+                message.to_string()
+            } else {
+                format!("`{path}`: {message}")
+            }
+        })
+        .collect();
+    parts.join("; ")
+}
+
+fn shown(fingerprint: &Option<String>) -> String {
+    match fingerprint {
+        Some(f) => format!("`{f}`"),
+        None => "not a target".to_string(),
+    }
+}
+
+impl CallError {
+    /// A kebab-case word for the error: `outside-scope`, `invalid-arguments`, `needs-approval`,
+    /// `denied`, `target-changed`, `rate-limited`, `cancelled`, `outcome-unknown`,
+    /// `not-retryable`, `tool-error`, `store`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::OutsideScope { .. } => "outside-scope",
+            CallError::InvalidArguments { .. } => "invalid-arguments",
+            CallError::NeedsApproval { .. } => "needs-approval",
+            CallError::Denied { .. } => "denied",
+            CallError::TargetChanged { .. } => "target-changed",
+            CallError::RateLimited { .. } => "rate-limited",
+            CallError::Cancelled { .. } => "cancelled",
+            CallError::OutcomeUnknown { .. } => "outcome-unknown",
+            CallError::NotRetryable { .. } => "not-retryable",
+            CallError::Tool(_) => "tool-error",
+            CallError::Store(_) => "store",
+        }
+    }
+
+    /// The error as structured JSON: `{"error": KIND, "message": TEXT}` plus, by kind,
+    /// `"errors"` and `"inputSchema"` (invalid arguments), `"retryAfterMs"` (rate limited),
+    /// `"resource"` (target changed).
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"error": self.kind(), "message": self.to_string()});
+        match self {
+            CallError::InvalidArguments {
+                errors,
+                input_schema,
+                ..
+            } => {
+                v["errors"] = Value::Array(errors.clone());
+                v["inputSchema"] = input_schema.clone();
+            }
+            CallError::RateLimited { retry_after_ms, .. } => {
+                v["retryAfterMs"] = json!(retry_after_ms);
+            }
+            CallError::TargetChanged { resource, .. } => {
+                v["resource"] = json!(resource);
+            }
+            _ => {}
+        }
+        v
+    }
+}
+
+/// What [`Coordinator::call`] came to.
+#[derive(Debug)]
+pub struct CallOutcome {
+    /// The tool called.
+    pub tool: ToolIndex,
+    /// The call's record, when the coordinator keeps records and the call got one (every call
+    /// that passed scope, validation and the rate limit).
+    pub call: Option<CallId>,
+    /// Whether the handler was started (the only way a call has effects).
+    pub ran: bool,
+    /// The result, or why there is none.
+    pub result: Result<CallValue, CallError>,
+    /// A record or archive write that failed after the handler ran (the result stands; the
+    /// record may not show the final state).
+    pub record_error: Option<String>,
+}
+
+impl CallOutcome {
+    /// What a model reads: the result's text, or the error's message.
+    pub fn text(&self) -> String {
+        match &self.result {
+            Ok(v) => v.text.clone(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Whether the call failed (MCP `isError`).
+    pub fn is_error(&self) -> bool {
+        self.result.is_err()
+    }
+}
+
+/// Per-catalog state: validators and rate limiters, one slot per tool.
+struct PerTool {
+    validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
+    limiters: Vec<Option<DefaultDirectRateLimiter>>,
+}
+
+impl PerTool {
+    fn new(catalog: &Catalog) -> PerTool {
+        PerTool {
+            validators: (0..catalog.len()).map(|_| OnceLock::new()).collect(),
+            limiters: catalog
+                .tools()
+                .map(|t| catalog.rate_limit(t).and_then(limiter))
+                .collect(),
+        }
+    }
+}
+
+/// A GCRA limiter allowing `calls` per window, all of them at once at most.
+fn limiter(limit: RateLimit) -> Option<DefaultDirectRateLimiter> {
+    let calls = NonZeroU32::new(limit.calls)?;
+    let period = Duration::from_secs(u64::from(limit.window_secs)) / limit.calls;
+    let quota = Quota::with_period(period)?.allow_burst(calls);
+    Some(RateLimiter::direct(quota))
+}
+
+/// The resource locks shared by every call of a coordinator (and of its
+/// [`Coordinator::for_catalog`] copies).
+#[derive(Default)]
+struct ResourceLocks {
+    map: Mutex<HashMap<String, Arc<RwLock<()>>>>,
+}
+
+enum Held {
+    #[allow(dead_code)]
+    Read(OwnedRwLockReadGuard<()>),
+    #[allow(dead_code)]
+    Write(OwnedRwLockWriteGuard<()>),
+}
+
+/// The locks of one call; released (and unused entries pruned) on drop.
+struct Guards {
+    held: Vec<Held>,
+    keys: Vec<String>,
+    locks: Arc<ResourceLocks>,
+}
+
+impl Drop for Guards {
+    fn drop(&mut self) {
+        self.held.clear();
+        if let Ok(mut map) = self.locks.map.lock() {
+            for key in &self.keys {
+                // Only the map holds it: no call holds or waits for this lock.
+                if map.get(key).is_some_and(|l| Arc::strong_count(l) == 1) {
+                    map.remove(key);
+                }
+            }
+        }
+    }
+}
+
+impl ResourceLocks {
+    /// The resources of `targets` with the strongest access each, in canonical (sorted) order.
+    fn plan(targets: &[Target]) -> BTreeMap<String, Access> {
+        let mut wanted: BTreeMap<String, Access> = BTreeMap::new();
+        for t in targets {
+            let a = wanted.entry(t.resource.clone()).or_insert(t.access);
+            *a = (*a).max(t.access);
+        }
+        wanted
+    }
+
+    /// Locks every resource of `targets`, in sorted order; `None` when cancelled first.
+    async fn acquire(
+        self: &Arc<Self>,
+        targets: &[Target],
+        cancel: &CancellationToken,
+    ) -> Option<Guards> {
+        let wanted = ResourceLocks::plan(targets);
+        let mut guards = Guards {
+            held: Vec::with_capacity(wanted.len()),
+            keys: wanted.keys().cloned().collect(),
+            locks: Arc::clone(self),
+        };
+        for (key, access) in wanted {
+            let lock = match self.map.lock() {
+                Ok(mut map) => Arc::clone(map.entry(key).or_default()),
+                // A poisoned map only means another call panicked while inserting; the locks
+                // themselves are intact.
+                Err(poisoned) => Arc::clone(poisoned.into_inner().entry(key).or_default()),
+            };
+            let held = match access {
+                Access::Read => tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return None,
+                    g = lock.read_owned() => Held::Read(g),
+                },
+                Access::Write => tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return None,
+                    g = lock.write_owned() => Held::Write(g),
+                },
+            };
+            guards.held.push(held);
+        }
+        Some(guards)
+    }
+}
+
+/// Runs tool calls through the pipeline of the module docs.
+///
+/// `Send + Sync`; every method takes `&self`, so one coordinator (in an `Arc`, or cloned: clones
+/// share the resource locks, rate limiters and validators) serves any number of concurrent
+/// callers. Holds its catalog by reference: a session's catalog, or a `&'static Catalog` for a
+/// server.
+#[derive(Clone)]
+pub struct Coordinator<'c> {
+    catalog: &'c Catalog,
+    context: ToolContext,
+    approval: Option<ApprovalHook>,
+    store: Option<Arc<CallStore>>,
+    archive: Option<Arc<ResultArchive>>,
+    per_tool: Arc<PerTool>,
+    locks: Arc<ResourceLocks>,
+}
+
+impl fmt::Debug for Coordinator<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("catalog", &self.catalog)
+            .field("context", &self.context)
+            .field("approval", &self.approval.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c> Coordinator<'c> {
+    /// A coordinator of `catalog` whose local tools run in `context`; no approval hook (gated
+    /// tools are refused).
+    pub fn new(catalog: &'c Catalog, context: ToolContext) -> Self {
+        Coordinator {
+            catalog,
+            context,
+            approval: None,
+            store: None,
+            archive: None,
+            per_tool: Arc::new(PerTool::new(catalog)),
+            locks: Arc::default(),
+        }
+    }
+
+    /// Keeps a record of every call in `store` (see [`crate::records`]): `not_started` once the
+    /// call is in scope, valid and within its rate limit; `running` before the handler starts;
+    /// `committed` when the handler calls [`ToolContext::committed`]; then `succeeded`,
+    /// `failed`, `cancelled` or `outcome_unknown`. A call refused after it was recorded ends
+    /// `failed` (or `cancelled`) with a detail starting `nothing ran:`.
+    pub fn with_store(mut self, store: Arc<CallStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Archives results over the archive's inline budget: the caller's
+    /// [`CallValue::text`] is then a bounded preview and a reference
+    /// ([`Bounded::to_model_text`]), read back with [`Coordinator::read_result`].
+    pub fn with_archive(mut self, archive: Arc<ResultArchive>) -> Self {
+        self.archive = Some(archive);
+        self
+    }
+
+    /// The call store, when set.
+    pub fn store(&self) -> Option<&Arc<CallStore>> {
+        self.store.as_ref()
+    }
+
+    /// The result archive, when set.
+    pub fn archive(&self) -> Option<&Arc<ResultArchive>> {
+        self.archive.as_ref()
+    }
+
+    /// Sets the approval hook asked before each call of a `gated` tool.
+    pub fn with_approval(
+        mut self,
+        hook: impl Fn(&ApprovalRequest<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Arc::new(hook));
+        self
+    }
+
+    /// Sets or clears the approval hook.
+    pub fn with_approval_hook(mut self, hook: Option<ApprovalHook>) -> Self {
+        self.approval = hook;
+        self
+    }
+
+    /// The same coordinator for another catalog (a reloaded `tools.toml`): shares the context,
+    /// hook, store, archive and resource locks; validators and rate limiters start afresh.
+    pub fn for_catalog<'d>(&self, catalog: &'d Catalog) -> Coordinator<'d> {
+        Coordinator {
+            catalog,
+            context: self.context.clone(),
+            approval: self.approval.clone(),
+            store: self.store.clone(),
+            archive: self.archive.clone(),
+            per_tool: Arc::new(PerTool::new(catalog)),
+            locks: Arc::clone(&self.locks),
+        }
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &'c Catalog {
+        self.catalog
+    }
+
+    /// The context local tools run in.
+    pub fn context(&self) -> &ToolContext {
+        &self.context
+    }
+
+    /// Whether an approval hook is set.
+    pub fn has_approval(&self) -> bool {
+        self.approval.is_some()
+    }
+
+    /// Validation errors of `arguments` against the input schema of `t`, at most
+    /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`; empty when valid.
+    pub fn validation_errors(&self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
+        let catalog = self.catalog;
+        let Some(slot) = self.per_tool.validators.get(t.index()) else {
+            return vec![
+                json!({"instancePath": "", "message": format!("no tool {} in this catalog", t.index())}),
+            ];
+        };
+        let validator = slot.get_or_init(|| {
+            jsonschema::validator_for(catalog.input_schema(t)).map_err(|e| e.to_string())
+        });
+        match validator {
+            Ok(v) => v
+                .iter_errors(arguments)
+                .take(MAX_VALIDATION_ERRORS)
+                .map(|e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}))
+                .collect(),
+            Err(message) => vec![json!({
+                "instancePath": "",
+                "message": format!(
+                    "the input schema of `{}` is not a valid JSON Schema ({message}), so no call can be checked and none runs; fix the schema",
+                    catalog.exported_name(t)
+                ),
+            })],
+        }
+    }
+
+    /// The handler that runs `t` here, or why none does.
+    fn dispatch(&self, t: ToolIndex) -> Result<ErasedHandler, ToolError> {
+        let c = self.catalog;
+        match c.source(t) {
+            ToolSource::Local => c
+                .handler(t)
+                .copied()
+                .ok_or_else(|| ToolError::NoHandler(c.name(t).to_string())),
+            ToolSource::Loop => Err(ToolError::MetaTool(c.name(t).to_string())),
+            ToolSource::Server(s) => Err(ToolError::ServerNotConnected {
+                tool: c.exported_name(t).to_string(),
+                server: c.server_name(s).to_string(),
+            }),
+        }
+    }
+
+    /// Takes one call from the rate limit of `t`.
+    fn check_rate(&self, t: ToolIndex) -> Result<(), CallError> {
+        let Some(Some(limiter)) = self.per_tool.limiters.get(t.index()) else {
+            return Ok(());
+        };
+        limiter.check().map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let limit = self.catalog.rate_limit(t).unwrap_or(RateLimit {
+                calls: 0,
+                window_secs: 0,
+            });
+            CallError::RateLimited {
+                tool: self.catalog.exported_name(t).to_string(),
+                calls: limit.calls,
+                window_secs: limit.window_secs,
+                retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
+            }
+        })
+    }
+
+    /// Runs one call through the pipeline (see the module docs) and says what it came to.
+    pub async fn call(&self, request: CallRequest<'_>) -> CallOutcome {
+        self.run(request, None).await
+    }
+
+    /// Runs call `id` again, as a new call recorded with `retry_of = id`, through the whole
+    /// pipeline (scope, validation, approval, ...), with the recorded arguments.
+    ///
+    /// Calls are never replayed automatically; this is the explicit policy: only a finished call
+    /// (`failed`, `cancelled` or `outcome_unknown`) of a tool declared `idempotent` (so running
+    /// it twice has no further effect), whose arguments were stored whole.
+    ///
+    /// # Errors
+    /// [`CallError::NotRetryable`] naming why (no call store, no such call, the call is still
+    /// open or succeeded, the tool is unknown or not idempotent, the arguments were truncated);
+    /// nothing runs then.
+    pub async fn retry(
+        &self,
+        id: CallId,
+        allowed: &[u64],
+        cancel: Option<CancellationToken>,
+    ) -> Result<CallOutcome, CallError> {
+        let refuse = |reason: String| CallError::NotRetryable {
+            call: id.to_string(),
+            reason,
+        };
+        let Some(store) = &self.store else {
+            return Err(refuse(
+                "this coordinator keeps no call records; open it with a call store".to_string(),
+            ));
+        };
+        let record = match store.get(id) {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                return Err(refuse(format!(
+                    "there is no call `{id}`; list the calls with `toolcat calls`"
+                )))
+            }
+            Err(e) => return Err(refuse(e.to_string())),
+        };
+        if !matches!(
+            record.state,
+            CallState::Failed | CallState::Cancelled | CallState::OutcomeUnknown
+        ) {
+            return Err(refuse(format!(
+                "it is `{}`; only a `failed`, `cancelled` or `outcome_unknown` call can be retried",
+                record.state
+            )));
+        }
+        let t = match self.catalog.tool(&record.tool) {
+            Ok(t) => t,
+            Err(e) => return Err(refuse(e.to_string())),
+        };
+        if !self.catalog.effect(t).idempotent {
+            return Err(refuse(format!(
+                "tool `{}` is not declared `idempotent`, so running it again may repeat its side                  effect; find out what happened and make a new call if needed",
+                record.tool
+            )));
+        }
+        if record.arguments_truncated {
+            return Err(refuse(
+                "its arguments were too large to be recorded whole; make a new call".to_string(),
+            ));
+        }
+        let request = CallRequest {
+            tool: t,
+            arguments: record.arguments,
+            allowed,
+            cancel,
+        };
+        Ok(self.run(request, Some(id)).await)
+    }
+
+    /// Reads `length` characters from character `offset` of the archived result `reference`
+    /// (see [`ResultArchive::read`]).
+    ///
+    /// # Errors
+    /// [`ArchiveError`] as [`ResultArchive::read`]; without an archive every reference is
+    /// unknown ([`ArchiveError::UnknownReference`], or [`ArchiveError::BadReference`] when it is
+    /// not a reference at all).
+    pub fn read_result(
+        &self,
+        reference: &str,
+        offset: usize,
+        length: usize,
+    ) -> Result<ResultSlice, ArchiveError> {
+        match &self.archive {
+            Some(archive) => archive.read(reference, offset, length),
+            // Nothing was ever archived here: a well-formed reference is unknown.
+            None => Err(match reference.parse::<ResultRef>() {
+                Ok(reference) => ArchiveError::UnknownReference { reference },
+                Err(_) => ArchiveError::BadReference {
+                    given: reference.to_string(),
+                },
+            }),
+        }
+    }
+
+    async fn run(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
+        let t = request.tool;
+        let mut record = Record {
+            store: self.store.clone(),
+            id: None,
+            error: None,
+        };
+        let (ran, result) = self.pipeline(request, retry_of, &mut record).await;
+        if let (Err(e), false) = (&result, ran) {
+            // Refused before the handler started: the record (if one was begun) says why.
+            let state = if matches!(e, CallError::Cancelled { .. }) {
+                CallState::Cancelled
+            } else {
+                CallState::Failed
+            };
+            record.set(state, Some(&format!("nothing ran: {e}")));
+        }
+        CallOutcome {
+            tool: t,
+            call: record.id,
+            ran,
+            result,
+            record_error: record.error,
+        }
+    }
+
+    async fn pipeline(
+        &self,
+        request: CallRequest<'_>,
+        retry_of: Option<CallId>,
+        record: &mut Record,
+    ) -> (bool, Result<CallValue, CallError>) {
+        let CallRequest {
+            tool: t,
+            arguments,
+            allowed,
+            cancel,
+        } = request;
+        let c = self.catalog;
+        let cancel = cancel.unwrap_or_default();
+        let i = t.index();
+        let in_scope = i < c.len()
+            && allowed
+                .get(i / 64)
+                .is_some_and(|w| w & (1u64 << (i % 64)) != 0);
+        if !in_scope {
+            let tool = if i < c.len() {
+                c.exported_name(t).to_string()
+            } else {
+                format!("#{i}")
+            };
+            return (false, Err(CallError::OutsideScope { tool }));
+        }
+        let name = c.exported_name(t).to_string();
+
+        // 1. Validate; then the rate limit. Calls refused here leave no record.
+        let errors = self.validation_errors(t, &arguments);
+        if !errors.is_empty() {
+            return (
+                false,
+                Err(CallError::InvalidArguments {
+                    tool: name,
+                    errors,
+                    input_schema: exported_schema(c, t),
+                }),
+            );
+        }
+        if let Err(e) = self.check_rate(t) {
+            return (false, Err(e));
+        }
+        if let Some(store) = &self.store {
+            let effect = c.effect(t);
+            let new = NewCall {
+                tool: &name,
+                arguments: &arguments,
+                effect: effect.kind.as_str(),
+                idempotent: effect.idempotent,
+                retry_of,
+            };
+            match store.begin(new) {
+                Ok(id) => record.id = Some(id),
+                Err(e) => return (false, Err(CallError::Store(e.to_string()))),
+            }
+        }
+        if cancel.is_cancelled() {
+            return (false, Err(CallError::Cancelled { tool: name }));
+        }
+
+        // 2. Prepare. A tool that cannot run here has no targets; it is refused after the
+        // permission step, so a gated tool is never reported as anything but gated to a caller
+        // without approval.
+        let handler = self.dispatch(t);
+        let targets = match &handler {
+            Ok(h) => match (h.prepare)(&arguments, &self.context) {
+                Ok(targets) => targets,
+                Err(e) => return (false, Err(CallError::Tool(e))),
+            },
+            Err(_) => Vec::new(),
+        };
+
+        // 3. Permission.
+        let gated = c.tier(t) == Tier::Gated;
+        if gated {
+            let request = ApprovalRequest {
+                catalog: c,
+                tool: t,
+                arguments: &arguments,
+                targets: &targets,
+            };
+            match &self.approval {
+                None => return (false, Err(CallError::NeedsApproval { tool: name })),
+                Some(hook) if !hook(&request) => {
+                    return (false, Err(CallError::Denied { tool: name }))
+                }
+                Some(_) => {}
+            }
+        }
+        let handler = match handler {
+            Ok(h) => h,
+            Err(e) => return (false, Err(CallError::Tool(e))),
+        };
+
+        // 4. Schedule.
+        let Some(guards) = self.locks.acquire(&targets, &cancel).await else {
+            return (false, Err(CallError::Cancelled { tool: name }));
+        };
+
+        // 5. Re-verify under the locks.
+        let now = match (handler.prepare)(&arguments, &self.context) {
+            Ok(now) => now,
+            Err(e) => return (false, Err(CallError::Tool(e))),
+        };
+        if let Some(e) = changed(&name, &targets, &now, gated) {
+            return (false, Err(e));
+        }
+
+        // 6. Execute. The record says `running` before the handler starts, so a process killed
+        // during the call leaves `running`, never `succeeded`.
+        if !record.set(CallState::Running, None) {
+            let e = record.error.take().unwrap_or_default();
+            return (false, Err(CallError::Store(e)));
+        }
+        let on_commit: Option<Box<dyn Fn() + Send + Sync>> = match (&self.store, record.id) {
+            (Some(store), Some(id)) => {
+                let store = Arc::clone(store);
+                Some(Box::new(move || {
+                    // A failed write leaves `running`, which a crash would leave too; the final
+                    // state is written after the handler either way.
+                    let _ = store.set_state(id, CallState::Committed, None);
+                }))
+            }
+            _ => None,
+        };
+        let scope = CallScope::new(cancel.clone(), on_commit);
+        let ctx = self.context.for_call(Arc::clone(&scope));
+        let call = handler.call;
+        let finish = Finish {
+            store: self.store.clone(),
+            archive: self.archive.clone(),
+            id: record.id,
+            tool: name.clone(),
+        };
+        // The handler runs on a task of its own that holds the locks and writes the final
+        // record, so a caller that goes away cannot release the locks while the handler still
+        // runs, nor leave a finished call `running`.
+        let mut task = tokio::spawn(async move {
+            let _guards = guards;
+            let result = call(arguments, &ctx).await;
+            finish.finish(result)
+        });
+        let joined = tokio::select! {
+            joined = &mut task => joined,
+            _ = cancel.cancelled() => {
+                task.abort();
+                // The handler may have finished before the abort took effect: then its result
+                // stands (and is recorded).
+                match task.await {
+                    Ok(done) => Ok(done),
+                    Err(_) => {
+                        let e = self.stopped(t, &name, &scope, true);
+                        record.end(&e);
+                        return (true, Err(e));
+                    }
+                }
+            }
+        };
+        match joined {
+            Ok((result, record_error)) => {
+                if record_error.is_some() {
+                    record.error = record_error;
+                }
+                (true, result)
+            }
+            Err(_) => {
+                let e = self.stopped(t, &name, &scope, false);
+                record.end(&e);
+                (true, Err(e))
+            }
+        }
+    }
+
+    /// The error of a handler stopped before its end (`cancelled`, else it panicked): cancelled
+    /// when it had no side effect, outcome unknown when it may have had one.
+    fn stopped(&self, t: ToolIndex, name: &str, scope: &CallScope, cancelled: bool) -> CallError {
+        let no_effect = self.catalog.effect(t).kind == EffectKind::Read && !scope.was_committed();
+        let tool = name.to_string();
+        match (cancelled, no_effect) {
+            (true, true) => CallError::Cancelled { tool },
+            (true, false) => CallError::OutcomeUnknown {
+                tool,
+                reason: "was cancelled while running".to_string(),
+            },
+            (false, true) => CallError::Tool(ToolError::Failed(format!(
+                "the handler of `{tool}` panicked; nothing was changed (it only reads); report it to the tool's owner"
+            ))),
+            (false, false) => CallError::OutcomeUnknown {
+                tool,
+                reason: "stopped: its handler panicked".to_string(),
+            },
+        }
+    }
+}
+
+/// The record of one call, when the coordinator keeps records.
+struct Record {
+    store: Option<Arc<CallStore>>,
+    id: Option<CallId>,
+    /// The first failure to write the record.
+    error: Option<String>,
+}
+
+impl Record {
+    /// Moves the record to `state`; false (with the error kept) when the write failed.
+    fn set(&mut self, state: CallState, detail: Option<&str>) -> bool {
+        let (Some(store), Some(id)) = (&self.store, self.id) else {
+            return true;
+        };
+        match store.set_state(id, state, detail) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error.get_or_insert_with(|| e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Records how a call that started ended without a result of its own.
+    fn end(&mut self, e: &CallError) {
+        let state = match e {
+            CallError::Cancelled { .. } => CallState::Cancelled,
+            CallError::OutcomeUnknown { .. } => CallState::OutcomeUnknown,
+            _ => CallState::Failed,
+        };
+        self.set(state, Some(&e.to_string()));
+    }
+}
+
+/// What the handler's task needs to turn its result into the caller's and the record's.
+struct Finish {
+    store: Option<Arc<CallStore>>,
+    archive: Option<Arc<ResultArchive>>,
+    id: Option<CallId>,
+    tool: String,
+}
+
+impl Finish {
+    /// The caller's result and the final record (`succeeded` or `failed`); a text over the
+    /// archive's inline budget is archived and replaced by its preview and reference. The
+    /// second value is the error of a record or archive write, if any.
+    fn finish(
+        self,
+        result: Result<Value, ToolError>,
+    ) -> (Result<CallValue, CallError>, Option<String>) {
+        let mut error = None;
+        let (result, state, detail) = match result {
+            Ok(value) => {
+                let whole = value.to_string();
+                let (text, archived) = match &self.archive {
+                    None => (whole, None),
+                    Some(archive) => match archive.bound(self.id, &self.tool, &whole) {
+                        Ok(bounded) => {
+                            let text = bounded.to_model_text();
+                            let archived = match bounded {
+                                Bounded::Inline { .. } => None,
+                                Bounded::Archived {
+                                    reference,
+                                    preview,
+                                    total_bytes,
+                                    ..
+                                } => Some(ArchivedResult {
+                                    reference: reference.to_string(),
+                                    bytes: total_bytes,
+                                    preview,
+                                }),
+                            };
+                            (text, archived)
+                        }
+                        // The result exists: hand it over whole rather than lose it.
+                        Err(e) => {
+                            error = Some(format!("the result could not be archived: {e}"));
+                            (whole, None)
+                        }
+                    },
+                };
+                let detail = archived
+                    .as_ref()
+                    .map(|a| format!("result archived as `{}`", a.reference));
+                (
+                    Ok(CallValue {
+                        value,
+                        text,
+                        archived,
+                    }),
+                    CallState::Succeeded,
+                    detail,
+                )
+            }
+            Err(e) => {
+                let detail = Some(e.to_string());
+                (Err(CallError::Tool(e)), CallState::Failed, detail)
+            }
+        };
+        if let (Some(store), Some(id)) = (&self.store, self.id) {
+            if let Err(e) = store.set_state(id, state, detail.as_deref()) {
+                error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        (result, error)
+    }
+}
+
+/// Whether the targets after the locks differ from those before: for an approved call any
+/// difference (resource, access or fingerprint), otherwise the resources and their access.
+fn changed(name: &str, before: &[Target], now: &[Target], approved: bool) -> Option<CallError> {
+    let key = |t: &Target| {
+        if approved {
+            format!(
+                "{}{}",
+                t.access.as_str(),
+                t.fingerprint
+                    .as_deref()
+                    .map(|f| format!(" {f}"))
+                    .unwrap_or_default()
+            )
+        } else {
+            t.access.as_str().to_string()
+        }
+    };
+    let map = |ts: &[Target]| -> BTreeMap<String, String> {
+        ts.iter().map(|t| (t.resource.clone(), key(t))).collect()
+    };
+    let (b, n) = (map(before), map(now));
+    if b == n {
+        return None;
+    }
+    let resource = b
+        .keys()
+        .chain(n.keys())
+        .find(|r| b.get(*r) != n.get(*r))
+        .cloned()
+        .unwrap_or_default();
+    let fingerprint = |ts: &[Target]| {
+        ts.iter().find(|t| t.resource == resource).map(|t| {
+            t.fingerprint
+                .clone()
+                .unwrap_or_else(|| t.access.as_str().to_string())
+        })
+    };
+    Some(CallError::TargetChanged {
+        tool: name.to_string(),
+        approved: fingerprint(before),
+        now: fingerprint(now),
+        resource,
+    })
+}

@@ -1,0 +1,1063 @@
+//! The execution coordinator on a small catalog whose handlers really read and write files in a
+//! temporary workspace: approval of the concrete operation, re-verification, denial, scope,
+//! scheduling of 100 concurrent calls, rate limits, cancellation, records, retry and the archive.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::Digest as _;
+use toolcat::archive::ResultArchive;
+use toolcat::{
+    erase, Access, ApprovalRequest, BoxFuture, CallError, CallRequest, CallState, CallStore,
+    CancellationToken, Catalog, Coordinator, ErasedHandler, Target, ToolContext, ToolError,
+    ToolHandler, ToolIndex,
+};
+
+const CATALOG: &str = r#"
+[toolset.notes]
+description = "Notes in the workspace"
+
+[[tool]]
+name = "read_note"
+description = "Reads a note."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+idempotent = true
+exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "write_note"
+description = "Replaces a note."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+idempotent = true
+exposure = "full"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "append_note"
+description = "Appends lines to notes."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+exposure = "full"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "wait_read"
+description = "Reads after a wait."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "limited_read"
+description = "A read with a tight rate limit."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+rate_limit = "2/min"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "running_calls"
+description = "Counts the calls the store has running."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "big_read"
+description = "Returns a large text."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+"#;
+
+/// One handler execution: which call, which files, when.
+#[derive(Debug, Clone)]
+struct Span {
+    label: String,
+    files: Vec<PathBuf>,
+    write: bool,
+    start: Instant,
+    end: Instant,
+}
+
+/// Spans by workspace, so tests running in parallel keep their own.
+fn spans() -> &'static Mutex<HashMap<PathBuf, Vec<Span>>> {
+    static SPANS: OnceLock<Mutex<HashMap<PathBuf, Vec<Span>>>> = OnceLock::new();
+    SPANS.get_or_init(Mutex::default)
+}
+
+fn record_span(ctx: &ToolContext, span: Span) {
+    spans()
+        .lock()
+        .unwrap()
+        .entry(ctx.workspace.clone())
+        .or_default()
+        .push(span);
+}
+
+/// The store `running_calls` inspects, by workspace.
+fn stores() -> &'static Mutex<HashMap<PathBuf, Arc<CallStore>>> {
+    static STORES: OnceLock<Mutex<HashMap<PathBuf, Arc<CallStore>>>> = OnceLock::new();
+    STORES.get_or_init(Mutex::default)
+}
+
+fn io(e: std::io::Error) -> ToolError {
+    ToolError::io("test handler", e)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    path: String,
+    #[serde(default)]
+    wait_ms: u64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+    /// Stay after writing (to be cancelled while running).
+    #[serde(default)]
+    hold_ms: u64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    paths: Vec<String>,
+    label: String,
+    #[serde(default)]
+    hold_ms: u64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+struct ReadNote;
+impl ToolHandler for ReadNote {
+    const NAME: &'static str = "read_note";
+    type Args = ReadArgs;
+    type Output = Value;
+    fn call(args: ReadArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let path = ctx.workspace.join(&args.path);
+            let start = Instant::now();
+            tokio::time::sleep(Duration::from_millis(args.wait_ms)).await;
+            let text = tokio::fs::read_to_string(&path).await.map_err(io)?;
+            record_span(
+                ctx,
+                Span {
+                    label: format!("read {}", args.path),
+                    files: vec![path],
+                    write: false,
+                    start,
+                    end: Instant::now(),
+                },
+            );
+            Ok(json!({ "text": text }))
+        })
+    }
+    fn prepare(args: &ReadArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+        Ok(vec![Target::path_lock(
+            &ctx.workspace.join(&args.path),
+            Access::Read,
+        )])
+    }
+}
+
+struct WriteNote;
+impl ToolHandler for WriteNote {
+    const NAME: &'static str = "write_note";
+    type Args = WriteArgs;
+    type Output = Value;
+    fn call(args: WriteArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            tokio::fs::write(ctx.workspace.join(&args.path), &args.content)
+                .await
+                .map_err(io)?;
+            ctx.committed();
+            tokio::time::sleep(Duration::from_millis(args.hold_ms)).await;
+            Ok(json!({ "written": args.content.len() }))
+        })
+    }
+    fn prepare(args: &WriteArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+        Ok(vec![Target::path(
+            &ctx.workspace.join(&args.path),
+            Access::Write,
+        )?])
+    }
+}
+
+struct AppendNote;
+impl ToolHandler for AppendNote {
+    const NAME: &'static str = "append_note";
+    type Args = AppendArgs;
+    type Output = Value;
+    fn call(args: AppendArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let files: Vec<PathBuf> = args.paths.iter().map(|p| ctx.workspace.join(p)).collect();
+            let start = Instant::now();
+            for f in &files {
+                append(f, &format!("start {}\n", args.label))?;
+            }
+            tokio::time::sleep(Duration::from_millis(args.hold_ms)).await;
+            for f in &files {
+                append(f, &format!("end {}\n", args.label))?;
+            }
+            ctx.committed();
+            record_span(
+                ctx,
+                Span {
+                    label: args.label.clone(),
+                    files,
+                    write: true,
+                    start,
+                    end: Instant::now(),
+                },
+            );
+            Ok(json!({ "appended": args.paths.len() }))
+        })
+    }
+    /// Appends do not care what was there: locked for writing, not fingerprinted.
+    fn prepare(args: &AppendArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+        Ok(args
+            .paths
+            .iter()
+            .map(|p| Target::path_lock(&ctx.workspace.join(p), Access::Write))
+            .collect())
+    }
+}
+
+fn append(path: &Path, text: &str) -> Result<(), ToolError> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    f.write_all(text.as_bytes()).map_err(io)
+}
+
+struct WaitRead;
+impl ToolHandler for WaitRead {
+    const NAME: &'static str = "wait_read";
+    type Args = ReadArgs;
+    type Output = Value;
+    fn call(args: ReadArgs, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(args.wait_ms)).await;
+            Ok(json!({ "waited": args.wait_ms }))
+        })
+    }
+}
+
+struct LimitedRead;
+impl ToolHandler for LimitedRead {
+    const NAME: &'static str = "limited_read";
+    type Args = NoArgs;
+    type Output = Value;
+    fn call(_: NoArgs, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move { Ok(json!("ok")) })
+    }
+}
+
+struct RunningCalls;
+impl ToolHandler for RunningCalls {
+    const NAME: &'static str = "running_calls";
+    type Args = NoArgs;
+    type Output = Value;
+    fn call(_: NoArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let store = stores()
+                .lock()
+                .unwrap()
+                .get(&ctx.workspace)
+                .cloned()
+                .ok_or_else(|| ToolError::Failed("no store".into()))?;
+            let running = store
+                .list(Some(CallState::Running), 100)
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+            let tools: Vec<String> = running.into_iter().map(|r| r.tool).collect();
+            Ok(json!({ "running": tools }))
+        })
+    }
+}
+
+struct BigRead;
+impl ToolHandler for BigRead {
+    const NAME: &'static str = "big_read";
+    type Args = NoArgs;
+    type Output = Value;
+    fn call(_: NoArgs, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let lines: Vec<String> = (0..4000).map(|k| format!("line {k:05}")).collect();
+            Ok(json!({ "lines": lines }))
+        })
+    }
+}
+
+static HANDLERS: [Option<ErasedHandler>; 7] = [
+    Some(erase::<ReadNote>()),
+    Some(erase::<WriteNote>()),
+    Some(erase::<AppendNote>()),
+    Some(erase::<WaitRead>()),
+    Some(erase::<LimitedRead>()),
+    Some(erase::<RunningCalls>()),
+    Some(erase::<BigRead>()),
+];
+
+fn catalog() -> &'static Catalog {
+    static C: OnceLock<Catalog> = OnceLock::new();
+    C.get_or_init(|| {
+        Catalog::from_source_with_handlers("coordinator.toml", CATALOG, &HANDLERS)
+            .expect("the test catalog compiles")
+    })
+}
+
+fn tool(name: &str) -> ToolIndex {
+    catalog().tool(name).expect("declared")
+}
+
+/// Every tool of the catalog.
+fn all() -> Vec<u64> {
+    let c = catalog();
+    c.profile_tools(c.full_profile()).to_vec()
+}
+
+/// `all()` without `names`.
+fn all_but(names: &[&str]) -> Vec<u64> {
+    let mut set = all();
+    for n in names {
+        let i = tool(n).index();
+        set[i / 64] &= !(1u64 << (i % 64));
+    }
+    set
+}
+
+/// A canonical temporary workspace and a coordinator with an in-memory store.
+fn setup() -> (
+    tempfile::TempDir,
+    PathBuf,
+    Coordinator<'static>,
+    Arc<CallStore>,
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = std::fs::canonicalize(dir.path()).expect("canonical");
+    let store = Arc::new(CallStore::in_memory().expect("store"));
+    stores()
+        .lock()
+        .unwrap()
+        .insert(ws.clone(), Arc::clone(&store));
+    let coordinator =
+        Coordinator::new(catalog(), ToolContext::new(&ws)).with_store(Arc::clone(&store));
+    (dir, ws, coordinator, store)
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    let digest = sha2::Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// What the approval hook saw.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    tool: String,
+    arguments: Value,
+    targets: Vec<Target>,
+}
+
+fn seen(req: &ApprovalRequest<'_>) -> Seen {
+    Seen {
+        tool: req.catalog.exported_name(req.tool).to_string(),
+        arguments: req.arguments.clone(),
+        targets: req.targets.to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn a_gated_tool_runs_only_after_the_hook_approves_the_concrete_operation() {
+    let (_dir, ws, coordinator, store) = setup();
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "old").unwrap();
+    let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log2 = Arc::clone(&log);
+    let file2 = file.clone();
+    let coordinator = coordinator.with_approval(move |req| {
+        // The file is untouched while the approval is asked.
+        if req.arguments["path"] == "a.txt" {
+            assert_eq!(std::fs::read_to_string(&file2).unwrap(), "old");
+        }
+        log2.lock().unwrap().push(seen(req));
+        true
+    });
+    let args = json!({"path": "a.txt", "content": "new"});
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(tool("write_note"), args.clone(), &allowed))
+        .await;
+    assert!(out.ran);
+    assert_eq!(out.result.expect("ran").value, json!({"written": 3}));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+    let first = log.lock().unwrap().clone();
+    assert_eq!(
+        first,
+        [Seen {
+            tool: "write_note".into(),
+            arguments: args,
+            targets: vec![Target {
+                resource: format!("file:{}", file.display()),
+                access: Access::Write,
+                fingerprint: Some(sha256(b"old")),
+            }],
+        }]
+    );
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Succeeded);
+    assert_eq!(record.tool, "write_note");
+
+    // A new file: the approval sees `absent`.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("write_note"),
+            json!({"path": "b.txt", "content": "b"}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.result.is_ok());
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "b");
+    let log = log.lock().unwrap().clone();
+    assert_eq!(
+        log[1].targets[0].fingerprint.as_deref(),
+        Some("absent"),
+        "{log:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_file_changed_between_approval_and_execution_is_refused_and_left_untouched() {
+    let (_dir, ws, coordinator, store) = setup();
+    let file = ws.join("a.txt");
+    std::fs::write(&file, "approved content").unwrap();
+    let file2 = file.clone();
+    let coordinator = coordinator.with_approval(move |req| {
+        assert_eq!(
+            req.targets[0].fingerprint.as_deref(),
+            Some(sha256(b"approved content").as_str())
+        );
+        // Someone else changes the file after the approval saw it.
+        std::fs::write(&file2, "changed meanwhile").unwrap();
+        true
+    });
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("write_note"),
+            json!({"path": "a.txt", "content": "the tool's content"}),
+            &allowed,
+        ))
+        .await;
+    assert!(!out.ran);
+    match &out.result {
+        Err(CallError::TargetChanged {
+            resource,
+            approved,
+            now,
+            ..
+        }) => {
+            assert_eq!(resource, &format!("file:{}", file.display()));
+            assert_eq!(
+                approved.as_deref(),
+                Some(sha256(b"approved content").as_str())
+            );
+            assert_eq!(now.as_deref(), Some(sha256(b"changed meanwhile").as_str()));
+        }
+        other => panic!("expected target-changed, got {other:?}"),
+    }
+    let message = out.result.as_ref().unwrap_err().to_string();
+    assert!(
+        message.contains("changed after `write_note` was approved"),
+        "{message}"
+    );
+    assert!(message.contains("nothing ran"), "{message}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed meanwhile");
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Failed);
+    assert!(
+        record
+            .detail
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("nothing ran:"),
+        "{record:?}"
+    );
+}
+
+#[tokio::test]
+async fn denial_and_a_missing_hook_run_nothing() {
+    let (_dir, ws, coordinator, _store) = setup();
+    let allowed = all();
+    let args = json!({"path": "a.txt", "content": "x"});
+    let out = coordinator
+        .call(CallRequest::new(tool("write_note"), args.clone(), &allowed))
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::NeedsApproval { .. })),
+        "{out:?}"
+    );
+    assert!(!out.ran);
+    assert!(!ws.join("a.txt").exists());
+
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let coordinator = coordinator.with_approval(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        false
+    });
+    let out = coordinator
+        .call(CallRequest::new(tool("write_note"), args, &allowed))
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Denied { .. })),
+        "{out:?}"
+    );
+    assert_eq!(
+        out.result.unwrap_err().to_string(),
+        "approval for `write_note` was denied; nothing ran"
+    );
+    assert!(!out.ran);
+    assert!(!ws.join("a.txt").exists());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // Silent tools never ask.
+    std::fs::write(ws.join("r.txt"), "r").unwrap();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("read_note"),
+            json!({"path": "r.txt"}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.result.is_ok());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_tool_outside_the_scope_is_never_executed() {
+    let (_dir, ws, coordinator, store) = setup();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let coordinator = coordinator.with_approval(move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        true
+    });
+    let allowed = all_but(&["write_note"]);
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("write_note"),
+            json!({"path": "a.txt", "content": "x"}),
+            &allowed,
+        ))
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::OutsideScope { .. })),
+        "{out:?}"
+    );
+    assert!(!out.ran);
+    assert_eq!(
+        out.call, None,
+        "nothing is recorded for a call outside the scope"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+    assert!(!ws.join("a.txt").exists());
+    assert!(store.list(None, 10).unwrap().is_empty());
+    // An empty or short allowed set allows nothing.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("read_note"),
+            json!({"path": "x"}),
+            &[],
+        ))
+        .await;
+    assert!(matches!(out.result, Err(CallError::OutsideScope { .. })));
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_field_path_and_run_nothing() {
+    let (_dir, _ws, coordinator, store) = setup();
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("write_note"),
+            json!({"path": 3, "contents": "x"}),
+            &allowed,
+        ))
+        .await;
+    let Err(CallError::InvalidArguments {
+        errors,
+        input_schema,
+        ..
+    }) = &out.result
+    else {
+        panic!("expected invalid arguments, got {out:?}");
+    };
+    let paths: Vec<&str> = errors
+        .iter()
+        .map(|e| e["instancePath"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"/path"), "{errors:?}");
+    assert!(errors
+        .iter()
+        .any(|e| e["message"].as_str().unwrap().contains("content")));
+    assert_eq!(input_schema["properties"]["path"]["type"], "string");
+    assert_eq!(
+        out.result.as_ref().unwrap_err().to_json()["error"],
+        "invalid-arguments"
+    );
+    assert!(store.list(None, 10).unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_concurrent_calls_serialize_conflicts_and_never_deadlock() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = Arc::new(coordinator.with_approval(|_| true));
+    let shared = ["s0.txt", "s1.txt", "s2.txt"];
+    for s in shared {
+        std::fs::write(ws.join(s), "").unwrap();
+    }
+    // 100 calls: 40 appends to one shared file, 20 appends to two shared files (named in both
+    // orders, so a call that locked in argument order could deadlock), 10 reads of shared
+    // files, 30 appends to files of their own.
+    let mut calls: Vec<(String, Value)> = Vec::new();
+    for k in 0..40 {
+        let path = shared[k % 3];
+        calls.push((
+            "append_note".into(),
+            json!({"paths": [path], "label": format!("one-{k}"), "hold_ms": 3}),
+        ));
+    }
+    for k in 0..20 {
+        let (a, b) = (shared[k % 3], shared[(k + 1) % 3]);
+        let paths = if k % 2 == 0 { [a, b] } else { [b, a] };
+        calls.push((
+            "append_note".into(),
+            json!({"paths": paths, "label": format!("two-{k}"), "hold_ms": 3}),
+        ));
+    }
+    for k in 0..10 {
+        calls.push((
+            "read_note".into(),
+            json!({"path": shared[k % 3], "wait_ms": 3}),
+        ));
+    }
+    for k in 0..30 {
+        calls.push((
+            "append_note".into(),
+            json!({"paths": [format!("own-{k}.txt")], "label": format!("own-{k}"), "hold_ms": 30}),
+        ));
+    }
+    assert_eq!(calls.len(), 100);
+    // Interleave the kinds so conflicting and independent calls arrive mixed.
+    let mut order: Vec<usize> = (0..100).collect();
+    order.sort_by_key(|&i| (i * 37) % 100);
+    let allowed = Arc::new(all());
+    let mut tasks = Vec::new();
+    for i in order {
+        let (name, args) = calls[i].clone();
+        let coordinator = Arc::clone(&coordinator);
+        let allowed = Arc::clone(&allowed);
+        tasks.push(tokio::spawn(async move {
+            coordinator
+                .call(CallRequest::new(tool(&name), args, &allowed))
+                .await
+        }));
+    }
+    let outcomes = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut outcomes = Vec::new();
+        for t in tasks {
+            outcomes.push(t.await.expect("task"));
+        }
+        outcomes
+    })
+    .await
+    .expect("all 100 calls finish (no deadlock) within 60 s");
+    for o in &outcomes {
+        assert!(o.result.is_ok(), "{o:?}");
+    }
+    assert_eq!(
+        store.list(Some(CallState::Succeeded), 1000).unwrap().len(),
+        100
+    );
+
+    let spans = spans()
+        .lock()
+        .unwrap()
+        .get(&ws)
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(spans.len(), 100);
+    let overlap = |a: &Span, b: &Span| a.start < b.end && b.start < a.end;
+    // Conflicting pairs (a shared file, at least one writer) never overlapped.
+    let mut conflicting_pairs = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            let shares = a.files.iter().any(|f| b.files.contains(f));
+            if shares && (a.write || b.write) {
+                conflicting_pairs += 1;
+                assert!(
+                    !overlap(a, b),
+                    "conflicting calls `{}` and `{}` overlapped",
+                    a.label,
+                    b.label
+                );
+            }
+        }
+    }
+    assert!(conflicting_pairs > 1000, "{conflicting_pairs}");
+    // The files agree: every `start X` is followed by its own `end X`.
+    for s in shared {
+        let text = std::fs::read_to_string(ws.join(s)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(!lines.is_empty());
+        for pair in lines.chunks(2) {
+            let [start, end] = pair else {
+                panic!("odd line count in {s}: {text}")
+            };
+            let label = start.strip_prefix("start ").expect("a start line");
+            assert_eq!(*end, format!("end {label}"), "{s}: {text}");
+        }
+    }
+    // Independent calls (files of their own) ran in parallel: with 30 calls holding 30 ms each,
+    // at least one pair overlapped. (Sequential execution would take ≥ 900 ms and show none.)
+    let own: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.label.starts_with("own-"))
+        .collect();
+    assert_eq!(own.len(), 30);
+    let parallel = own
+        .iter()
+        .enumerate()
+        .any(|(i, a)| own[i + 1..].iter().any(|b| overlap(a, b)));
+    assert!(parallel, "no two independent calls overlapped");
+}
+
+#[tokio::test]
+async fn a_call_over_the_rate_limit_answers_when_to_retry() {
+    let (_dir, _ws, coordinator, store) = setup();
+    let allowed = all();
+    let t = tool("limited_read");
+    for _ in 0..2 {
+        let out = coordinator
+            .call(CallRequest::new(t, json!({}), &allowed))
+            .await;
+        assert!(out.result.is_ok(), "{out:?}");
+    }
+    let out = coordinator
+        .call(CallRequest::new(t, json!({}), &allowed))
+        .await;
+    assert!(!out.ran);
+    let Err(e @ CallError::RateLimited { retry_after_ms, .. }) = &out.result else {
+        panic!("expected rate-limited, got {out:?}");
+    };
+    // 2 per minute: the next call is allowed within 30 s.
+    assert!(
+        *retry_after_ms > 0 && *retry_after_ms <= 30_000,
+        "{retry_after_ms}"
+    );
+    let v = e.to_json();
+    assert_eq!(v["error"], "rate-limited");
+    assert_eq!(v["retryAfterMs"], json!(retry_after_ms));
+    assert!(e.to_string().contains("2 calls per 60 s"), "{e}");
+    assert_eq!(
+        store.list(None, 10).unwrap().len(),
+        2,
+        "a limited call leaves no record"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_stops_calls_and_records_how_they_ended() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = coordinator.with_approval(|_| true);
+    let allowed = all();
+
+    // A read-only call cancelled while running: cancelled.
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("wait_read"),
+                json!({"path": "x", "wait_ms": 60_000}),
+                &allowed,
+            )
+            .with_cancellation(token),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the call stopped"
+    );
+    assert!(
+        matches!(out.result, Err(CallError::Cancelled { .. })),
+        "{out:?}"
+    );
+    assert!(out.ran);
+    let id = out.call.expect("recorded");
+    assert_eq!(store.get(id).unwrap().unwrap().state, CallState::Cancelled);
+
+    // Cancelled before it starts: nothing runs, the record says cancelled.
+    let token = CancellationToken::new();
+    token.cancel();
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("write_note"),
+                json!({"path": "never.txt", "content": "x"}),
+                &allowed,
+            )
+            .with_cancellation(token),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Cancelled { .. })),
+        "{out:?}"
+    );
+    assert!(!out.ran);
+    assert!(!ws.join("never.txt").exists());
+    assert_eq!(
+        store
+            .get(out.call.expect("recorded"))
+            .unwrap()
+            .unwrap()
+            .state,
+        CallState::Cancelled
+    );
+}
+
+#[tokio::test]
+async fn outcome_unknown_calls_are_never_replayed_and_retry_needs_an_idempotent_tool() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = coordinator.with_approval(|_| true);
+    let allowed = all();
+
+    // A writer cancelled after its side effect: outcome unknown, not cancelled.
+    let cancel_soon = || {
+        let token = CancellationToken::new();
+        let trigger = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            trigger.cancel();
+        });
+        token
+    };
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("append_note"),
+                json!({"paths": ["log.txt"], "label": "x", "hold_ms": 60_000}),
+                &allowed,
+            )
+            .with_cancellation(cancel_soon()),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::OutcomeUnknown { .. })),
+        "{out:?}"
+    );
+    let unknown = out.call.expect("recorded");
+    assert_eq!(
+        store.get(unknown).unwrap().unwrap().state,
+        CallState::OutcomeUnknown
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("log.txt")).unwrap(),
+        "start x\n"
+    );
+
+    // Nothing replays it: more calls leave its record and the file as they were.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("read_note"),
+            json!({"path": "log.txt"}),
+            &allowed,
+        ))
+        .await;
+    assert_eq!(out.result.unwrap().value["text"], "start x\n");
+    assert_eq!(
+        store.get(unknown).unwrap().unwrap().state,
+        CallState::OutcomeUnknown
+    );
+    let before = store.list(None, 100).unwrap().len();
+
+    // `append_note` is not idempotent: retry is refused and runs nothing.
+    let err = coordinator
+        .retry(unknown, &allowed, None)
+        .await
+        .expect_err("not idempotent");
+    assert!(matches!(err, CallError::NotRetryable { .. }));
+    assert!(
+        err.to_string().contains("not declared `idempotent`"),
+        "{err}"
+    );
+    assert_eq!(store.list(None, 100).unwrap().len(), before);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("log.txt")).unwrap(),
+        "start x\n"
+    );
+
+    // `write_note` is idempotent: an explicit retry runs it again as a new call.
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("write_note"),
+                json!({"path": "w.txt", "content": "w", "hold_ms": 60_000}),
+                &allowed,
+            )
+            .with_cancellation(cancel_soon()),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::OutcomeUnknown { .. })),
+        "{out:?}"
+    );
+    let first = out.call.expect("recorded");
+    // A committed writer cancelled: the record went committed, then outcome_unknown.
+    assert_eq!(
+        store.get(first).unwrap().unwrap().state,
+        CallState::OutcomeUnknown
+    );
+    // The arguments recorded hold the long `hold_ms`; retried without cancellation the
+    // handler would hold for a minute, so cancel this one too and check the record links back.
+    let retried = coordinator
+        .retry(first, &allowed, Some(cancel_soon()))
+        .await
+        .expect("idempotent tools may be retried");
+    let second = retried.call.expect("recorded");
+    assert_ne!(second, first);
+    let record = store.get(second).unwrap().unwrap();
+    assert_eq!(record.retry_of, Some(first));
+    assert_eq!(record.tool, "write_note");
+    assert!(retried.ran);
+
+    // A succeeded call is not retried; an unknown id is named.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("write_note"),
+            json!({"path": "w.txt", "content": "v"}),
+            &allowed,
+        ))
+        .await;
+    let done = out.call.expect("recorded");
+    let err = coordinator
+        .retry(done, &allowed, None)
+        .await
+        .expect_err("succeeded");
+    assert!(err.to_string().contains("succeeded"), "{err}");
+    let err = coordinator
+        .retry(toolcat::CallId(9999), &allowed, None)
+        .await
+        .expect_err("unknown");
+    assert!(err.to_string().contains("no call `call-9999`"), "{err}");
+}
+
+#[tokio::test]
+async fn the_record_says_running_before_the_handler_runs() {
+    let (_dir, _ws, coordinator, store) = setup();
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(tool("running_calls"), json!({}), &allowed))
+        .await;
+    assert_eq!(
+        out.result.expect("ran").value,
+        json!({"running": ["running_calls"]})
+    );
+    assert_eq!(
+        store.get(out.call.unwrap()).unwrap().unwrap().state,
+        CallState::Succeeded
+    );
+}
+
+#[tokio::test]
+async fn results_over_the_inline_budget_are_archived_and_read_back() {
+    let (_dir, _ws, coordinator, store) = setup();
+    let archive = Arc::new(ResultArchive::in_memory().expect("archive"));
+    let coordinator = coordinator.with_archive(Arc::clone(&archive));
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(tool("big_read"), json!({}), &allowed))
+        .await;
+    let value = out.result.expect("ran");
+    let whole = value.value.to_string();
+    assert!(whole.len() > archive.limits().inline_budget);
+    let archived = value.archived.expect("archived");
+    assert_eq!(archived.bytes, whole.len());
+    assert!(value.text.len() < archive.limits().inline_budget);
+    assert!(value.text.contains(&archived.reference), "{}", value.text);
+    assert!(whole.starts_with(&archived.preview));
+    let slice = coordinator
+        .read_result(&archived.reference, 100, 50)
+        .expect("readable");
+    assert_eq!(
+        slice.text,
+        whole.chars().skip(100).take(50).collect::<String>()
+    );
+    let err = coordinator
+        .read_result("result-99999", 0, 10)
+        .expect_err("unknown reference");
+    assert!(err.to_string().contains("result-99999"), "{err}");
+    let record = store.get(out.call.unwrap()).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Succeeded);
+    assert!(
+        record
+            .detail
+            .unwrap_or_default()
+            .contains(&archived.reference),
+        "the record names the archived result"
+    );
+    // Small results stay inline.
+    std::fs::write(_ws.join("s.txt"), "small").unwrap();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("read_note"),
+            json!({"path": "s.txt"}),
+            &allowed,
+        ))
+        .await;
+    let value = out.result.expect("ran");
+    assert!(value.archived.is_none());
+    assert_eq!(value.text, r#"{"text":"small"}"#);
+}
