@@ -185,6 +185,149 @@ fn a_call_killed_mid_side_effect_is_never_succeeded_nor_replayed() {
     assert_eq!(again[0]["state"], rows[0]["state"]);
 }
 
+/// Kills the process group `pgid` (the shell `run_command` started, which outlives a SIGKILLed
+/// `toolcat`), ignoring a group that is already gone.
+#[cfg(unix)]
+fn kill_group(pgid: &str) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The acceptance case on the real binary: `toolcat call run_command --approve` goes through the
+/// coordinator, which records the call `running` before the shell command starts; the command
+/// appends to a marker file and then sleeps; `toolcat` is SIGKILLed; afterwards `toolcat calls`
+/// shows the call `outcome_unknown` (or `running` where processes cannot be judged), and later
+/// commands on the same store run nothing again.
+#[cfg(unix)]
+#[test]
+fn toolcat_call_killed_during_run_command_is_never_succeeded_nor_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let store_s = store.to_str().unwrap();
+    // `$$` is the shell's pid, and the leader of the process group `run_command` gives it.
+    let args = serde_json::json!({
+        "command": "echo $$ > shell.pid; echo ran >> marker.txt; exec sleep 60",
+        "timeout_secs": 120,
+    })
+    .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args([
+            "call",
+            "run_command",
+            "--approve",
+            "--store",
+            store_s,
+            "--args",
+            &args,
+        ])
+        .arg("--workspace")
+        .arg(&work)
+        .current_dir(&work)
+        .env_remove("TOOLCAT_STORE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolcat call starts");
+    let marker = work.join("marker.txt");
+    let pid_file = work.join("shell.pid");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let running = loop {
+        let rows = if store.exists() {
+            calls_json(&store, dir.path())
+        } else {
+            vec![]
+        };
+        let shell_started = std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'));
+        if let Some(row) = rows.first().filter(|r| r["state"] == "running") {
+            if marker_lines(&marker) == 1 && shell_started {
+                break row.clone();
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            use std::io::Read as _;
+            let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+            panic!("toolcat call ended before it was killed ({status}): {err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the call never showed as running: {rows:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(running["tool"], "run_command");
+    assert_eq!(running["pid"], child.id());
+    assert_eq!(running["effect"], "destructive");
+
+    child.kill().expect("SIGKILL"); // `Child::kill` is SIGKILL on Unix
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "toolcat was killed: {status}");
+    // The shell outlives `toolcat` (its own process group); stop it so it cannot write again.
+    let pgid = std::fs::read_to_string(&pid_file).unwrap();
+    kill_group(pgid.trim());
+
+    let id = running["id"].as_str().unwrap().to_string();
+    let rows = calls_json(&store, dir.path());
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let state = rows[0]["state"].as_str().unwrap();
+    assert!(
+        state == "outcome_unknown" || state == "running",
+        "a killed call must be running or outcome_unknown, never {state}"
+    );
+    if cfg!(target_os = "linux") {
+        assert_eq!(state, "outcome_unknown");
+    }
+    let o = toolcat(&["calls", "--store", store_s], dir.path());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains(state)),
+        "`toolcat calls` does not show {id} as {state}:\n{table}"
+    );
+
+    // Another call on the same store: it is recorded on its own, and the killed call is neither
+    // replayed nor changed.
+    let o = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args([
+            "call",
+            "list_directory",
+            "--store",
+            store_s,
+            "--args",
+            "{\"path\": \".\"}",
+        ])
+        .arg("--workspace")
+        .arg(&work)
+        .current_dir(&work)
+        .env_remove("TOOLCAT_STORE")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = calls_json(&store, dir.path());
+    let states: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["tool"].as_str().unwrap(),
+                r["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(states.len(), 2, "{states:?}");
+    assert_eq!(states[0].1, "list_directory");
+    assert_eq!(states[0].2, "succeeded");
+    assert_eq!(states[1], (id.as_str(), "run_command", state));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(marker_lines(&marker), 1, "the side effect ran again");
+}
+
 #[test]
 fn calls_rejects_an_unknown_state_listing_the_valid_ones() {
     let dir = tempfile::tempdir().unwrap();
