@@ -46,7 +46,7 @@ pub enum Command {
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
     Generate(GenerateArgs),
     /// Run one tool with JSON arguments through the execution coordinator and print its JSON
-    /// result; `gated` tools run only with `--approve`, calls are recorded with `--store`.
+    /// result; `gated` tools run only with `--approve`; each call is recorded in the call store.
     Call(CallArgs),
     /// Read JSONL turns and model steps on stdin and print, step by step, what the model would
     /// receive: the definitions and each call's answer (the format: `toolcat::session::transcript`).
@@ -293,10 +293,9 @@ pub struct CallArgs {
     /// fingerprints) is printed to stderr, then it runs. Without it gated tools are refused.
     #[arg(long)]
     pub approve: bool,
-    /// Record the call in this call store (see `toolcat calls`); not recorded when neither this
-    /// nor `TOOLCAT_STORE` is given.
-    #[arg(long = "store", value_name = "PATH", env = "TOOLCAT_STORE")]
-    pub store: Option<PathBuf>,
+    /// The call store the call is recorded in before it runs (`toolcat calls` lists it).
+    #[command(flatten)]
+    pub store: crate::calls::StoreArg,
 }
 
 #[derive(Debug, Args)]
@@ -765,11 +764,10 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     // The one execution path: scope (every tool of the catalog), validation, prepare, approval,
     // scheduling, re-verification, execution and, with a store, the call record.
     let mut coordinator = toolcat::Coordinator::new(&c, ctx);
-    if let Some(path) = &a.store {
-        let store = toolcat::CallStore::open(path)
-            .with_context(|| format!("cannot open the call store `{}`", path.display()))?;
-        coordinator = coordinator.with_store(std::sync::Arc::new(store));
-    }
+    // Every call is recorded, in the same default store `toolcat calls` reads; a store that
+    // cannot be opened runs nothing (the record must exist before the side effect).
+    let store = toolcat::CallStore::open(&a.store.path())?;
+    coordinator = coordinator.with_store(std::sync::Arc::new(store));
     if a.approve {
         coordinator = coordinator.with_approval(|req| {
             let targets: Vec<String> = req
