@@ -58,6 +58,10 @@ pub enum Command {
     /// top 5) and microseconds per query; with `--token-economy`, tokens of every tool inline
     /// against plans (`toolcat::eval` documents the rules).
     Eval(crate::eval::EvalArgs),
+    /// Serve a profile's tools within an MCP exposure scope to MCP clients, over stdio or, with
+    /// `--http`, streamable HTTP; every call goes through the execution coordinator
+    /// (`toolcat::mcp` documents what is listed, what may run and the errors).
+    Serve(crate::serve::ServeArgs),
 }
 
 /// Which catalog a command reads.
@@ -340,6 +344,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Session(a) => session(&a),
         Command::Eval(a) => crate::eval::run(&a),
         Command::Calls(a) => crate::calls::run(&a),
+        Command::Serve(a) => crate::serve::run(&a),
     };
     match result {
         Ok(code) => code,

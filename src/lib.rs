@@ -6,6 +6,7 @@ pub mod cli;
 pub mod eval;
 pub mod generate;
 pub mod handlers;
+pub mod serve;
 
 toolcat::include_catalog!();
 

@@ -39,6 +39,30 @@ fn calls_json(store: &Path, cwd: &Path) -> Vec<Value> {
     }
 }
 
+/// A child process that is killed (SIGKILL) and reaped when the test ends, also when an assertion
+/// fails first, so no test leaves a process behind.
+struct Reaped(std::process::Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn marker_lines(marker: &Path) -> usize {
     std::fs::read_to_string(marker)
         .map(|t| t.lines().count())
@@ -91,19 +115,21 @@ fn a_call_killed_mid_side_effect_is_never_succeeded_nor_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let store: PathBuf = dir.path().join("state/calls.sqlite");
     let marker = dir.path().join("marker.txt");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "calls::sigkill_child_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("TOOLCAT_TEST_SIGKILL_STORE", &store)
-        .env("TOOLCAT_TEST_SIGKILL_MARKER", &marker)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the child test process starts");
+    let mut child = Reaped(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "calls::sigkill_child_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("TOOLCAT_TEST_SIGKILL_STORE", &store)
+            .env("TOOLCAT_TEST_SIGKILL_MARKER", &marker)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the child test process starts"),
+    );
     let child_pid = child.id();
 
     // Wait until the record says `running` and the side effect happened.
@@ -185,14 +211,22 @@ fn a_call_killed_mid_side_effect_is_never_succeeded_nor_replayed() {
     assert_eq!(again[0]["state"], rows[0]["state"]);
 }
 
-/// Kills the process group `pgid` (the shell `run_command` started, which outlives a SIGKILLed
-/// `toolcat`), ignoring a group that is already gone.
+/// The process group of the shell `run_command` started, whose leader wrote its pid to this
+/// file: it outlives a SIGKILLed `toolcat`, so it is killed when the guard drops (a group that is
+/// already gone is ignored).
 #[cfg(unix)]
-fn kill_group(pgid: &str) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status();
+struct ShellGroup(PathBuf);
+
+#[cfg(unix)]
+impl Drop for ShellGroup {
+    fn drop(&mut self) {
+        if let Ok(pgid) = std::fs::read_to_string(&self.0) {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", pgid.trim())])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
 }
 
 /// The acceptance case on the real binary: `toolcat call run_command --approve` goes through the
@@ -214,26 +248,29 @@ fn toolcat_call_killed_during_run_command_is_never_succeeded_nor_replayed() {
         "timeout_secs": 120,
     })
     .to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
-        .args([
-            "call",
-            "run_command",
-            "--approve",
-            "--store",
-            store_s,
-            "--args",
-            &args,
-        ])
-        .arg("--workspace")
-        .arg(&work)
-        .current_dir(&work)
-        .env_remove("TOOLCAT_STORE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolcat call starts");
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args([
+                "call",
+                "run_command",
+                "--approve",
+                "--store",
+                store_s,
+                "--args",
+                &args,
+            ])
+            .arg("--workspace")
+            .arg(&work)
+            .current_dir(&work)
+            .env_remove("TOOLCAT_STORE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolcat call starts"),
+    );
     let marker = work.join("marker.txt");
     let pid_file = work.join("shell.pid");
+    let shell = ShellGroup(pid_file.clone());
 
     let deadline = Instant::now() + Duration::from_secs(60);
     let running = loop {
@@ -268,8 +305,7 @@ fn toolcat_call_killed_during_run_command_is_never_succeeded_nor_replayed() {
     let status = child.wait().unwrap();
     assert!(!status.success(), "toolcat was killed: {status}");
     // The shell outlives `toolcat` (its own process group); stop it so it cannot write again.
-    let pgid = std::fs::read_to_string(&pid_file).unwrap();
-    kill_group(pgid.trim());
+    drop(shell);
 
     let id = running["id"].as_str().unwrap().to_string();
     let rows = calls_json(&store, dir.path());

@@ -18,6 +18,8 @@ mod invalid_catalogs;
 mod readme;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
 mod replay;
+/// `toolcat serve`: the MCP server lists and runs exactly the exposure table, through a real MCP client, and survives hostile input.
+mod serve;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.

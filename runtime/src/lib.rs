@@ -26,6 +26,8 @@ pub mod export;
 #[cfg(test)]
 mod fixture;
 pub mod handler;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod plan;
 pub mod preselect;
 pub mod records;

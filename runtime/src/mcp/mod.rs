@@ -1,0 +1,997 @@
+//! The MCP server: one catalog, one profile and one exposure scope served to MCP clients over
+//! stdio or streamable HTTP, on the official Rust SDK (`rmcp`). Feature `mcp`.
+//!
+//! # What is listed
+//! `tools/list` answers the **listed set** of a [`ScopeTable`]: every tool the profile owns whose
+//! `exposure` falls within the scope (`read-only` ⊂ `staging` ⊂ `full`; `excluded` never,
+//! [`Catalog::scope_tools`]), plus the discovery meta-tools (tier `loop`) the profile owns, in
+//! catalog order. Deprecated tools in the scope are listed, as the exposure table lists them
+//! (clients that use them keep working until the removal date). Definitions are
+//! [`crate::export::mcp_tool`], the JSON `toolcat plan --format mcp` prints, with annotations
+//! derived from `effect`. Pages hold [`PAGE_SIZE`] tools; `nextCursor` is opaque
+//! (`GENERATION:OFFSET`), and a cursor issued before the listed set changed is refused with
+//! JSON-RPC `-32602` (list again from the start).
+//!
+//! # What may run
+//! The **allowed set** is the listed set without the meta-tools. Every `tools/call` goes to the
+//! execution coordinator ([`crate::coordinator`]) with the allowed set, which refuses a tool
+//! outside it before anything else, then validates the arguments, asks for approval, applies the
+//! rate limit, runs and records. A name the catalog does not know is refused the same way
+//! (`outside-scope`), so a client cannot tell unknown tools from tools outside its scope.
+//! The meta-tools answer within the scope only: `tool_search` searches the allowed set (exact
+//! name, then BM25), `tool_describe` describes an allowed tool, `tool_call` hands an allowed tool
+//! to the coordinator exactly as `tools/call` does; `read_tool_result` answers that this server
+//! keeps no archived results. A meta-tool outside the listed set is refused like any other tool.
+//!
+//! # Errors
+//! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
+//! text content holding a JSON object `{"error": KIND, "message": ..., ...}`
+//! ([`crate::CallError::to_json`]). `KIND` is one of the coordinator's: `outside-scope`,
+//! `invalid-arguments` (`errors` names each field path as `instancePath`; `inputSchema` is the
+//! schema), `needs-approval` (a `gated` tool: this server has no approval path, so nothing ran;
+//! the message names the tier and how to allow it; `"tier": "gated"`), `rate-limited`
+//! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`].
+//!
+//! Messages that are not calls never reach the coordinator: [`guard`] answers malformed JSON-RPC
+//! (`-32700`, `-32600`) and messages over [`guard::MAX_MESSAGE_BYTES`] (`-32600`, HTTP 413); the
+//! SDK answers an unknown method with `-32601`; a bad cursor is `-32602`. The connection keeps
+//! serving after each.
+//!
+//! # Reloading
+//! With a catalog file ([`Reload`]), the file is polled every [`RELOAD_POLL`] (modification time
+//! and length); a changed file is loaded and validated. A catalog that fails validation, or no
+//! longer declares the profile, is ignored: its diagnostics go to stderr and the old catalog keeps
+//! serving. Otherwise the new scope table replaces the old one, and when the `tools/list` answer
+//! changed, `notifications/tools/list_changed` goes to every connected client (the `listChanged`
+//! capability is advertised). The profile and scope stay those of the command line: a reload
+//! never widens what was granted. A replaced catalog stays in memory for the life of the process
+//! (calls in flight may still use it, and the coordinator holds catalogs by `'static` reference);
+//! reloads follow edits by a person, so this is a few catalogs, not a stream.
+
+pub mod guard;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{Peer, ServerHandler, ServiceExt as _};
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{broadcast, mpsc};
+use toolcat_codegen::model::{Exposure, Tier};
+use toolcat_codegen::tables::bit;
+
+use crate::catalog::{Catalog, ProfileId, ToolIndex};
+use crate::coordinator::{CallError, CallRequest, Coordinator};
+use crate::error::{CatalogError, NameError};
+use crate::export::{exported_schema, mcp_tool};
+use crate::handler::ToolContext;
+use crate::session::{one_line, MetaTool, MAX_SEARCH_LIMIT};
+
+/// Tools per `tools/list` page: 50.
+pub const PAGE_SIZE: usize = 50;
+/// How often a catalog file is checked for changes: 500 ms.
+pub const RELOAD_POLL: Duration = Duration::from_millis(500);
+/// Hits of a `tool_search` without `limit`: 10.
+pub const SEARCH_LIMIT: usize = 10;
+
+/// The listed and allowed sets of one catalog for one profile and scope, and the coordinator
+/// that runs its calls (see the module docs).
+pub struct ScopeTable {
+    catalog: &'static Catalog,
+    profile: ProfileId,
+    exposure: Exposure,
+    /// Bitset: scope ∩ profile, meta-tools aside. What may run.
+    allowed: Vec<u64>,
+    /// Listed tools in catalog order: allowed ∪ (tier `loop` ∩ profile).
+    listed: Vec<ToolIndex>,
+    /// The `tools/list` definitions, one per listed tool.
+    definitions: Vec<Tool>,
+    coordinator: Coordinator<'static>,
+}
+
+/// Why a [`ScopeTable`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    /// The profile is not declared.
+    #[error("{0}; pass a profile the catalog declares with `--profile`")]
+    Profile(NameError),
+    /// `excluded` is not a scope.
+    #[error("`excluded` is not an exposure scope; pass `read-only`, `staging` or `full`")]
+    Excluded,
+    /// A definition is not a valid MCP tool (an input schema that is not an object).
+    #[error("tool `{tool}` cannot be listed over MCP: {message}; give it an object input schema")]
+    Definition { tool: String, message: String },
+}
+
+impl ScopeTable {
+    /// The table of `catalog` for `profile` and `exposure`; calls run through `coordinator`, a
+    /// coordinator of the same catalog.
+    ///
+    /// # Errors
+    /// [`ScopeError::Profile`] for an unknown profile, [`ScopeError::Excluded`] for
+    /// `Exposure::Excluded`, [`ScopeError::Definition`] when a definition is not a valid MCP tool.
+    pub fn new(
+        coordinator: Coordinator<'static>,
+        profile: &str,
+        exposure: Exposure,
+    ) -> Result<ScopeTable, ScopeError> {
+        let catalog = coordinator.catalog();
+        let p = catalog.profile(profile).map_err(ScopeError::Profile)?;
+        let scope = catalog.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
+        let owned = catalog.profile_tools(p);
+        let meta = catalog.tier_tools(Tier::Loop);
+        let allowed: Vec<u64> = (0..catalog.words())
+            .map(|k| scope[k] & owned[k] & !meta[k])
+            .collect();
+        let listed_bits: Vec<u64> = (0..catalog.words())
+            .map(|k| allowed[k] | (meta[k] & owned[k]))
+            .collect();
+        let listed: Vec<ToolIndex> = catalog.tools_in(&listed_bits).collect();
+        let definitions = listed
+            .iter()
+            .map(|&t| {
+                serde_json::from_value::<Tool>(mcp_tool(catalog, t)).map_err(|e| {
+                    ScopeError::Definition {
+                        tool: catalog.exported_name(t).to_string(),
+                        message: e.to_string(),
+                    }
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(ScopeTable {
+            catalog,
+            profile: p,
+            exposure,
+            allowed,
+            listed,
+            definitions,
+            coordinator,
+        })
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &'static Catalog {
+        self.catalog
+    }
+
+    /// The coordinator that runs this table's calls.
+    pub fn coordinator(&self) -> &Coordinator<'static> {
+        &self.coordinator
+    }
+
+    /// The profile served.
+    pub fn profile(&self) -> ProfileId {
+        self.profile
+    }
+
+    /// The scope served.
+    pub fn exposure(&self) -> Exposure {
+        self.exposure
+    }
+
+    /// The tools that may run, as a bitset (bit `i` = tool `i`).
+    pub fn allowed(&self) -> &[u64] {
+        &self.allowed
+    }
+
+    /// The listed tools, in catalog order.
+    pub fn listed(&self) -> &[ToolIndex] {
+        &self.listed
+    }
+
+    /// The `tools/list` definitions, one per listed tool.
+    pub fn definitions(&self) -> &[Tool] {
+        &self.definitions
+    }
+
+    /// Whether `t` may run.
+    pub fn is_allowed(&self, t: ToolIndex) -> bool {
+        bit(&self.allowed, t.index())
+    }
+
+    /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
+    /// (the name refused), `profile` and `exposure`, whether or not the catalog knows the name.
+    fn outside_scope(&self, name: &str) -> CallToolResult {
+        let mut body = CallError::OutsideScope {
+            tool: name.to_string(),
+        }
+        .to_json();
+        body["tool"] = json!(name);
+        body["profile"] = json!(self.catalog.profile_name(self.profile));
+        body["exposure"] = json!(self.exposure.as_str());
+        refusal(body)
+    }
+}
+
+/// A result with `isError: true` and `body` as its one text content.
+fn refusal(body: Value) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+/// How the server notices a changed catalog file (see the module docs).
+pub struct Reload {
+    /// The file to watch.
+    pub path: PathBuf,
+    /// Loads and validates it (with the binary's handlers attached).
+    pub load: Box<dyn Fn() -> Result<Catalog, CatalogError> + Send + Sync>,
+}
+
+/// State shared by every connection of one server: the current [`ScopeTable`], and the clients
+/// to tell when it changes.
+pub struct Shared {
+    table: RwLock<Arc<ScopeTable>>,
+    /// Bumped whenever the `tools/list` answer changes; part of every cursor.
+    generation: Mutex<u64>,
+    /// One message per change, for `subscriptions/listen` streams (protocol 2026-07-28).
+    changes: broadcast::Sender<()>,
+    /// Clients that initialized over the `initialize` handshake (earlier protocols).
+    legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// References of the archived results this server handed out: the only ones
+    /// `read_tool_result` reads, so a client never reads a result of another caller of the store.
+    issued: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Shared {
+    /// The state of a server of `table`.
+    pub fn new(table: ScopeTable) -> Arc<Shared> {
+        let (changes, _) = broadcast::channel(16);
+        Arc::new(Shared {
+            table: RwLock::new(Arc::new(table)),
+            generation: Mutex::new(0),
+            changes,
+            legacy_peers: Mutex::new(Vec::new()),
+            issued: Mutex::new(std::collections::HashSet::new()),
+        })
+    }
+
+    /// The current scope table.
+    pub fn table(&self) -> Arc<ScopeTable> {
+        match self.table.read() {
+            Ok(t) => Arc::clone(&t),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        *self.generation.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the scope table; when the `tools/list` answer changed, bumps the cursor
+    /// generation and sends `notifications/tools/list_changed` to every client. Returns whether
+    /// it changed.
+    pub async fn replace(&self, table: ScopeTable) -> bool {
+        let changed = self.table().definitions() != table.definitions();
+        {
+            let mut slot = match self.table.write() {
+                Ok(t) => t,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            *slot = Arc::new(table);
+        }
+        if changed {
+            *self.generation.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            // No subscriber is not an error.
+            let _ = self.changes.send(());
+            let peers: Vec<Peer<RoleServer>> = self
+                .legacy_peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            for peer in peers {
+                // A client that left cannot be told; it is dropped below.
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            self.legacy_peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|p| !p.is_transport_closed());
+        }
+        changed
+    }
+}
+
+/// One connection's handler: answers `tools/list` and `tools/call` from the [`Shared`] state.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl McpServer {
+    /// A handler over `shared`.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        McpServer { shared }
+    }
+
+    /// One page of `tools/list`.
+    fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
+        let table = self.shared.table();
+        let generation = self.shared.generation();
+        let offset = match cursor {
+            None => 0,
+            Some(c) => parse_cursor(c, generation, table.definitions().len())?,
+        };
+        let end = (offset + PAGE_SIZE).min(table.definitions().len());
+        let mut result = ListToolsResult::with_all_items(table.definitions()[offset..end].to_vec());
+        if end < table.definitions().len() {
+            result.next_cursor = Some(format!("{generation}:{end}"));
+        }
+        Ok(result)
+    }
+
+    /// Answers one call (see the module docs).
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+    ) -> CallToolResult {
+        let table = self.shared.table();
+        let catalog = table.catalog();
+        let Ok(t) = catalog.tool(name) else {
+            return table.outside_scope(name);
+        };
+        let listed = table.listed().binary_search(&t).is_ok();
+        match MetaTool::of(catalog, t) {
+            Some(meta) if listed => self.meta(&table, t, meta, arguments, cancel).await,
+            Some(_) => table.outside_scope(name),
+            None => run(&self.shared, &table, t, arguments, cancel).await,
+        }
+    }
+
+    async fn meta(
+        &self,
+        table: &ScopeTable,
+        t: ToolIndex,
+        meta: MetaTool,
+        arguments: Value,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+    ) -> CallToolResult {
+        let catalog = table.catalog();
+        let errors = table.coordinator().validation_errors(t, &arguments);
+        if !errors.is_empty() {
+            return refusal(
+                CallError::InvalidArguments {
+                    tool: catalog.exported_name(t).to_string(),
+                    errors,
+                    input_schema: exported_schema(catalog, t),
+                }
+                .to_json(),
+            );
+        }
+        match meta {
+            MetaTool::Search => {
+                let query = arguments["query"].as_str().unwrap_or_default();
+                let limit = arguments
+                    .get("limit")
+                    .and_then(Value::as_u64)
+                    .map_or(SEARCH_LIMIT, |l| {
+                        usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
+                    })
+                    .clamp(1, MAX_SEARCH_LIMIT);
+                match catalog.search_in(query, table.allowed(), limit) {
+                    Ok(hits) => {
+                        let tools: Vec<Value> = hits
+                            .iter()
+                            .map(|h| {
+                                json!({
+                                    "name": catalog.exported_name(h.tool),
+                                    "description": one_line(catalog.description(h.tool)),
+                                })
+                            })
+                            .collect();
+                        success(json!({ "tools": tools }))
+                    }
+                    Err(e) => refusal(json!({
+                        "error": "search-failed",
+                        "message": format!("tool search failed: {e}; try again"),
+                    })),
+                }
+            }
+            MetaTool::Describe => {
+                let name = arguments["name"].as_str().unwrap_or_default();
+                match catalog.tool(name).ok().filter(|&d| table.is_allowed(d)) {
+                    Some(d) => success(json!({"tools": [{
+                        "name": catalog.exported_name(d),
+                        "description": catalog.description(d),
+                        "inputSchema": exported_schema(catalog, d),
+                        "annotations": catalog.mcp_annotations(d),
+                    }]})),
+                    None => table.outside_scope(name),
+                }
+            }
+            MetaTool::Call => {
+                let name = arguments["name"].as_str().unwrap_or_default();
+                let inner = match arguments.get("arguments") {
+                    Some(Value::Null) | None => Value::Object(Map::new()),
+                    Some(v) => v.clone(),
+                };
+                match catalog.tool(name).ok().filter(|&d| table.is_allowed(d)) {
+                    Some(d) => run(&self.shared, table, d, inner, cancel).await,
+                    // Meta-tools are never allowed: no nested `tool_call`.
+                    None => table.outside_scope(name),
+                }
+            }
+            MetaTool::ReadResult => {
+                let reference = arguments["reference"].as_str().unwrap_or_default();
+                let issued = self
+                    .shared
+                    .issued
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(reference);
+                let archive = table.coordinator().archive();
+                let (Some(archive), true) = (archive, issued) else {
+                    return refusal(json!({
+                        "error": "unknown-reference",
+                        "message": format!("no archived result `{reference}` from this server; use the reference given with the preview of a result it returned"),
+                    }));
+                };
+                let number = |key: &str| {
+                    arguments
+                        .get(key)
+                        .and_then(Value::as_u64)
+                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                };
+                let offset = number("offset").unwrap_or(0);
+                let length = number("length").unwrap_or(archive.limits().inline_budget);
+                match archive.read(reference, offset, length) {
+                    Ok(slice) => success(json!({
+                        "reference": reference,
+                        "offset": slice.offset,
+                        "length": slice.length,
+                        "totalChars": slice.total_chars,
+                        "nextOffset": slice.next_offset,
+                        "truncated": slice.truncated,
+                        "text": slice.text,
+                    })),
+                    Err(e) => {
+                        refusal(json!({"error": "unknown-reference", "message": e.to_string()}))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hands a call of `t` to the coordinator with the table's allowed set, and turns the outcome
+/// into an MCP result.
+async fn run(
+    shared: &Shared,
+    table: &ScopeTable,
+    t: ToolIndex,
+    arguments: Value,
+    cancel: Option<tokio_util::sync::CancellationToken>,
+) -> CallToolResult {
+    let mut request = CallRequest::new(t, arguments, table.allowed());
+    if let Some(token) = cancel {
+        request = request.with_cancellation(token);
+    }
+    let outcome = table.coordinator().call(request).await;
+    match outcome.result {
+        Ok(value) => {
+            if let Some(archived) = &value.archived {
+                shared
+                    .issued
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(archived.reference.clone());
+            }
+            CallToolResult::success(vec![ContentBlock::text(value.text)])
+        }
+        Err(CallError::OutsideScope { tool }) => table.outside_scope(&tool),
+        Err(e @ CallError::NeedsApproval { .. }) => {
+            let name = table.catalog().exported_name(t);
+            let mut body = e.to_json();
+            body["tier"] = json!("gated");
+            body["message"] = json!(format!(
+                "tool `{name}` is of tier `gated`: each call needs approval, and this MCP server has no approval path, so nothing ran; to run it, call it from a host that sets an authorization hook (`toolcat::Coordinator::with_approval`), or serve a scope without it"
+            ));
+            refusal(body)
+        }
+        Err(e) => refusal(e.to_json()),
+    }
+}
+
+fn success(body: Value) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(body.to_string())])
+}
+
+/// The offset a cursor `GENERATION:OFFSET` points at.
+fn parse_cursor(cursor: &str, generation: u64, len: usize) -> Result<usize, ErrorData> {
+    let invalid = |why: &str| {
+        ErrorData::invalid_params(
+            format!("cursor `{cursor}` {why}; call `tools/list` without a cursor"),
+            None,
+        )
+    };
+    let (g, o) = cursor
+        .split_once(':')
+        .ok_or_else(|| invalid("is not a cursor this server issued"))?;
+    let g: u64 = g
+        .parse()
+        .map_err(|_| invalid("is not a cursor this server issued"))?;
+    let o: usize = o
+        .parse()
+        .map_err(|_| invalid("is not a cursor this server issued"))?;
+    if g != generation {
+        return Err(invalid(
+            "was issued before the tool list changed (`notifications/tools/list_changed`)",
+        ));
+    }
+    if o == 0 || o >= len {
+        return Err(invalid("is past the end of the tool list"));
+    }
+    Ok(o)
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let table = self.shared.table();
+        let catalog = table.catalog();
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolcat", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "toolcat serves the tools of profile `{}` within MCP exposure scope `{}`. Tools of tier `gated` need approval, which this server cannot ask for: calling them is refused.",
+            catalog.profile_name(table.profile()),
+            table.exposure().as_str()
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let table = self.shared.table();
+        let t = table.catalog().tool(name).ok()?;
+        let k = table.listed().binary_search(&t).ok()?;
+        table.definitions().get(k).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let result = self
+            .call(&request.name, arguments, Some(context.ct.clone()))
+            .await;
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self
+            .shared
+            .legacy_peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let _ = requested;
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
+// ---- stdio ----
+
+/// What one bounded line read found.
+enum Line {
+    /// A line (without its newline) is in the buffer.
+    Complete,
+    /// The line had this many bytes, over the limit; it was skipped.
+    TooLong(usize),
+    /// End of input.
+    Eof,
+}
+
+/// Reads one `\n`-terminated line into `buf` (newline and a trailing `\r` removed), buffering at
+/// most `max` bytes of it: a longer line is consumed to its end and reported as
+/// [`Line::TooLong`]. A last line without a newline counts as a line.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut total = 0usize;
+    let mut over = false;
+    loop {
+        let chunk = input.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (total, over) {
+                (0, _) => Line::Eof,
+                (n, true) => Line::TooLong(n),
+                _ => Line::Complete,
+            });
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let content = if done { take - 1 } else { take };
+        total += content;
+        if !over {
+            if buf.len() + content > max {
+                over = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..content]);
+            }
+        }
+        input.consume(take);
+        if done {
+            if over {
+                return Ok(Line::TooLong(total));
+            }
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(Line::Complete);
+        }
+    }
+}
+
+/// Serves MCP over newline-delimited JSON-RPC on `input`/`output` (stdio: `tokio::io::stdin()`
+/// and `stdout()`) until `input` ends. Each line passes [`guard::check`] first; refused lines
+/// are answered on `output`, the others go to the SDK through an in-memory pipe, and the SDK's
+/// answers are written back whole lines at a time.
+///
+/// # Errors
+/// An I/O error on `input` or `output`.
+pub async fn serve_lines<R, W>(shared: Arc<Shared>, input: R, mut output: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (ours, sdk_end) = tokio::io::duplex(64 * 1024);
+    let (from_sdk, mut to_sdk) = tokio::io::split(ours);
+    let (lines, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
+
+    let writer = tokio::spawn(async move {
+        while let Some(line) = outgoing.recv().await {
+            output.write_all(&line).await?;
+            output.flush().await?;
+        }
+        Ok::<(), std::io::Error>(())
+    });
+    let answers = lines.clone();
+    let pump = tokio::spawn(async move {
+        let mut from_sdk = BufReader::new(from_sdk);
+        loop {
+            let mut line = Vec::new();
+            match from_sdk.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if answers.send(line).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let server = McpServer::new(shared);
+    let sdk = tokio::spawn(async move {
+        match server.serve(sdk_end).await {
+            Ok(running) => {
+                let _ = running.waiting().await;
+            }
+            // The client left before initializing: nothing to serve.
+            Err(e) => eprintln!("mcp: the session ended before it started: {e}"),
+        }
+    });
+
+    let mut input = BufReader::new(input);
+    let mut buf = Vec::new();
+    let result = loop {
+        let refused = match read_line(&mut input, &mut buf, guard::MAX_MESSAGE_BYTES).await {
+            Err(e) => break Err(e),
+            Ok(Line::Eof) => break Ok(()),
+            Ok(Line::TooLong(n)) => Some(guard::Refusal::too_large(n)),
+            Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => None,
+            Ok(Line::Complete) => match guard::check(&buf) {
+                Ok(()) => {
+                    buf.push(b'\n');
+                    if to_sdk.write_all(&buf).await.is_err() {
+                        // The SDK's session ended.
+                        break Ok(());
+                    }
+                    None
+                }
+                Err(refusal) => Some(refusal),
+            },
+        };
+        if let Some(refusal) = refused {
+            let mut line = refusal.response.to_string().into_bytes();
+            line.push(b'\n');
+            if lines.send(line).await.is_err() {
+                break Ok(());
+            }
+        }
+    };
+    let _ = to_sdk.shutdown().await;
+    drop(to_sdk);
+    let _ = sdk.await;
+    let _ = pump.await;
+    drop(lines);
+    match writer.await {
+        Ok(Err(e)) if result.is_ok() => Err(e),
+        _ => result,
+    }
+}
+
+/// Serves MCP on this process's stdin and stdout until stdin ends.
+///
+/// # Errors
+/// An I/O error on stdin or stdout.
+pub async fn serve_stdio(shared: Arc<Shared>) -> std::io::Result<()> {
+    serve_lines(shared, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+// ---- streamable HTTP ----
+
+type HttpBody = BoxBody<Bytes, Infallible>;
+
+fn json_response(status: StatusCode, body: &Value) -> Response<HttpBody> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// One HTTP request: a POST body passes the size limit and [`guard::check`] before the SDK's
+/// streamable HTTP service sees it; refusals are JSON-RPC error responses (HTTP 413 over the
+/// limit, 400 otherwise). A DELETE that ended the session answers 204.
+async fn handle_http(
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    request: Request<Incoming>,
+) -> Response<HttpBody> {
+    if request.method() == hyper::Method::DELETE {
+        // The SDK ends the session with 202 Accepted; clients (the Python SDK among them) expect
+        // the 200/204 of a completed DELETE, and the session is indeed closed by then.
+        let mut response = service.handle(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return response;
+    }
+    if request.method() != hyper::Method::POST {
+        return service.handle(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, guard::MAX_MESSAGE_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return if e.is::<http_body_util::LengthLimitError>() {
+                json_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &guard::Refusal::too_large_at_least(guard::MAX_MESSAGE_BYTES).response,
+                )
+            } else {
+                json_response(
+                    StatusCode::BAD_REQUEST,
+                    &json!({"jsonrpc": "2.0", "id": null, "error": {
+                        "code": guard::INVALID_REQUEST,
+                        "message": format!("the request body could not be read: {e}"),
+                    }}),
+                )
+            };
+        }
+    };
+    if let Err(refusal) = guard::check(&bytes) {
+        return json_response(StatusCode::BAD_REQUEST, &refusal.response);
+    }
+    service
+        .handle(Request::from_parts(parts, Full::new(bytes)))
+        .await
+}
+
+/// Serves MCP over streamable HTTP (endpoint `/mcp`; any path is served the same) on `addr`
+/// until the process ends; `bound` is called with the address actually bound (port 0 picks a
+/// free port). Hosts allowed in the `Host` header: the SDK's default, loopback names only.
+///
+/// # Errors
+/// When `addr` cannot be bound.
+pub async fn serve_http(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    bound: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    bound(listener.local_addr()?);
+    let config =
+        StreamableHttpServerConfig::default().with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES);
+    let service = StreamableHttpService::new(
+        move || Ok(McpServer::new(Arc::clone(&shared))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // A connection that failed before it was accepted (reset, out of descriptors for a
+            // moment) says nothing about the next one.
+            Err(e) => {
+                eprintln!("mcp: accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = service.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request| {
+                let service = service.clone();
+                async move { Ok::<_, Infallible>(handle_http(service, request).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, handler)
+                .await
+            {
+                if !e.is_incomplete_message() {
+                    eprintln!("mcp: an HTTP connection failed: {e}");
+                }
+            }
+        });
+    }
+}
+
+// ---- reloading ----
+
+/// What identifies a version of a file cheaply: modification time and length.
+fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Polls `reload.path` every [`RELOAD_POLL`] and replaces the scope table when the file changed
+/// and its catalog is valid (see the module docs); never returns.
+pub async fn watch(shared: Arc<Shared>, reload: Reload) {
+    let mut last = stamp(&reload.path);
+    let mut ticks = tokio::time::interval(RELOAD_POLL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let now = stamp(&reload.path);
+        if now == last {
+            continue;
+        }
+        last = now;
+        let path = reload.path.display();
+        let catalog = match (reload.load)() {
+            Ok(c) => c,
+            Err(e) => {
+                eprint!("{e}");
+                eprintln!("mcp: `{path}` changed but does not load; still serving the catalog loaded before");
+                continue;
+            }
+        };
+        if !catalog.warnings().is_empty() {
+            eprint!("{}", catalog.render_warnings());
+        }
+        let old = shared.table();
+        let catalog: &'static Catalog = Box::leak(Box::new(catalog));
+        let coordinator = old.coordinator().for_catalog(catalog);
+        let profile = old.catalog().profile_name(old.profile()).to_string();
+        match ScopeTable::new(coordinator, &profile, old.exposure()) {
+            Ok(table) => {
+                let n = table.listed().len();
+                if shared.replace(table).await {
+                    eprintln!("mcp: reloaded `{path}`: {n} tools listed; clients notified (`notifications/tools/list_changed`)");
+                } else {
+                    eprintln!("mcp: reloaded `{path}`: the tool list is unchanged");
+                }
+            }
+            Err(e) => eprintln!(
+                "mcp: `{path}` changed but cannot be served: {e}; still serving the catalog loaded before"
+            ),
+        }
+    }
+}
+
+/// Builds the coordinator of `catalog` running local tools in `workspace`, with no approval hook
+/// (so `gated` tools are refused).
+pub fn coordinator(catalog: &'static Catalog, workspace: PathBuf) -> Coordinator<'static> {
+    Coordinator::new(catalog, ToolContext::new(workspace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut buf, max).await.unwrap() {
+                Line::Eof => return out,
+                Line::TooLong(n) => out.push(Err(n)),
+                Line::Complete => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_limit_are_skipped_whole_and_the_next_line_is_read() {
+        let got = lines(b"short\r\n0123456789abc\nok\nlast", 10).await;
+        assert_eq!(
+            got,
+            vec![
+                Ok("short".to_string()),
+                Err(13),
+                Ok("ok".to_string()),
+                Ok("last".to_string())
+            ]
+        );
+        // Exactly the limit passes; one byte more does not.
+        assert_eq!(
+            lines(b"0123456789\n", 10).await,
+            vec![Ok("0123456789".into())]
+        );
+        assert_eq!(lines(b"0123456789x\n", 10).await, vec![Err(11)]);
+    }
+
+    #[test]
+    fn cursors_carry_the_generation_and_stay_in_range() {
+        assert_eq!(parse_cursor("3:50", 3, 120).ok(), Some(50));
+        for bad in ["2:50", "3:0", "3:120", "x", "3:y", ""] {
+            let e = parse_cursor(bad, 3, 120).unwrap_err();
+            assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad}");
+            assert!(
+                e.message.contains("call `tools/list` without a cursor"),
+                "{bad}"
+            );
+        }
+    }
+}

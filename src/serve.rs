@@ -1,0 +1,124 @@
+//! `toolcat serve`: the MCP server of [`toolcat::mcp`] on stdio or streamable HTTP.
+//!
+//! Output contract: stdout carries the MCP protocol on stdio (nothing else is ever printed there);
+//! stderr carries the start line (with `--http`: `toolcat serve: listening on http://ADDR/mcp`,
+//! the address actually bound, so a client can find a port chosen with `:0`), reload reports and
+//! diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
+//! is unusable. Calls are recorded in the call store (`--store`, as for `toolcat calls`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use toolcat::archive::ResultArchive;
+use toolcat::codegen::model::Exposure;
+use toolcat::mcp::{self, Reload, ScopeTable, Shared};
+use toolcat::{CallStore, Catalog};
+
+use crate::cli::{CatalogArg, ScopeArg};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The profile whose tools are served.
+    #[arg(long, value_name = "P")]
+    pub profile: String,
+    /// The MCP exposure scope granted to clients: tools of a wider exposure are neither listed
+    /// nor run.
+    #[arg(long, value_name = "S", value_enum)]
+    pub exposure: ScopeArg,
+    /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8080`; port 0 picks a free port,
+    /// printed on stderr) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// The workspace local tools run in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Where every call is recorded and large results are archived for `read_tool_result`.
+    #[command(flatten)]
+    pub store: crate::calls::StoreArg,
+}
+
+/// Runs `toolcat serve`.
+pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let exposure = Exposure::from(a.exposure);
+    let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_catalog::HANDLERS;
+    let (catalog, reload): (&'static Catalog, Option<Reload>) = match &a.catalog.catalog {
+        None => (crate::reference_catalog(), None),
+        Some(path) => {
+            let catalog = match Catalog::load_with_handlers(path, handlers) {
+                Ok(c) => c,
+                // The diagnostics of an invalid catalog, rendered with their summary line.
+                Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+                    eprint!("{e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => anyhow::bail!("{e}"),
+            };
+            if !catalog.warnings().is_empty() {
+                eprint!("{}", catalog.render_warnings());
+            }
+            let watched = path.clone();
+            let reload = Reload {
+                path: path.clone(),
+                load: Box::new(move || Catalog::load_with_handlers(&watched, handlers)),
+            };
+            // Served for the life of the process (see `toolcat::mcp`, "Reloading").
+            (Box::leak(Box::new(catalog)), Some(reload))
+        }
+    };
+    let workspace = match &a.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .context("cannot read the current directory; pass `--workspace DIR`")?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).with_context(|| {
+        format!(
+            "workspace `{}` does not exist; pass an existing directory",
+            workspace.display()
+        )
+    })?;
+    let store_path = a.store.path();
+    let store = CallStore::open(&store_path)
+        .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
+    let archive = ResultArchive::open(&store_path)
+        .with_context(|| format!("cannot open the result archive `{}`", store_path.display()))?;
+    let coordinator = mcp::coordinator(catalog, workspace)
+        .with_store(Arc::new(store))
+        .with_archive(Arc::new(archive));
+    let table = ScopeTable::new(coordinator, &a.profile, exposure)?;
+    eprintln!(
+        "toolcat serve: profile `{}`, exposure `{}`: {} tools listed",
+        a.profile,
+        exposure.as_str(),
+        table.listed().len()
+    );
+    let shared = Shared::new(table);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        if let Some(reload) = reload {
+            tokio::spawn(mcp::watch(Arc::clone(&shared), reload));
+        }
+        match a.http {
+            None => mcp::serve_stdio(shared)
+                .await
+                .context("serving MCP on stdio failed"),
+            Some(addr) => mcp::serve_http(shared, addr, |bound| {
+                eprintln!("toolcat serve: listening on http://{bound}/mcp");
+            })
+            .await
+            .with_context(|| format!("cannot serve MCP over HTTP on `{addr}`")),
+        }
+    })?;
+    // Stdin ended: the client is gone; pending reload polls and handler tasks end with the
+    // runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(ExitCode::SUCCESS)
+}

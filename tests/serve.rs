@@ -1,0 +1,987 @@
+//! `toolcat serve`, the MCP server, driven by the official Rust MCP client (`rmcp`): in process
+//! over every profile × scope of the reference catalog, and through the real binary over stdio
+//! and streamable HTTP, including hostile input and `list_changed` on a catalog edit.
+//!
+//! The expected sets are computed here from the rows of `tools.toml` (read as plain TOML), not
+//! through the runtime's tables: listed = owned by the profile ∧ (tier `loop` ∨ exposure within
+//! the scope, `read-only` ⊂ `staging` ⊂ `full`, `excluded` never); allowed = listed minus tier
+//! `loop`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt as _};
+use serde_json::{json, Map, Value};
+use toolcat::codegen::model::Exposure;
+use toolcat::mcp::{self, ScopeTable, Shared};
+
+const SCOPES: [(Exposure, &str); 3] = [
+    (Exposure::ReadOnly, "read-only"),
+    (Exposure::Staging, "staging"),
+    (Exposure::Full, "full"),
+];
+
+/// One `[[tool]]` row, as written.
+struct Row {
+    exported: String,
+    tier: String,
+    exposure: String,
+    profiles: Vec<String>,
+}
+
+fn rows() -> Vec<Row> {
+    let doc: toml_edit::DocumentMut = toolcat_cli::REFERENCE_SOURCE
+        .parse()
+        .expect("tools.toml is TOML");
+    let namespaces: BTreeMap<String, Option<String>> = doc["mcp_server"]
+        .as_table()
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| {
+                    let ns = v
+                        .get("namespace")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string);
+                    (k.to_string(), ns)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let strings = |v: Option<&toml_edit::Item>| -> Vec<String> {
+        v.and_then(|i| i.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    doc["tool"]
+        .as_array_of_tables()
+        .expect("tools.toml has [[tool]] rows")
+        .iter()
+        .map(|t| {
+            let name = t["name"]
+                .as_str()
+                .expect("every row has a name")
+                .to_string();
+            let source = t.get("source").and_then(|s| s.as_str()).unwrap_or("local");
+            let exported = match namespaces.get(source) {
+                Some(Some(ns)) => format!("{ns}__{name}"),
+                _ => name,
+            };
+            Row {
+                exported,
+                tier: t["tier"].as_str().unwrap_or_default().to_string(),
+                exposure: t["exposure"].as_str().unwrap_or_default().to_string(),
+                profiles: strings(t.get("profiles")),
+            }
+        })
+        .collect()
+}
+
+fn profiles() -> Vec<String> {
+    let doc: toml_edit::DocumentMut = toolcat_cli::REFERENCE_SOURCE.parse().unwrap();
+    let mut names: Vec<String> = doc["profile"]
+        .as_table()
+        .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
+        .unwrap_or_default();
+    if !names.iter().any(|n| n == "full") {
+        names.push("full".to_string());
+    }
+    names
+}
+
+fn rank(exposure: &str) -> Option<u8> {
+    match exposure {
+        "read-only" => Some(0),
+        "staging" => Some(1),
+        "full" => Some(2),
+        _ => None,
+    }
+}
+
+impl Row {
+    fn owned_by(&self, profile: &str) -> bool {
+        profile == "full" || self.profiles.iter().any(|p| p == profile)
+    }
+    fn allowed(&self, profile: &str, scope: &str) -> bool {
+        self.owned_by(profile)
+            && self.tier != "loop"
+            && matches!((rank(&self.exposure), rank(scope)), (Some(e), Some(s)) if e <= s)
+    }
+    fn listed(&self, profile: &str, scope: &str) -> bool {
+        self.allowed(profile, scope) || (self.owned_by(profile) && self.tier == "loop")
+    }
+}
+
+/// Whether `result` refuses `name` itself as outside the scope (a meta-tool may refuse the tool it
+/// was asked about instead).
+fn refuses(result: &CallToolResult, name: &str) -> bool {
+    error_kind(result).as_deref() == Some("outside-scope") && body(result)["tool"] == name
+}
+
+/// The `error` kind of a refused or failed call, `None` for a success.
+fn error_kind(result: &CallToolResult) -> Option<String> {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Some(
+        body["error"]
+            .as_str()
+            .unwrap_or("<not a JSON error>")
+            .to_string(),
+    )
+}
+
+fn body(result: &CallToolResult) -> Value {
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let map = match arguments {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    CallToolRequestParams::new(name.to_string()).with_arguments(map)
+}
+
+/// Arguments that fit the required part of `schema` and would leave a trace if the tool ran:
+/// every required string is `pwned-NAME` (a decoy file of that name is in the workspace).
+fn decoy_arguments(schema: &Value, name: &str) -> Value {
+    let mut args = Map::new();
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    for key in required.iter().filter_map(Value::as_str) {
+        let prop = &schema["properties"][key];
+        if let Some(first) = prop["enum"].as_array().and_then(|e| e.first()) {
+            args.insert(key.into(), first.clone());
+            continue;
+        }
+        let ty = match &prop["type"] {
+            Value::String(t) => t.clone(),
+            Value::Array(ts) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .unwrap_or("string")
+                .to_string(),
+            _ => "string".to_string(),
+        };
+        let v = match ty.as_str() {
+            "integer" | "number" => json!(1),
+            "boolean" => json!(true),
+            "array" => json!([]),
+            "object" => json!({}),
+            _ => json!(format!("pwned-{name}")),
+        };
+        args.insert(key.into(), v);
+    }
+    Value::Object(args)
+}
+
+/// Every file under `dir` with its content, sorted.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in files_under(dir) {
+        let content = std::fs::read(&entry).unwrap_or_default();
+        out.push((entry.display().to_string(), content));
+    }
+    out.sort();
+    out
+}
+
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files.push(p.clone());
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files
+}
+
+/// An in-process server of `profile` and `scope` on the reference catalog, recording its calls
+/// in `store`, and a client connected to it over newline-delimited JSON-RPC (the code path of
+/// stdio).
+async fn connect_in_process(
+    workspace: &Path,
+    store: Arc<toolcat::CallStore>,
+    profile: &str,
+    scope: Exposure,
+) -> RunningService<RoleClient, ()> {
+    let catalog = toolcat_cli::reference_catalog();
+    let coordinator = mcp::coordinator(catalog, workspace.to_path_buf()).with_store(store);
+    let table = ScopeTable::new(coordinator, profile, scope)
+        .expect("every declared profile and scope makes a table");
+    let shared = Shared::new(table);
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(mcp::serve_lines(shared, read, write));
+    ().serve(client_end).await.expect("the client initializes")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
+    let catalog = toolcat_cli::reference_catalog();
+    let rows = rows();
+    assert_eq!(rows.len(), catalog.len(), "one row per catalog tool");
+    let ws = tempfile::tempdir().unwrap();
+    for row in &rows {
+        std::fs::write(
+            ws.path().join(format!("pwned-{}", row.exported)),
+            "original\n",
+        )
+        .unwrap();
+    }
+    let before = snapshot(ws.path());
+    let mut figures = Vec::new();
+    for profile in profiles() {
+        for (scope, scope_name) in SCOPES {
+            let store = Arc::new(toolcat::CallStore::in_memory().unwrap());
+            let client = connect_in_process(ws.path(), Arc::clone(&store), &profile, scope).await;
+            let listed: Vec<String> = client
+                .list_all_tools()
+                .await
+                .expect("tools/list answers")
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            let expected: Vec<String> = rows
+                .iter()
+                .filter(|r| r.listed(&profile, scope_name))
+                .map(|r| r.exported.clone())
+                .collect();
+            assert_eq!(
+                listed, expected,
+                "profile `{profile}`, scope `{scope_name}`"
+            );
+
+            let via_tool_call = listed.iter().any(|n| n == "tool_call");
+            let mut refused = 0;
+            for row in &rows {
+                let t = catalog.tool(&row.exported).unwrap();
+                let args = decoy_arguments(catalog.input_schema(t), &row.exported);
+                let direct = client
+                    .call_tool(call(&row.exported, args.clone()))
+                    .await
+                    .expect("tools/call answers");
+                let allowed = row.allowed(&profile, scope_name);
+                if row.listed(&profile, scope_name) {
+                    assert!(
+                        !refuses(&direct, &row.exported),
+                        "`{}` is listed for `{profile}`/`{scope_name}` but refused: {:?}",
+                        row.exported,
+                        body(&direct)
+                    );
+                } else {
+                    refused += 1;
+                    assert!(
+                        refuses(&direct, &row.exported),
+                        "`{}` is not listed for `{profile}`/`{scope_name}` yet answered {:?}",
+                        row.exported,
+                        body(&direct)
+                    );
+                }
+                if via_tool_call {
+                    let nested = client
+                        .call_tool(call(
+                            "tool_call",
+                            json!({"name": row.exported, "arguments": args}),
+                        ))
+                        .await
+                        .expect("tools/call answers");
+                    assert_eq!(
+                        refuses(&nested, &row.exported),
+                        !allowed,
+                        "tool_call `{}` for `{profile}`/`{scope_name}`: {:?}",
+                        row.exported,
+                        body(&nested)
+                    );
+                }
+            }
+            if listed.iter().any(|n| n == "tool_search") {
+                // Search by the exact name of every tool: nothing outside the allowed set comes back.
+                for row in &rows {
+                    let found = client
+                        .call_tool(call(
+                            "tool_search",
+                            json!({"query": row.exported, "limit": 50}),
+                        ))
+                        .await
+                        .unwrap();
+                    for hit in body(&found)["tools"].as_array().into_iter().flatten() {
+                        let name = hit["name"].as_str().unwrap_or_default();
+                        let hit_row = rows.iter().find(|r| r.exported == name).unwrap();
+                        assert!(
+                            hit_row.allowed(&profile, scope_name),
+                            "tool_search `{}` found `{name}` outside `{profile}`/`{scope_name}`",
+                            row.exported
+                        );
+                    }
+                }
+            }
+            // The call records: no tool outside the scope has one (it never got past the scope
+            // check); the silent local tools of the scope that ran have one each.
+            let records = store.list(None, usize::MAX).unwrap();
+            for record in &records {
+                let row = rows.iter().find(|r| r.exported == record.tool).unwrap();
+                assert!(
+                    row.allowed(&profile, scope_name),
+                    "`{}` is outside `{profile}`/`{scope_name}` but has a call record: {:?}",
+                    record.tool,
+                    record.state
+                );
+            }
+            let ran = records
+                .iter()
+                .filter(|r| r.state == toolcat::CallState::Succeeded)
+                .count();
+            figures.push(format!(
+                "{profile}/{scope_name}: {} listed, {refused} refused, {} call records ({ran} succeeded)",
+                listed.len(),
+                records.len()
+            ));
+            client.cancel().await.ok();
+        }
+    }
+    assert_eq!(
+        snapshot(ws.path()),
+        before,
+        "a call changed the workspace: something ran that must not"
+    );
+    eprintln!("{}", figures.join("\n"));
+}
+
+// ---- the binary over stdio ----
+
+fn toolcat_command(args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolcat"));
+    cmd.args(args);
+    cmd
+}
+
+/// A call store inside the test's workspace directory (never `.toolcat/` of the repository).
+fn store_in(ws: &tempfile::TempDir) -> String {
+    ws.path().join("calls.sqlite").display().to_string()
+}
+
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+    ws
+}
+
+fn list_json(args: &[&str]) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["list", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_lists_pages_runs_a_read_tool_and_refuses_gated_and_outside_tools() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    let store = store_in(&ws);
+    let (transport, _stderr) = TokioChildProcess::builder(toolcat_command(&[
+        "serve",
+        "--profile",
+        "coding",
+        "--exposure",
+        "staging",
+        "--workspace",
+        w,
+        "--store",
+        &store,
+    ]))
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    let info = client.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("toolcat")
+    );
+    assert_eq!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed),
+        Some(true)
+    );
+
+    // Pages of 50 in catalog order, equal to `toolcat list` (scope) plus the owned meta-tools.
+    let mut names = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = client
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .unwrap();
+        pages += 1;
+        assert!(page.tools.len() <= mcp::PAGE_SIZE);
+        if page.next_cursor.is_some() {
+            assert_eq!(page.tools.len(), mcp::PAGE_SIZE);
+        }
+        names.extend(page.tools.iter().map(|t| t.name.to_string()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let in_scope: Vec<String> = list_json(&["--profile", "coding", "--exposure", "staging"])
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = list_json(&["--profile", "coding"])
+        .iter()
+        .filter(|r| r["tier"] == "loop" || in_scope.iter().any(|n| r["name"] == n.as_str()))
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, expected);
+    assert_eq!(pages, expected.len().div_ceil(mcp::PAGE_SIZE));
+
+    let tools = client.list_all_tools().await.unwrap();
+    let read_file = tools.iter().find(|t| t.name == "read_file").unwrap();
+    let hints = read_file.annotations.as_ref().unwrap();
+    assert_eq!(hints.read_only_hint, Some(true));
+    let edit_file = tools.iter().find(|t| t.name == "edit_file").unwrap();
+    let hints = edit_file.annotations.as_ref().unwrap();
+    assert_eq!(
+        (hints.read_only_hint, hints.destructive_hint),
+        (Some(false), Some(false))
+    );
+
+    // A silent read tool runs.
+    let r = client
+        .call_tool(call("read_file", json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(error_kind(&r), None, "{:?}", body(&r));
+    assert_eq!(body(&r)["content"], "hello");
+
+    // A gated tool in the scope is refused without approval, naming the tier; nothing ran.
+    let r = client
+        .call_tool(call(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "hello", "new_string": "bye"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        error_kind(&r).as_deref(),
+        Some("needs-approval"),
+        "{:?}",
+        body(&r)
+    );
+    assert_eq!(body(&r)["tier"], "gated");
+    assert!(body(&r)["message"].as_str().unwrap().contains("gated"));
+
+    // Outside the scope (full only), and unknown: the same refusal; nothing ran.
+    for name in ["delete_path", "run_command", "no_such_tool"] {
+        let r = client
+            .call_tool(call(name, json!({"path": "a.txt", "command": "rm a.txt"})))
+            .await
+            .unwrap();
+        assert_eq!(
+            error_kind(&r).as_deref(),
+            Some("outside-scope"),
+            "{name}: {:?}",
+            body(&r)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "hello\n"
+    );
+
+    // A cursor the server never issued is a JSON-RPC error, and the session goes on.
+    let bad = client
+        .list_tools(Some(
+            PaginatedRequestParams::default().with_cursor(Some("7:9999".into())),
+        ))
+        .await;
+    assert!(bad.is_err());
+    assert!(client.list_tools(None).await.is_ok());
+    client.cancel().await.ok();
+}
+
+// ---- hostile input on the binary's stdio ----
+
+/// A served process with raw access to its stdin and stdout lines.
+struct Raw {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Raw {
+    fn spawn(args: &[&str]) -> Raw {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsable": line}));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Raw {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(line.to_string().as_bytes());
+    }
+
+    /// The next message that matches `pick`, within 30 s; others are kept for later.
+    fn wait(&mut self, pending: &mut Vec<Value>, pick: impl Fn(&Value) -> bool) -> Value {
+        if let Some(k) = pending.iter().position(&pick) {
+            return pending.remove(k);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no matching answer within 30 s; seen: {pending:?}"));
+            if pick(&v) {
+                return v;
+            }
+            pending.push(v);
+        }
+    }
+
+    fn answer(&mut self, pending: &mut Vec<Value>, id: u64) -> Value {
+        self.wait(pending, |v| v["id"] == id)
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn initialize(raw: &mut Raw, pending: &mut Vec<Value>) {
+    raw.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+    );
+    let init = raw.answer(pending, 1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "toolcat", "{init}");
+    raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+}
+
+/// The reference catalog with `rate_limit = RATE` on `read_file`, written to a file.
+fn rate_limited_catalog(dir: &Path, rate: &str) -> std::path::PathBuf {
+    let mut doc: toml_edit::DocumentMut = toolcat_cli::REFERENCE_SOURCE.parse().unwrap();
+    let tools = doc["tool"].as_array_of_tables_mut().unwrap();
+    let row = tools
+        .iter_mut()
+        .find(|t| t["name"].as_str() == Some("read_file"))
+        .unwrap();
+    row["rate_limit"] = toml_edit::value(rate);
+    let path = dir.join("tools.toml");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn hostile_stdio_input_is_answered_with_errors_and_the_session_keeps_serving() {
+    let ws = workspace();
+    let catalog = rate_limited_catalog(ws.path(), "3/min");
+    let store = store_in(&ws);
+    let mut raw = Raw::spawn(&[
+        "serve",
+        "--store",
+        &store,
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--profile",
+        "coding",
+        "--exposure",
+        "read-only",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]);
+    let mut pending = Vec::new();
+    initialize(&mut raw, &mut pending);
+
+    // Not JSON: -32700, id null.
+    raw.send(b"this is not json {");
+    let v = raw.wait(&mut pending, |v| v["error"]["code"] == -32700);
+    assert_eq!(v["id"], Value::Null);
+
+    // JSON but not a request: -32600 with the id it carried.
+    raw.send(br#"{"jsonrpc":"2.0","id":2}"#);
+    let v = raw.answer(&mut pending, 2);
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    raw.send(b"[1, 2, 3]");
+    raw.wait(&mut pending, |v| {
+        v["error"]["code"] == -32600
+            && v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("array"))
+    });
+
+    // Over the size limit: -32600 naming the limit.
+    let pad = "x".repeat(mcp::guard::MAX_MESSAGE_BYTES);
+    raw.request(3, "tools/list", json!({"pad": pad}));
+    let v = raw.wait(&mut pending, |v| {
+        v["error"]["data"]["limitBytes"].is_number()
+    });
+    assert_eq!(v["error"]["code"], -32600);
+    assert_eq!(
+        v["error"]["data"]["limitBytes"],
+        mcp::guard::MAX_MESSAGE_BYTES
+    );
+
+    // Unknown method: -32601.
+    raw.request(4, "tools/explode", json!({}));
+    assert_eq!(raw.answer(&mut pending, 4)["error"]["code"], -32601);
+
+    // An extra field, then a wrongly typed one: invalid-arguments naming the field.
+    raw.request(
+        5,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt", "bogus": 1}}),
+    );
+    let v = raw.answer(&mut pending, 5);
+    let text: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(text["error"], "invalid-arguments");
+    assert!(
+        text["message"].as_str().unwrap().contains("bogus"),
+        "{text}"
+    );
+    raw.request(
+        6,
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": 7}}),
+    );
+    let v = raw.answer(&mut pending, 6);
+    let text: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["error"], "invalid-arguments");
+    assert_eq!(text["errors"][0]["instancePath"], "/path", "{text}");
+
+    // A storm past `3/min`: three run, the rest are rate-limited with a retry time.
+    for id in 10..20 {
+        raw.request(
+            id,
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+        );
+    }
+    let mut ran = 0;
+    let mut limited = 0;
+    for id in 10..20 {
+        let v = raw.answer(&mut pending, id);
+        if v["result"]["isError"] == true {
+            let text: Value =
+                serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(text["error"], "rate-limited", "{text}");
+            assert!(
+                text["retryAfterMs"].as_u64().is_some_and(|ms| ms > 0),
+                "{text}"
+            );
+            limited += 1;
+        } else {
+            ran += 1;
+        }
+    }
+    assert_eq!((ran, limited), (3, 7));
+
+    // And a valid request is still served.
+    raw.request(30, "tools/list", json!({}));
+    let v = raw.answer(&mut pending, 30);
+    assert!(
+        v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{v}"
+    );
+}
+
+// ---- streamable HTTP ----
+
+/// Starts `toolcat serve --http 127.0.0.1:0 ARGS` and returns it with the bound address.
+fn spawn_http(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = line
+                .split("listening on http://")
+                .nth(1)
+                .and_then(|rest| rest.strip_suffix("/mcp"))
+            {
+                let _ = tx.send(addr.to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("`toolcat serve --http` prints the bound address");
+    (child, addr)
+}
+
+/// One raw HTTP/1.1 POST to `/mcp`; returns the status code and the body.
+fn post(addr: &str, body: &[u8]) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // The server may answer (413) before reading the whole body; a reset then is fine.
+    let _ = stream.write_all(body);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_serves_the_same_scope_and_answers_hostile_requests() {
+    let ws = workspace();
+    let store = store_in(&ws);
+    let (mut child, addr) = spawn_http(&[
+        "--store",
+        &store,
+        "--profile",
+        "messaging",
+        "--exposure",
+        "read-only",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]);
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ().serve(transport).await.expect("initialize over HTTP");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let expected: Vec<String> = rows()
+        .iter()
+        .filter(|r| r.listed("messaging", "read-only"))
+        .map(|r| r.exported.clone())
+        .collect();
+    assert_eq!(names, expected);
+
+    // Outside the scope: `slack_post_message` is staging; `read_file` is not the profile's.
+    for name in ["slack_post_message", "read_file"] {
+        let r = client
+            .call_tool(call(
+                name,
+                json!({"channel_id": "C1", "text": "hi", "path": "a.txt"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(error_kind(&r).as_deref(), Some("outside-scope"), "{name}");
+    }
+    // In scope and silent: a remote server tool has no connection here, so it fails as a tool
+    // error, not as a refusal.
+    let r = client
+        .call_tool(call("time__get_current_time", json!({"timezone": "UTC"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        error_kind(&r).as_deref(),
+        Some("tool-error"),
+        "{:?}",
+        body(&r)
+    );
+
+    let (status, text) = post(&addr, b"{not json");
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
+        -32700
+    );
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(mcp::guard::MAX_MESSAGE_BYTES)
+    );
+    let (status, _) = post(&addr, big.as_bytes());
+    assert_eq!(status, 413);
+
+    // The session still works.
+    assert_eq!(client.list_all_tools().await.unwrap().len(), expected.len());
+    client.cancel().await.ok();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+// ---- list_changed ----
+
+#[derive(Clone, Default)]
+struct Watcher {
+    changed: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn wait_for(counter: &AtomicUsize, at_least: usize, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if counter.load(Ordering::SeqCst) >= at_least {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_catalog_notifies_list_changed_and_a_broken_one_changes_nothing() {
+    let ws = workspace();
+    let path = ws.path().join("tools.toml");
+    std::fs::write(&path, toolcat_cli::REFERENCE_SOURCE).unwrap();
+    let store = store_in(&ws);
+    let (transport, _stderr) = TokioChildProcess::builder(toolcat_command(&[
+        "serve",
+        "--store",
+        &store,
+        "--catalog",
+        path.to_str().unwrap(),
+        "--profile",
+        "coding",
+        "--exposure",
+        "read-only",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]))
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let watcher = Watcher::default();
+    let client = watcher.clone().serve(transport).await.unwrap();
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    let first = names(client.list_all_tools().await.unwrap());
+    assert!(first.iter().any(|n| n == "read_file"));
+
+    // A catalog that fails validation: no notification, the same list, still served.
+    let broken = format!(
+        "{}\n[[tool]]\nname = \"read_file\"\n",
+        toolcat_cli::REFERENCE_SOURCE
+    );
+    std::fs::write(&path, broken).unwrap();
+    tokio::time::sleep(mcp::RELOAD_POLL * 4).await;
+    assert_eq!(watcher.changed.load(Ordering::SeqCst), 0);
+    assert_eq!(names(client.list_all_tools().await.unwrap()), first);
+
+    // `read_file` moved to `staging`: it leaves the read-only list, and clients are told.
+    let mut doc: toml_edit::DocumentMut = toolcat_cli::REFERENCE_SOURCE.parse().unwrap();
+    let tools = doc["tool"].as_array_of_tables_mut().unwrap();
+    let row = tools
+        .iter_mut()
+        .find(|t| t["name"].as_str() == Some("read_file"))
+        .unwrap();
+    row["exposure"] = toml_edit::value("staging");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    assert!(
+        wait_for(&watcher.changed, 1, Duration::from_secs(20)).await,
+        "no notifications/tools/list_changed after the edit"
+    );
+    let second = names(client.list_all_tools().await.unwrap());
+    let expected: Vec<String> = first
+        .iter()
+        .filter(|n| *n != "read_file")
+        .cloned()
+        .collect();
+    assert_eq!(second, expected);
+    let r = client
+        .call_tool(call("read_file", json!({"path": "a.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(error_kind(&r).as_deref(), Some("outside-scope"));
+    client.cancel().await.ok();
+}
