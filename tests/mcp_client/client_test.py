@@ -4,15 +4,23 @@
 Usage: client_test.py TOOLCAT stdio|http
 
 Over the chosen transport, against profile `coding` and exposure `staging` in a temporary
-workspace: initialize; list every page of tools and compare them with what `toolcat list` derives
-(the scope's tools plus the discovery meta-tools the profile owns, in catalog order); call a silent
-read tool (`read_file`, `glob`); see a gated tool (`edit_file`) refused without approval; see a tool
-outside the scope (`delete_path`, exposure `full`) refused; check that nothing in the workspace
-changed. Exits 1 with the failed check on stderr.
+workspace, serving a copy of the reference catalog (`--catalog`):
+
+1. a client of the `initialize` handshake: list every page of tools and compare them with what
+   `toolcat list` derives (the scope's tools plus the discovery meta-tools the profile owns, in
+   catalog order); call a silent read tool (`read_file`, `glob`); see a gated tool (`edit_file`)
+   refused without approval; see a tool outside the scope (`delete_path`, exposure `full`)
+   refused; check that nothing in the workspace changed and what the call store recorded;
+2. a client of protocol 2026-07-28 (`server/discover`): subscribe to tool-list changes
+   (`subscriptions/listen`), move `read_file` to exposure `full` in the catalog file, receive
+   `notifications/tools/list_changed`, and see `read_file` gone from the list and refused.
+
+Exits 1 with the failed check on stderr.
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,11 +29,13 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged, listen
 from mcp.types import PaginatedRequestParams
 
 PROFILE = "coding"
 EXPOSURE = "staging"
 PAGE_SIZE = 50  # toolcat::mcp::PAGE_SIZE
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools.toml")
 
 
 def toolcat_list(toolcat, *args):
@@ -53,11 +63,8 @@ def error_body(result):
     return json.loads(result.content[0].text)
 
 
-async def exercise(session, toolcat, workspace, transport):
-    init = await session.initialize()
-    check(init.server_info.name == "toolcat", f"server name: {init.server_info}")
-    check(init.capabilities.tools and init.capabilities.tools.list_changed, "listChanged is advertised")
-
+async def list_all(session):
+    """Every page of `tools/list`: the names, and how many pages."""
     names, cursor, pages = [], None, 0
     while True:
         page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
@@ -67,7 +74,39 @@ async def exercise(session, toolcat, workspace, transport):
         names += [t.name for t in page.tools]
         cursor = page.next_cursor
         if not cursor:
-            break
+            return names, pages
+
+
+async def list_changed(session, toolcat, catalog, transport):
+    """Protocol 2026-07-28: a catalog edit reaches a `subscriptions/listen` stream."""
+    await session.discover()
+    names, _ = await list_all(session)
+    check(names == expected_names(toolcat), "the 2026-07-28 client lists the same tools")
+    async with listen(session, tools_list_changed=True) as subscription:
+        with open(catalog) as f:
+            text = f.read()
+        row = text.index('name = "read_file"')
+        start = text.index("exposure = ", row)
+        end = text.index("\n", start)
+        with open(catalog, "w") as f:
+            f.write(text[:start] + 'exposure = "full"' + text[end:])
+        with anyio.fail_after(20):
+            event = await subscription.__anext__()
+        check(isinstance(event, ToolsListChanged), f"a tools/list_changed event, got {event}")
+    after, _ = await list_all(session)
+    check(after == [n for n in names if n != "read_file"], f"read_file left the list: {set(names) ^ set(after)}")
+    body = error_body(await session.call_tool("read_file", {"path": "a.txt"}))
+    check(body["error"] == "outside-scope", f"read_file is refused after the edit: {body}")
+    print(f"{transport}: 2026-07-28 client notified of the edit (subscriptions/listen); "
+          f"{len(after)} tools listed after it; read_file refused")
+
+
+async def exercise(session, toolcat, workspace, transport):
+    init = await session.initialize()
+    check(init.server_info.name == "toolcat", f"server name: {init.server_info}")
+    check(init.capabilities.tools and init.capabilities.tools.list_changed, "listChanged is advertised")
+
+    names, pages = await list_all(session)
     expected = expected_names(toolcat)
     check(names == expected, f"listed {len(names)} tools, expected {len(expected)}: {set(names) ^ set(expected)}")
     annotations = {t.name: t.annotations for t in (await session.list_tools()).tools}
@@ -97,21 +136,24 @@ async def exercise(session, toolcat, workspace, transport):
           f"edit_file refused (needs-approval); delete_path refused (outside-scope)")
 
 
-async def over_stdio(toolcat, workspace):
-    params = StdioServerParameters(
-        command=toolcat,
-        args=["serve", "--profile", PROFILE, "--exposure", EXPOSURE, "--workspace", workspace,
-              "--store", os.path.join(workspace, "calls.sqlite")],
-    )
+def serve_args(workspace, catalog):
+    return ["serve", "--catalog", catalog, "--profile", PROFILE, "--exposure", EXPOSURE,
+            "--workspace", workspace, "--store", os.path.join(workspace, "calls.sqlite")]
+
+
+async def over_stdio(toolcat, workspace, catalog):
+    params = StdioServerParameters(command=toolcat, args=serve_args(workspace, catalog))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await exercise(session, toolcat, workspace, "stdio")
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await list_changed(session, toolcat, catalog, "stdio")
 
 
-async def over_http(toolcat, workspace):
+async def over_http(toolcat, workspace, catalog):
     server = subprocess.Popen(
-        [toolcat, "serve", "--http", "127.0.0.1:0", "--profile", PROFILE, "--exposure", EXPOSURE,
-         "--workspace", workspace, "--store", os.path.join(workspace, "calls.sqlite")],
+        [toolcat, *serve_args(workspace, catalog), "--http", "127.0.0.1:0"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -122,9 +164,11 @@ async def over_http(toolcat, workspace):
                 break
         check(url is not None, "`toolcat serve --http` printed no address")
         async with streamable_http_client(url) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
+            async with ClientSession(streams[0], streams[1]) as session:
                 await exercise(session, toolcat, workspace, "http")
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await list_changed(session, toolcat, catalog, "http")
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -138,8 +182,10 @@ def main():
     with tempfile.TemporaryDirectory() as workspace:
         with open(os.path.join(workspace, "a.txt"), "w") as f:
             f.write("hello\n")
+        catalog = os.path.join(workspace, "tools.toml")
+        shutil.copyfile(REFERENCE, catalog)
         try:
-            anyio.run(over_stdio if transport == "stdio" else over_http, toolcat, workspace)
+            anyio.run(over_stdio if transport == "stdio" else over_http, toolcat, workspace, catalog)
         except AssertionError as e:
             print(f"{transport}: FAILED: {e}", file=sys.stderr)
             return 1
