@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use serde_json::Value;
 
@@ -190,8 +191,15 @@ where
             chart.draw_series(LineSeries::new(points.iter().copied(), style))
         }
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // Dashed series get a dashed legend line.
+        let (size, spacing) = if *dashed { (5, 3) } else { (18, 0) };
         drawn.label(label.as_str()).legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            DashedPathElement::new(
+                vec![(x, y), (x + 18, y)],
+                size,
+                spacing,
+                colour.stroke_width(2),
+            )
         });
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
