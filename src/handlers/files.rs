@@ -714,6 +714,85 @@ mod tests {
         (dir, ctx)
     }
 
+    #[test]
+    fn prepare_steps_name_canonical_paths_with_fingerprints_of_what_is_there() {
+        let (dir, ctx) = setup();
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        let lib = root.join("src/lib.rs");
+        let write = |path: &str| {
+            write_file_targets(
+                &WriteFileArgs {
+                    path: path.into(),
+                    content: String::new(),
+                },
+                &ctx,
+            )
+        };
+        // An existing file: its content hash; through `..` the same canonical resource.
+        let targets = write("src/../src/lib.rs").expect("inside");
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].resource, format!("file:{}", lib.display()));
+        assert_eq!(targets[0].access, Access::Write);
+        assert_eq!(
+            targets[0].fingerprint,
+            Some(toolcat::fingerprint_path(&lib).expect("hash"))
+        );
+        assert!(targets[0]
+            .fingerprint
+            .as_deref()
+            .is_some_and(|f| f.starts_with("sha256:") && f.len() == 7 + 64));
+        // A new file: `absent`; a path outside the workspace: refused before anything runs.
+        let targets = write("src/new.rs").expect("inside");
+        assert_eq!(targets[0].fingerprint.as_deref(), Some("absent"));
+        assert!(matches!(
+            write("../elsewhere.txt"),
+            Err(ToolError::OutsideWorkspace { .. })
+        ));
+        // The fingerprint follows the content.
+        let before = write("src/lib.rs").expect("inside");
+        std::fs::write(&lib, "changed\n").expect("write");
+        assert_ne!(write("src/lib.rs").expect("inside"), before);
+
+        // Reads are scheduled but not fingerprinted; a move writes both ends.
+        let read = read_file_targets(
+            &ReadFileArgs {
+                path: "src/lib.rs".into(),
+                offset: None,
+                limit: None,
+            },
+            &ctx,
+        )
+        .expect("exists");
+        assert_eq!(read, [Target::path_lock(&lib, Access::Read)]);
+        let moved = move_path_targets(
+            &MovePathArgs {
+                from: "src/lib.rs".into(),
+                to: "src/moved.rs".into(),
+            },
+            &ctx,
+        )
+        .expect("inside");
+        let kinds: Vec<(Access, Option<&str>)> = moved
+            .iter()
+            .map(|t| (t.access, t.fingerprint.as_deref()))
+            .collect();
+        assert_eq!(kinds[1], (Access::Write, Some("absent")));
+        assert!(kinds[0].1.is_some_and(|f| f.starts_with("sha256:")));
+        // A directory's fingerprint is its listing.
+        let dir_target = delete_path_targets(
+            &DeletePathArgs {
+                path: "src".into(),
+                recursive: true,
+            },
+            &ctx,
+        )
+        .expect("inside");
+        assert!(dir_target[0]
+            .fingerprint
+            .as_deref()
+            .is_some_and(|f| f.starts_with("dir-sha256:")));
+    }
+
     #[tokio::test]
     async fn read_file_returns_windows_of_lines() {
         let (_dir, ctx) = setup();

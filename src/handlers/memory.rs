@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::workspace::Workspace;
 use super::{failed, now_rfc3339, state};
@@ -59,8 +59,16 @@ pub struct MemoryStoreOutput {
     pub stored: bool,
 }
 
+/// Target of `memory_store`: its state file, written.
+pub fn memory_store_targets(
+    _args: &MemoryStoreArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, MEMORY_FILE, Access::Write)
+}
+
 /// Saves a memory.
-#[toolcat::tool]
+#[toolcat::tool(prepare = memory_store_targets)]
 pub async fn memory_store(
     args: MemoryStoreArgs,
     ctx: &ToolContext,
@@ -170,8 +178,16 @@ fn recall(memories: &[Memory], args: &MemoryRecallArgs) -> Vec<Recalled> {
         .collect()
 }
 
+/// Target of `memory_recall`: its state file, read.
+pub fn memory_recall_targets(
+    _args: &MemoryRecallArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, MEMORY_FILE, Access::Read)
+}
+
 /// Finds memories by words or tag.
-#[toolcat::tool]
+#[toolcat::tool(prepare = memory_recall_targets)]
 pub async fn memory_recall(
     args: MemoryRecallArgs,
     ctx: &ToolContext,
@@ -199,8 +215,16 @@ pub struct MemoryForgetOutput {
     pub forgotten: Memory,
 }
 
+/// Target of `memory_forget`: its state file, written.
+pub fn memory_forget_targets(
+    _args: &MemoryForgetArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, MEMORY_FILE, Access::Write)
+}
+
 /// Deletes a memory.
-#[toolcat::tool]
+#[toolcat::tool(prepare = memory_forget_targets)]
 pub async fn memory_forget(
     args: MemoryForgetArgs,
     ctx: &ToolContext,

@@ -7,7 +7,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::workspace::Workspace;
 use super::{failed, now_rfc3339, state};
@@ -77,8 +77,16 @@ impl TodoOutput {
 #[serde(deny_unknown_fields)]
 pub struct TodoReadArgs {}
 
+/// Target of `todo_read`: its state file, read.
+pub fn todo_read_targets(
+    _args: &TodoReadArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, TODOS_FILE, Access::Read)
+}
+
 /// Returns the checklist.
-#[toolcat::tool]
+#[toolcat::tool(prepare = todo_read_targets)]
 pub async fn todo_read(args: TodoReadArgs, ctx: &ToolContext) -> Result<TodoOutput, ToolError> {
     let TodoReadArgs {} = args;
     let ws = Workspace::open(ctx)?;
@@ -116,8 +124,16 @@ fn check_items<'a>(
     Ok(())
 }
 
+/// Target of `todo_write`: its state file, written.
+pub fn todo_write_targets(
+    _args: &TodoWriteArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, TODOS_FILE, Access::Write)
+}
+
 /// Replaces the checklist.
-#[toolcat::tool]
+#[toolcat::tool(prepare = todo_write_targets)]
 pub async fn todo_write(args: TodoWriteArgs, ctx: &ToolContext) -> Result<TodoOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     check_items(
@@ -164,8 +180,16 @@ pub struct Plan {
 #[serde(deny_unknown_fields)]
 pub struct PlanReadArgs {}
 
+/// Target of `plan_read`: its state file, read.
+pub fn plan_read_targets(
+    _args: &PlanReadArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, PLAN_FILE, Access::Read)
+}
+
 /// Returns the plan.
-#[toolcat::tool]
+#[toolcat::tool(prepare = plan_read_targets)]
 pub async fn plan_read(args: PlanReadArgs, ctx: &ToolContext) -> Result<Plan, ToolError> {
     let PlanReadArgs {} = args;
     let ws = Workspace::open(ctx)?;
@@ -184,8 +208,16 @@ pub struct PlanUpdateArgs {
     pub explanation: Option<String>,
 }
 
+/// Target of `plan_update`: its state file, written.
+pub fn plan_update_targets(
+    _args: &PlanUpdateArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, PLAN_FILE, Access::Write)
+}
+
 /// Replaces the plan.
-#[toolcat::tool]
+#[toolcat::tool(prepare = plan_update_targets)]
 pub async fn plan_update(args: PlanUpdateArgs, ctx: &ToolContext) -> Result<Plan, ToolError> {
     let ws = Workspace::open(ctx)?;
     if args.steps.is_empty() {

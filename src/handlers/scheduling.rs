@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::workspace::Workspace;
 use super::{failed, rfc3339, state};
@@ -91,8 +91,16 @@ fn due_time(
     Ok(due)
 }
 
+/// Target of `schedule_reminder`: its state file, written.
+pub fn schedule_reminder_targets(
+    _args: &ScheduleReminderArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, REMINDERS_FILE, Access::Write)
+}
+
 /// Schedules a reminder.
-#[toolcat::tool]
+#[toolcat::tool(prepare = schedule_reminder_targets)]
 pub async fn schedule_reminder(
     args: ScheduleReminderArgs,
     ctx: &ToolContext,
@@ -164,8 +172,16 @@ fn listing(
         .collect()
 }
 
+/// Target of `list_reminders`: its state file, read.
+pub fn list_reminders_targets(
+    _args: &ListRemindersArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, REMINDERS_FILE, Access::Read)
+}
+
 /// Lists reminders.
-#[toolcat::tool]
+#[toolcat::tool(prepare = list_reminders_targets)]
 pub async fn list_reminders(
     args: ListRemindersArgs,
     ctx: &ToolContext,
@@ -194,8 +210,16 @@ pub struct CancelReminderOutput {
     pub cancelled: Reminder,
 }
 
+/// Target of `cancel_reminder`: its state file, written.
+pub fn cancel_reminder_targets(
+    _args: &CancelReminderArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    state::target(ctx, REMINDERS_FILE, Access::Write)
+}
+
 /// Cancels a reminder.
-#[toolcat::tool]
+#[toolcat::tool(prepare = cancel_reminder_targets)]
 pub async fn cancel_reminder(
     args: CancelReminderArgs,
     ctx: &ToolContext,

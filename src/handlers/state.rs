@@ -7,13 +7,25 @@
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use toolcat::ToolError;
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
 use super::workspace::Workspace;
 
 /// Directory, relative to the workspace root, that holds the state files.
 pub const STATE_DIR: &str = ".toolcat";
+
+/// The target of `.toolcat/FILE` for a prepare step: scheduled with `access` by the execution
+/// coordinator, without a fingerprint (an update is a read-modify-write under the state lock, so
+/// it does not depend on what an earlier call left in the file).
+///
+/// # Errors
+/// When the workspace cannot be opened.
+pub fn target(ctx: &ToolContext, file: &str, access: Access) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    let path = ws.target(&format!("{STATE_DIR}/{file}"))?;
+    Ok(vec![Target::path_lock(&path, access)])
+}
 
 /// Serializes read-modify-write cycles on state files.
 static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

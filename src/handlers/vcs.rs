@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
 use super::shell::Capture;
@@ -29,6 +29,17 @@ struct GitOutput {
 }
 
 /// Runs `git ARGS` in the workspace root and returns its output, or fails with git's own message.
+/// The repository of the workspace as resource `git:ROOT`, for the prepare steps: commands that
+/// change the index, refs or objects write it, the others read it, so a `git_add` never runs
+/// beside a `git_commit` (git's own `index.lock` would refuse one of them).
+fn repository_target(ctx: &ToolContext, access: Access) -> Result<Vec<Target>, ToolError> {
+    let ws = Workspace::open(ctx)?;
+    Ok(vec![Target::new(
+        format!("git:{}", ws.root().display()),
+        access,
+    )])
+}
+
 async fn git(ws: &Workspace, args: &[&str]) -> Result<GitOutput, ToolError> {
     let mut cmd = tokio::process::Command::new("git");
     cmd.args(args)
@@ -155,8 +166,16 @@ fn parse_status(out: &str) -> GitStatusOutput {
     }
 }
 
+/// Target of `git_status`: the repository, read.
+pub fn git_status_targets(
+    _args: &GitStatusArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Read)
+}
+
 /// Shows the branch and changed files.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_status_targets)]
 pub async fn git_status(
     args: GitStatusArgs,
     ctx: &ToolContext,
@@ -205,8 +224,13 @@ pub struct GitTextOutput {
     pub omitted_bytes: usize,
 }
 
+/// Target of `git_diff`: the repository, read.
+pub fn git_diff_targets(_args: &GitDiffArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Read)
+}
+
 /// Shows uncommitted changes as a unified diff.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_diff_targets)]
 pub async fn git_diff(args: GitDiffArgs, ctx: &ToolContext) -> Result<GitTextOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let context = format!("-U{}", args.context_lines.unwrap_or(3).min(100));
@@ -270,8 +294,13 @@ pub struct GitLogOutput {
     pub commits: Vec<LogEntry>,
 }
 
+/// Target of `git_log`: the repository, read.
+pub fn git_log_targets(_args: &GitLogArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Read)
+}
+
 /// Lists recent commits.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_log_targets)]
 pub async fn git_log(args: GitLogArgs, ctx: &ToolContext) -> Result<GitLogOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let count = args.max_count.unwrap_or(20).clamp(1, 200);
@@ -316,8 +345,13 @@ pub struct GitShowArgs {
     pub path: Option<String>,
 }
 
+/// Target of `git_show`: the repository, read.
+pub fn git_show_targets(_args: &GitShowArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Read)
+}
+
 /// Shows one commit with its patch.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_show_targets)]
 pub async fn git_show(args: GitShowArgs, ctx: &ToolContext) -> Result<GitTextOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let rev = revision(&args.rev)?.to_string();
@@ -359,8 +393,13 @@ pub struct GitAddOutput {
     pub staged: Vec<String>,
 }
 
+/// Target of `git_add`: the repository, written (the index, refs or objects).
+pub fn git_add_targets(_args: &GitAddArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Write)
+}
+
 /// Stages paths for the next commit.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_add_targets)]
 pub async fn git_add(args: GitAddArgs, ctx: &ToolContext) -> Result<GitAddOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     if args.paths.is_empty() {
@@ -394,8 +433,16 @@ pub struct GitCommitOutput {
     pub subject: String,
 }
 
+/// Target of `git_commit`: the repository, written (the index, refs or objects).
+pub fn git_commit_targets(
+    _args: &GitCommitArgs,
+    ctx: &ToolContext,
+) -> Result<Vec<Target>, ToolError> {
+    repository_target(ctx, Access::Write)
+}
+
 /// Commits the staged changes.
-#[toolcat::tool]
+#[toolcat::tool(prepare = git_commit_targets)]
 pub async fn git_commit(
     args: GitCommitArgs,
     ctx: &ToolContext,
