@@ -2,9 +2,10 @@
 //! every command recording calls shares.
 //!
 //! Before listing, calls left `running` or `committed` by a process that is no longer alive are
-//! judged `outcome_unknown` ([`toolcat::CallStore::recover`]), and a note on stderr names them:
-//! the listing then says what is known — the side effect may or may not have happened — instead
-//! of showing a call as running forever. Nothing is run again.
+//! judged `outcome_unknown`, and its `not_started` calls `cancelled`
+//! ([`toolcat::CallStore::recover`]); a note on stderr names each: the listing then says what is
+//! known — the side effect may or may not have happened — instead of showing a call as running
+//! forever. Nothing is run again.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -71,12 +72,14 @@ pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: calls of processes that ended are shown as they were left: {e}");
             Vec::new()
         });
-        if !judged.is_empty() {
-            let ids: Vec<String> = judged.iter().map(|id| format!("`{id}`")).collect();
-            eprintln!(
-                "note: the process running {} ended mid-call; now `outcome_unknown` (not run again)",
-                ids.join(", ")
-            );
+        for id in judged {
+            if let Ok(Some(r)) = store.get(id) {
+                eprintln!(
+                    "note: `{id}` is now `{}`: {}",
+                    r.state,
+                    r.detail.as_deref().unwrap_or("its process ended")
+                );
+            }
         }
         store.list(a.state, usize::try_from(a.limit).unwrap_or(usize::MAX))?
     } else {

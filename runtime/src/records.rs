@@ -19,7 +19,8 @@
 //!
 //! **Crashes.** A process killed mid-call leaves its record `running` or `committed`, never
 //! `succeeded`. [`CallStore::recover`] turns such records into `outcome_unknown` once the
-//! process that wrote them is gone; it never marks a call succeeded and never runs anything again.
+//! process that wrote them is gone (and its `not_started` records, which ran nothing, into
+//! `cancelled`); it never marks a call succeeded and never runs anything again.
 //! [`CallStore::open`] does not recover by itself: opening a store must not change what another
 //! live process is doing, and the caller decides when judging is wanted (`toolcat calls` does).
 //!
@@ -704,8 +705,11 @@ impl CallStore {
         raws.into_iter().map(|r| self.record(r)).collect()
     }
 
-    /// Marks `outcome_unknown` every `running` or `committed` record whose process is gone, with
-    /// a detail saying the process ended mid-call, and returns their ids (oldest first).
+    /// Judges the records whose process is gone and returns their ids (oldest first):
+    /// - `running` or `committed` become `outcome_unknown`, with a detail saying the process
+    ///   ended mid-call: the side effect may or may not have happened;
+    /// - `not_started` become `cancelled`, with a detail saying the process ended before the call
+    ///   started (the record says `running` before a handler starts, so nothing ran).
     ///
     /// A process counts as gone when `/proc/<pid>` is absent, is a zombie, or started at another
     /// time than the one recorded (its pid was reused). Only Linux is judged: elsewhere, and when
@@ -720,7 +724,7 @@ impl CallStore {
             let mut stmt = tx
                 .prepare(
                     "SELECT id, state, pid, pid_start FROM calls \
-                     WHERE state IN ('running', 'committed') ORDER BY id",
+                     WHERE state IN ('not_started', 'running', 'committed') ORDER BY id",
                 )
                 .map_err(self.err())?;
             let rows = stmt
@@ -733,15 +737,25 @@ impl CallStore {
             if liveness(pid, start.map(|s| s as u64)) != Liveness::Gone {
                 continue;
             }
-            let detail = format!(
-                "process {pid} ended while the call was `{state}`; the side effect may or may not have happened, and the call is not run again"
-            );
+            let (to, detail) = if state == CallState::NotStarted.as_str() {
+                (
+                    CallState::Cancelled,
+                    format!("process {pid} ended before the call started; nothing ran"),
+                )
+            } else {
+                (
+                    CallState::OutcomeUnknown,
+                    format!(
+                        "process {pid} ended while the call was `{state}`; the side effect may or may not have happened, and the call is not run again"
+                    ),
+                )
+            };
             tx.execute(
                 &format!(
-                    "UPDATE calls SET state = 'outcome_unknown', detail = ?2, updated_at = {NOW} \
+                    "UPDATE calls SET state = ?4, detail = ?2, updated_at = {NOW} \
                      WHERE id = ?1 AND state = ?3"
                 ),
-                params![id, detail, state],
+                params![id, detail, state, to.as_str()],
             )
             .map_err(self.err())?;
             marked.push(CallId(id));
@@ -1115,17 +1129,16 @@ mod tests {
             )
             .unwrap();
         }
-        assert_eq!(store.recover().unwrap(), vec![running, committed]);
+        assert_eq!(store.recover().unwrap(), vec![running, committed, waiting]);
         for id in [running, committed] {
             let r = store.get(id).unwrap().unwrap();
             assert_eq!(r.state, CallState::OutcomeUnknown);
             assert!(r.detail.unwrap().contains("ended while the call was"));
         }
-        // `not_started` records ran nothing; live processes' records stay.
-        assert_eq!(
-            store.get(waiting).unwrap().unwrap().state,
-            CallState::NotStarted
-        );
+        // A `not_started` record ran nothing; live processes' records stay.
+        let r = store.get(waiting).unwrap().unwrap();
+        assert_eq!(r.state, CallState::Cancelled);
+        assert!(r.detail.unwrap().contains("nothing ran"));
         assert_eq!(store.get(mine).unwrap().unwrap().state, CallState::Running);
         assert_eq!(store.recover().unwrap(), vec![]);
     }
