@@ -1061,3 +1061,78 @@ async fn results_over_the_inline_budget_are_archived_and_read_back() {
     assert!(value.archived.is_none());
     assert_eq!(value.text, r#"{"text":"small"}"#);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_while_waiting_for_a_lock_never_runs() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = Arc::new(coordinator.with_approval(|_| true));
+    let allowed = Arc::new(all());
+    // The first call holds `shared.txt` for a while.
+    let first = {
+        let coordinator = Arc::clone(&coordinator);
+        let allowed = Arc::clone(&allowed);
+        tokio::spawn(async move {
+            coordinator
+                .call(CallRequest::new(
+                    tool("append_note"),
+                    json!({"paths": ["shared.txt"], "label": "holder", "hold_ms": 400}),
+                    &allowed,
+                ))
+                .await
+        })
+    };
+    // Wait until it runs (its `start` line is written), then queue a second call behind it and
+    // cancel that one while it waits.
+    let started = Instant::now();
+    while !std::fs::read_to_string(ws.join("shared.txt")).is_ok_and(|t| t.contains("start")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the first call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.cancel();
+    });
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("append_note"),
+                json!({"paths": ["shared.txt"], "label": "queued"}),
+                &allowed,
+            )
+            .with_cancellation(token),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Cancelled { .. })),
+        "{out:?}"
+    );
+    assert!(!out.ran);
+    assert_eq!(
+        store
+            .get(out.call.expect("recorded"))
+            .unwrap()
+            .unwrap()
+            .state,
+        CallState::Cancelled
+    );
+    let first = first.await.expect("task");
+    assert!(first.result.is_ok(), "{first:?}");
+    // The file holds the first call's lines only; the lock was released for later calls.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("shared.txt")).unwrap(),
+        "start holder\nend holder\n"
+    );
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("append_note"),
+            json!({"paths": ["shared.txt"], "label": "after"}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.result.is_ok(), "{out:?}");
+}
