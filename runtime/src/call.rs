@@ -1,8 +1,11 @@
 //! Running one tool by its catalog entry: a local `#[tool]` handler, or an error that names why
 //! the call cannot run here.
 //!
-//! This is the bare dispatch step. It neither authorizes (`tier`) nor checks the plan; callers that
-//! act for a model go through the session and coordinator, which end here.
+//! This is the bare dispatch step, with none of the checks: no scope, no JSON Schema validation,
+//! no approval of `gated` tools, no resource locks, no records. Hosts run tools through the
+//! execution coordinator ([`crate::Coordinator`]), which sessions, `toolcat call` and the MCP
+//! server share; this stays for harnesses that need to run a handler directly (a test that
+//! simulates a loop without checks, to show the checks catch it).
 
 use serde_json::Value;
 
@@ -10,7 +13,8 @@ use crate::catalog::{Catalog, ToolIndex, ToolSource};
 use crate::handler::{ToolContext, ToolError};
 
 impl Catalog {
-    /// Calls tool `t` with JSON `args` and returns its JSON result.
+    /// Calls tool `t` with JSON `args` and returns its JSON result, skipping every check of the
+    /// coordinator (see the module docs): not for running tools on a model's behalf.
     ///
     /// # Errors
     /// - [`ToolError::InvalidArguments`] when `args` do not deserialize into the handler's type;

@@ -183,7 +183,7 @@ pub enum CallError {
         retry_after_ms: u64,
     },
     /// Cancelled, with no side effect (before it ran, or a read-only tool).
-    #[error("the call of `{tool}` was cancelled; it had no side effect")]
+    #[error("the call of `{tool}` was cancelled; it had no side effect; call it again if it is still needed")]
     Cancelled { tool: String },
     /// The call stopped in a way that leaves its side effect unknown (cancelled or crashed while
     /// running a tool that writes). Never replayed automatically.
