@@ -32,7 +32,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S", value_enum)]
     pub exposure: ScopeArg,
     /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8080`; port 0 picks a free port,
-    /// printed on stderr) instead of stdio.
+    /// printed on stderr) instead of stdio. Requests must name a loopback host (`localhost`,
+    /// `127.0.0.1`, `::1`) in their `Host` header, against DNS rebinding.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).

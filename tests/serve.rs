@@ -880,6 +880,13 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
         serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
         -32700
     );
+    let (status, text) = post(&addr, br#"{"jsonrpc":"2.0","id":5}"#);
+    assert_eq!(status, 400, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (v["error"]["code"].clone(), v["id"].clone()),
+        (json!(-32600), json!(5))
+    );
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
         "x".repeat(mcp::guard::MAX_MESSAGE_BYTES)
