@@ -82,6 +82,9 @@ pub struct ApprovalRequest<'a> {
     /// fingerprints of what is there now. The call runs only if they are still the same after
     /// the approval.
     pub targets: &'a [Target],
+    /// The call's record, when the coordinator keeps records (it says `not_started` while the
+    /// approval is asked).
+    pub call: Option<CallId>,
 }
 
 /// The host's authorization hook: `true` lets the call run.
@@ -794,6 +797,7 @@ impl<'c> Coordinator<'c> {
                 tool: t,
                 arguments: &arguments,
                 targets: &targets,
+                call: record.id,
             };
             match &self.approval {
                 None => return (false, Err(CallError::NeedsApproval { tool: name })),

@@ -410,6 +410,8 @@ async fn a_gated_tool_runs_only_after_the_hook_approves_the_concrete_operation()
     std::fs::write(&file, "old").unwrap();
     let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let log2 = Arc::clone(&log);
+    let calls: Arc<Mutex<Vec<Option<toolcat::CallId>>>> = Arc::default();
+    let calls2 = Arc::clone(&calls);
     let file2 = file.clone();
     let coordinator = coordinator.with_approval(move |req| {
         // The file is untouched while the approval is asked.
@@ -417,6 +419,7 @@ async fn a_gated_tool_runs_only_after_the_hook_approves_the_concrete_operation()
             assert_eq!(std::fs::read_to_string(&file2).unwrap(), "old");
         }
         log2.lock().unwrap().push(seen(req));
+        calls2.lock().unwrap().push(req.call);
         true
     });
     let args = json!({"path": "a.txt", "content": "new"});
@@ -443,6 +446,11 @@ async fn a_gated_tool_runs_only_after_the_hook_approves_the_concrete_operation()
     let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
     assert_eq!(record.state, CallState::Succeeded);
     assert_eq!(record.tool, "write_note");
+    assert_eq!(
+        calls.lock().unwrap()[0],
+        out.call,
+        "the hook is told which record it approves"
+    );
 
     // A new file: the approval sees `absent`.
     let out = coordinator
