@@ -342,8 +342,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Generate(a) => generate_cmd(&a),
         Command::Call(a) => call(&a),
         Command::Session(a) => session(&a),
-        Command::Eval(a) => crate::eval::run(&a),
         Command::Calls(a) => crate::calls::run(&a),
+        Command::Eval(a) => crate::eval::run(&a),
         Command::Serve(a) => crate::serve::run(&a),
     };
     match result {
@@ -815,6 +815,9 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("error: {e}");
+            if matches!(e, toolcat::CallError::NeedsApproval { .. }) {
+                eprintln!("help: pass `--approve` to approve this operation from the command line");
+            }
             Ok(ExitCode::FAILURE)
         }
     }
