@@ -32,8 +32,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S", value_enum)]
     pub exposure: ScopeArg,
     /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8080`; port 0 picks a free port,
-    /// printed on stderr) instead of stdio. Requests must name a loopback host (`localhost`,
-    /// `127.0.0.1`, `::1`) in their `Host` header, against DNS rebinding.
+    /// printed on stderr) instead of stdio. The server has no authentication, so only loopback
+    /// addresses (`127.0.0.1`, `::1`) are accepted; requests must name a loopback host
+    /// (`localhost`, `127.0.0.1`, `::1`) in their `Host` header and, when they carry an `Origin`,
+    /// a loopback origin, against DNS rebinding. The endpoint is `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).
@@ -46,6 +48,14 @@ pub struct ServeArgs {
 
 /// Runs `toolcat serve`.
 pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = a.http {
+        // Checked before the catalog loads: the refusal is about the command line alone.
+        if !addr.ip().is_loopback() {
+            anyhow::bail!(
+                "`--http {addr}` is not a loopback address, and `toolcat serve` has no authentication: any host that reaches it could run tools; bind `127.0.0.1` or `[::1]`, and put an authenticating reverse proxy in front to serve other hosts"
+            );
+        }
+    }
     let exposure = Exposure::from(a.exposure);
     let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_catalog::HANDLERS;
     let (catalog, reload): (&'static Catalog, Option<Reload>) = match &a.catalog.catalog {
@@ -55,13 +65,13 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
                 Ok(c) => c,
                 // The diagnostics of an invalid catalog, rendered with their summary line.
                 Err(e @ toolcat::CatalogError::Invalid { .. }) => {
-                    eprint!("{e}");
+                    eprintln!("{}", e.to_string().trim_end_matches('\n'));
                     return Ok(ExitCode::FAILURE);
                 }
                 Err(e) => anyhow::bail!("{e}"),
             };
             if !catalog.warnings().is_empty() {
-                eprint!("{}", catalog.render_warnings());
+                eprintln!("{}", catalog.render_warnings().trim_end_matches('\n'));
             }
             let watched = path.clone();
             let reload = Reload {

@@ -797,13 +797,19 @@ fn spawn_http(args: &[&str]) -> (Child, String) {
 
 /// One raw HTTP/1.1 POST to `/mcp`; returns the status code and the body.
 fn post(addr: &str, body: &[u8]) -> (u16, String) {
+    raw_post(addr, "/mcp", "", body.len(), body)
+}
+
+/// One raw HTTP/1.1 POST to `path` with `extra` header lines (each ending in `\r\n`) and a
+/// `Content-Length` of `length` (which may differ from `body`); returns the status code and the
+/// body.
+fn raw_post(addr: &str, path: &str, extra: &str, length: usize, body: &[u8]) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n",
     );
     stream.write_all(head.as_bytes()).unwrap();
     // The server may answer (413) before reading the whole body; a reset then is fine.
@@ -893,10 +899,108 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
     );
     let (status, _) = post(&addr, big.as_bytes());
     assert_eq!(status, 413);
+    // A declared length over the limit is refused before any body is sent.
+    let (status, text) = raw_post(&addr, "/mcp", "", 1_000_000_000_000, b"{}");
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("1 MiB"), "{text}");
+
+    // Only `/mcp` is served.
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let (status, text) = raw_post(&addr, "/etc/passwd", "", list.len(), list);
+    assert_eq!(status, 404, "{text}");
+    assert!(text.contains("`/mcp`"), "{text}");
+    // A browser origin other than a loopback one is refused (DNS rebinding); a loopback one
+    // opens a session.
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"o","version":"1"}}}"#;
+    let (status, text) = raw_post(
+        &addr,
+        "/mcp",
+        "Origin: http://evil.example\r\n",
+        init.len(),
+        init,
+    );
+    assert_eq!(status, 403, "{text}");
+    let (status, text) = raw_post(
+        &addr,
+        "/mcp",
+        "Origin: http://localhost:3000\r\n",
+        init.len(),
+        init,
+    );
+    assert_eq!(status, 200, "{text}");
+    // A request before `initialize` is told to initialize.
+    let (status, text) = post(&addr, list);
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("send an `initialize` request first"),
+        "{text}"
+    );
 
     // The session still works.
     assert_eq!(client.list_all_tools().await.unwrap().len(), expected.len());
     client.cancel().await.ok();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn http_on_a_non_loopback_address_is_refused_naming_the_fix() {
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args([
+                "serve",
+                "--http",
+                addr,
+                "--profile",
+                "minimal",
+                "--exposure",
+                "full",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{addr}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("not a loopback address")
+                && stderr.contains("no authentication")
+                && stderr.contains("127.0.0.1")
+                && stderr.contains("reverse proxy"),
+            "{addr}: {stderr}"
+        );
+        assert!(!stderr.contains("listening"), "{stderr}");
+    }
+}
+
+#[test]
+fn http_refuses_sessions_beyond_the_cap() {
+    let ws = workspace();
+    let store = store_in(&ws);
+    let (mut child, addr) = spawn_http(&[
+        "--store",
+        &store,
+        "--profile",
+        "minimal",
+        "--exposure",
+        "full",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]);
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cap","version":"1"}}}"#;
+    for n in 0..mcp::MAX_SESSIONS {
+        let (status, text) = raw_post(&addr, "/mcp", "", init.len(), init);
+        assert_eq!(status, 200, "session {n}: {text}");
+    }
+    let (status, text) = raw_post(&addr, "/mcp", "", init.len(), init);
+    assert_eq!(status, 503, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["error"]["data"]["maxSessions"], mcp::MAX_SESSIONS);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("close unused sessions")),
+        "{text}"
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

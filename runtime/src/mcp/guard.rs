@@ -10,7 +10,9 @@
 //! |---|---|
 //! | over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request, `data.limitBytes` |
 //! | not UTF-8, not JSON | `-32700` parse error |
-//! | JSON but not one JSON-RPC message object (an array, a number, no `jsonrpc: "2.0"`, a `method` that is not a string, an `id` that is not a string, number or null, neither `method` nor `result`/`error`) | `-32600` invalid request |
+//! | JSON but not one JSON-RPC message object (an array, a number, no `jsonrpc: "2.0"`, a `method` that is not a string, an `id` that is not a string or an integer (MCP forbids `null` ids), neither `method` nor `result`/`error`) | `-32600` invalid request |
+//! | a `tools/call` whose `params` lack a string `name`, or whose `arguments` is not an object | `-32602` invalid params, naming the field |
+//! | a request other than `initialize` before the session is initialized ([`check_uninitialized`]), unless its `params._meta` carries `io.modelcontextprotocol/protocolVersion` (a stateless request) | `-32600`, saying to send `initialize` first |
 //!
 //! Everything else goes on to the SDK, which answers an unknown method with `-32601`.
 
@@ -25,11 +27,13 @@ pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC 2.0 `Invalid Request`.
 pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC 2.0 `Invalid params`.
+pub const INVALID_PARAMS: i64 = -32602;
 
 /// Why a message was refused before reaching the SDK, with its JSON-RPC error response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
-    /// `-32700` or `-32600`.
+    /// `-32700`, `-32600` or `-32602`.
     pub code: i64,
     /// The JSON-RPC error response to send back (one line of JSON).
     pub response: Value,
@@ -103,14 +107,18 @@ pub fn check(bytes: &[u8]) -> Result<(), Refusal> {
         ));
     };
     let id = map.get("id").cloned();
-    let id_ok = matches!(
-        id,
-        None | Some(Value::Null) | Some(Value::String(_)) | Some(Value::Number(_))
-    );
-    let reply_id = if id_ok {
-        id.clone().unwrap_or(Value::Null)
-    } else {
-        Value::Null
+    // JSON-RPC 2.0 allows any number and null; MCP requires a string or an integer, and the SDK
+    // cannot answer any other id. Such an id is still echoed when it is a number or null.
+    let id_ok = match &id {
+        None | Some(Value::String(_)) => true,
+        // A response to a message whose id could not be read.
+        Some(Value::Null) => !map.contains_key("method"),
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        _ => false,
+    };
+    let reply_id = match &id {
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        _ => Value::Null,
     };
     let invalid = |message: String| {
         Err(Refusal::new(
@@ -124,13 +132,18 @@ pub fn check(bytes: &[u8]) -> Result<(), Refusal> {
         return invalid(r#"the message lacks `"jsonrpc": "2.0"`"#.to_string());
     }
     if !id_ok {
-        return invalid("`id` must be a string, a number or null".to_string());
+        return invalid("`id` must be a string or an integer (MCP forbids `null`)".to_string());
     }
     match map.get("method") {
-        Some(Value::String(_)) => {
+        Some(Value::String(method)) => {
             if let Some(params) = map.get("params") {
                 if !params.is_object() && !params.is_array() {
                     return invalid("`params` must be an object".to_string());
+                }
+            }
+            if method == "tools/call" {
+                if let Some(message) = tools_call_params(map.get("params")) {
+                    return Err(Refusal::new(INVALID_PARAMS, reply_id, message, None));
                 }
             }
             Ok(())
@@ -142,6 +155,89 @@ pub fn check(bytes: &[u8]) -> Result<(), Refusal> {
                 .to_string(),
         ),
     }
+}
+
+/// What is wrong with the `params` of a `tools/call`, if anything (MCP `CallToolRequest`:
+/// `name` a string, `arguments` an object when present).
+fn tools_call_params(params: Option<&Value>) -> Option<String> {
+    let Some(Value::Object(params)) = params else {
+        return Some(
+            "`tools/call` needs `params`: an object with `name` (a string) and `arguments` (an object)"
+                .to_string(),
+        );
+    };
+    match params.get("name") {
+        Some(Value::String(_)) => {}
+        None => return Some("`params.name` is missing; name the tool to call".to_string()),
+        Some(other) => {
+            return Some(format!(
+                "`params.name` must be a string (the tool name), not {}",
+                kind(other)
+            ))
+        }
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => None,
+        Some(other) => Some(format!(
+            "`params.arguments` must be an object of named arguments, not {}",
+            kind(other)
+        )),
+    }
+}
+
+/// The JSON type of `v`, for messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The key in a request's `params._meta` that makes it a stateless request, served without
+/// `initialize` (the SDK's stateless protocol).
+const STATELESS_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Whether `bytes` (a message that passed [`check`]) is an `initialize` request.
+pub fn is_initialize(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .is_some_and(|v| v.get("method").and_then(Value::as_str) == Some("initialize"))
+}
+
+/// Checks a message (one that passed [`check`]) that arrives before the session is initialized:
+/// a request other than `initialize` is refused with `-32600` saying to send `initialize` first,
+/// unless its `params._meta` names `io.modelcontextprotocol/protocolVersion` (a stateless
+/// request, which the SDK serves). Notifications and responses pass.
+pub fn check_uninitialized(bytes: &[u8]) -> Result<(), Refusal> {
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok(());
+    };
+    let (Some(Value::String(method)), Some(id)) = (map.get("method"), map.get("id")) else {
+        return Ok(());
+    };
+    if method == "initialize" {
+        return Ok(());
+    }
+    let stateless = map
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(STATELESS_META_KEY))
+        .is_some();
+    if stateless {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        INVALID_REQUEST,
+        id.clone(),
+        format!(
+            "`{method}` before `initialize`: the session is not initialized; send an `initialize` request first (then `notifications/initialized`)"
+        ),
+        None,
+    ))
 }
 
 #[cfg(test)]
@@ -189,6 +285,61 @@ mod tests {
             code(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
             Some(INVALID_REQUEST)
         );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Some(INVALID_REQUEST)
+        );
+    }
+
+    #[test]
+    fn wrongly_typed_tools_call_params_are_invalid_params_naming_the_field() {
+        for (params, field) in [
+            (r#"{"name":123}"#, "params.name"),
+            (r#"{}"#, "params.name"),
+            (r#"{"name":"x","arguments":"str"}"#, "params.arguments"),
+            (r#"{"name":"x","arguments":[]}"#, "params.arguments"),
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{params}}}"#);
+            let r = check(line.as_bytes()).unwrap_err();
+            assert_eq!(r.code, INVALID_PARAMS, "{params}");
+            assert_eq!(r.response["id"], 4);
+            let message = r.response["error"]["message"].as_str().unwrap();
+            assert!(message.contains(field), "{params}: {message}");
+        }
+        assert_eq!(
+            check(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{}}}"#),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn requests_before_initialize_are_told_to_initialize() {
+        let r =
+            check_uninitialized(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap_err();
+        assert_eq!(r.code, INVALID_REQUEST);
+        assert_eq!(r.response["id"], 1);
+        assert!(r.response["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send an `initialize` request first"));
+        for ok in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}}"#,
+        ] {
+            assert_eq!(check_uninitialized(ok.as_bytes()), Ok(()), "{ok}");
+        }
+        assert!(is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#
+        ));
+        assert!(!is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
     }
 
     #[test]
@@ -197,6 +348,9 @@ mod tests {
         assert_eq!(r.response["id"], 9);
         let r = check(br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#).unwrap_err();
         assert_eq!(r.response["id"], Value::Null);
+        assert!(r.response.as_object().unwrap().contains_key("id"));
+        let r = check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
+        assert_eq!(r.response["id"], 1.5);
     }
 
     #[test]

@@ -33,7 +33,8 @@
 //! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`].
 //!
 //! Messages that are not calls never reach the coordinator: [`guard`] answers malformed JSON-RPC
-//! (`-32700`, `-32600`) and messages over [`guard::MAX_MESSAGE_BYTES`] (`-32600`, HTTP 413); the
+//! (`-32700`, `-32600`), wrongly typed `tools/call` params (`-32602`), requests before
+//! `initialize` (`-32600`) and messages over [`guard::MAX_MESSAGE_BYTES`] (`-32600`, HTTP 413); the
 //! SDK answers an unknown method with `-32601`; a bad cursor is `-32602`. The connection keeps
 //! serving after each.
 //!
@@ -730,14 +731,22 @@ where
 
     let mut input = BufReader::new(input);
     let mut buf = Vec::new();
+    let mut initialized = false;
     let result = loop {
         let refused = match read_line(&mut input, &mut buf, guard::MAX_MESSAGE_BYTES).await {
             Err(e) => break Err(e),
             Ok(Line::Eof) => break Ok(()),
             Ok(Line::TooLong(n)) => Some(guard::Refusal::too_large(n)),
             Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(Line::Complete) => match guard::check(&buf) {
+            Ok(Line::Complete) => match guard::check(&buf).and_then(|()| {
+                if initialized {
+                    Ok(())
+                } else {
+                    guard::check_uninitialized(&buf)
+                }
+            }) {
                 Ok(()) => {
+                    initialized = initialized || guard::is_initialize(&buf);
                     buf.push(b'\n');
                     if to_sdk.write_all(&buf).await.is_err() {
                         // The SDK's session ended.
@@ -789,13 +798,68 @@ fn json_response(status: StatusCode, body: &Value) -> Response<HttpBody> {
     response
 }
 
-/// One HTTP request: a POST body passes the size limit and [`guard::check`] before the SDK's
-/// streamable HTTP service sees it; refusals are JSON-RPC error responses (HTTP 413 over the
-/// limit, 400 otherwise). A DELETE that ended the session answers 204.
+/// The most live MCP sessions over HTTP: 256. An `initialize` beyond it is refused with HTTP 503
+/// and JSON-RPC `-32600` (close a session with DELETE, or wait for an idle one to expire); a
+/// session idle for [`SESSION_IDLE_TIMEOUT`] is closed by the SDK.
+pub const MAX_SESSIONS: usize = 256;
+/// How long an HTTP session may stay idle before it is closed: 5 minutes (the SDK's keep-alive).
+pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a client may take to send the request line and headers of a request: 10 seconds;
+/// the connection is closed after that.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request body once its headers are in: 30 seconds; the
+/// request is answered with HTTP 408 after that.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The one HTTP path served; every other path answers 404.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// Origins a browser may send with a request (`Origin` header): pages served from a loopback
+/// host only, against DNS rebinding (MCP, streamable HTTP transport, "Security Warning").
+/// Requests without `Origin` (non-browser clients) pass; any other origin is refused with 403.
+const ALLOWED_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// A JSON-RPC error response (`id` null) with an HTTP status, for refusals made before the
+/// message is read.
+fn http_refusal(status: StatusCode, message: String, data: Option<Value>) -> Response<HttpBody> {
+    let mut error = json!({"code": guard::INVALID_REQUEST, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json_response(
+        status,
+        &json!({"jsonrpc": "2.0", "id": null, "error": error}),
+    )
+}
+
+/// One HTTP request. Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
+/// `Content-Length` is over [`guard::MAX_MESSAGE_BYTES`] is answered 413 before its body is read;
+/// a body must arrive within [`BODY_READ_TIMEOUT`] (408); it then passes the size limit and
+/// [`guard::check`] before the SDK's streamable HTTP service sees it; refusals are JSON-RPC
+/// error responses (HTTP 413 over the limit, 400 otherwise). A POST that opens a session
+/// (no `Mcp-Session-Id`) is refused with 503 while [`MAX_SESSIONS`] are live. A DELETE that ended
+/// the session answers 204.
 async fn handle_http(
     service: StreamableHttpService<McpServer, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
     request: Request<Incoming>,
 ) -> Response<HttpBody> {
+    if request.uri().path() != HTTP_PATH {
+        return http_refusal(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no MCP endpoint at `{}`; the endpoint is `{HTTP_PATH}`",
+                request.uri().path()
+            ),
+            None,
+        );
+    }
     if request.method() == hyper::Method::DELETE {
         // The SDK ends the session with 202 Accepted; clients (the Python SDK among them) expect
         // the 200/204 of a completed DELETE, and the session is indeed closed by then.
@@ -808,27 +872,71 @@ async fn handle_http(
     if request.method() != hyper::Method::POST {
         return service.handle(request).await;
     }
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(len) = declared {
+        if len > guard::MAX_MESSAGE_BYTES as u64 {
+            let refusal = guard::Refusal::too_large(usize::try_from(len).unwrap_or(usize::MAX));
+            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal.response);
+        }
+    }
+    if !request.headers().contains_key("mcp-session-id") {
+        let live = sessions.sessions.read().await.len();
+        if live >= MAX_SESSIONS {
+            return http_refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{live} MCP sessions are open, the limit is {MAX_SESSIONS}; close unused sessions (HTTP DELETE with their `Mcp-Session-Id`) or retry after idle ones expire ({} s)",
+                    SESSION_IDLE_TIMEOUT.as_secs()
+                ),
+                Some(json!({"maxSessions": MAX_SESSIONS})),
+            );
+        }
+    }
     let (parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, guard::MAX_MESSAGE_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
+    let collected = tokio::time::timeout(
+        BODY_READ_TIMEOUT,
+        Limited::new(body, guard::MAX_MESSAGE_BYTES).collect(),
+    )
+    .await;
+    let bytes = match collected {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) => {
             return if e.is::<http_body_util::LengthLimitError>() {
                 json_response(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &guard::Refusal::too_large_at_least(guard::MAX_MESSAGE_BYTES).response,
                 )
             } else {
-                json_response(
+                http_refusal(
                     StatusCode::BAD_REQUEST,
-                    &json!({"jsonrpc": "2.0", "id": null, "error": {
-                        "code": guard::INVALID_REQUEST,
-                        "message": format!("the request body could not be read: {e}"),
-                    }}),
+                    format!("the request body could not be read: {e}"),
+                    None,
                 )
             };
         }
+        Err(_) => {
+            return http_refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s; send the whole body at once",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
+                None,
+            )
+        }
     };
-    if let Err(refusal) = guard::check(&bytes) {
+    let opens_session = !parts.headers.contains_key("mcp-session-id");
+    if let Err(refusal) = guard::check(&bytes).and_then(|()| {
+        if opens_session {
+            guard::check_uninitialized(&bytes)
+        } else {
+            Ok(())
+        }
+    }) {
         return json_response(StatusCode::BAD_REQUEST, &refusal.response);
     }
     service
@@ -836,9 +944,13 @@ async fn handle_http(
         .await
 }
 
-/// Serves MCP over streamable HTTP (endpoint `/mcp`; any path is served the same) on `addr`
-/// until the process ends; `bound` is called with the address actually bound (port 0 picks a
-/// free port). Hosts allowed in the `Host` header: the SDK's default, loopback names only.
+/// Serves MCP over streamable HTTP (endpoint [`HTTP_PATH`], 404 elsewhere) on `addr` until the
+/// process ends; `bound` is called with the address actually bound (port 0 picks a free port).
+/// Hosts allowed in the `Host` header: the SDK's default, loopback names only; a present
+/// `Origin` must be a loopback origin (403 otherwise). There is no authentication: callers bind
+/// loopback addresses only (`toolcat serve` refuses others). Limits: [`HEADER_READ_TIMEOUT`],
+/// [`BODY_READ_TIMEOUT`], [`guard::MAX_MESSAGE_BYTES`], [`MAX_SESSIONS`],
+/// [`SESSION_IDLE_TIMEOUT`].
 ///
 /// # Errors
 /// When `addr` cannot be bound.
@@ -849,11 +961,15 @@ pub async fn serve_http(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     bound(listener.local_addr()?);
-    let config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES);
+    let config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES)
+        .with_allowed_origins(ALLOWED_ORIGINS);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+    let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || Ok(McpServer::new(Arc::clone(&shared))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     );
     loop {
@@ -868,17 +984,21 @@ pub async fn serve_http(
             }
         };
         let service = service.clone();
+        let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request| {
                 let service = service.clone();
-                async move { Ok::<_, Infallible>(handle_http(service, request).await) }
+                let sessions = Arc::clone(&sessions);
+                async move { Ok::<_, Infallible>(handle_http(service, sessions, request).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(io, handler)
                 .await
             {
-                if !e.is_incomplete_message() {
+                if !e.is_incomplete_message() && !e.is_timeout() {
                     eprintln!("mcp: an HTTP connection failed: {e}");
                 }
             }
@@ -887,6 +1007,12 @@ pub async fn serve_http(
 }
 
 // ---- reloading ----
+
+/// Writes `text` to stderr ending in exactly one newline, so the next report starts on its own
+/// line whether or not `text` (rendered diagnostics, an I/O error) ends in one.
+fn eprint_block(text: &str) {
+    eprintln!("{}", text.trim_end_matches('\n'));
+}
 
 /// What identifies a version of a file cheaply: modification time and length.
 fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
@@ -911,13 +1037,13 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
         let catalog = match (reload.load)() {
             Ok(c) => c,
             Err(e) => {
-                eprint!("{e}");
+                eprint_block(&e.to_string());
                 eprintln!("mcp: `{path}` changed but does not load; still serving the catalog loaded before");
                 continue;
             }
         };
         if !catalog.warnings().is_empty() {
-            eprint!("{}", catalog.render_warnings());
+            eprint_block(&catalog.render_warnings());
         }
         let old = shared.table();
         let catalog: &'static Catalog = Box::leak(Box::new(catalog));
