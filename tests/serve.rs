@@ -665,7 +665,50 @@ fn hostile_stdio_input_is_answered_with_errors_and_the_session_keeps_serving() {
         ws.path().to_str().unwrap(),
     ]);
     let mut pending = Vec::new();
+    // Before `initialize`: told to send it first.
+    raw.request(90, "tools/list", json!({}));
+    let v = raw.answer(&mut pending, 90);
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("send an `initialize` request first")),
+        "{v}"
+    );
     initialize(&mut raw, &mut pending);
+
+    // Wrongly typed `tools/call` params: -32602 naming the field.
+    for (id, params, field) in [
+        (91, json!({"name": 123}), "params.name"),
+        (
+            92,
+            json!({"name": "read_file", "arguments": "str"}),
+            "params.arguments",
+        ),
+        (
+            93,
+            json!({"name": "read_file", "arguments": []}),
+            "params.arguments",
+        ),
+    ] {
+        raw.request(id, "tools/call", params);
+        let v = raw.answer(&mut pending, id);
+        assert_eq!(v["error"]["code"], -32602, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(field)),
+            "{v}"
+        );
+    }
+    // An id MCP does not allow: the error response still carries an `id` member.
+    raw.send(br#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#);
+    let v = raw.wait(&mut pending, |v| {
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`id` must be"))
+    });
+    assert_eq!(v.get("id"), Some(&Value::Null), "{v}");
 
     // Not JSON: -32700, id null.
     raw.send(b"this is not json {");
