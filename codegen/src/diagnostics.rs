@@ -14,11 +14,27 @@
 //! 1-based and `COL` counts characters, not bytes. A diagnostic whose span is `0..0` is about the
 //! file as a whole and renders without an excerpt.
 //!
+//! A diagnostic with related places (the first declaration of a duplicate, the other half of a
+//! pair) shows them in the same excerpt when they are a few lines apart; a place farther away gets
+//! an excerpt of its own under a `::: PATH:LINE:COL` line, so the output stays the same size
+//! however far apart the places are:
+//! ```text
+//! PATH:18:8: error[E0201]: duplicate tool name `read_file`
+//!    |
+//!  8 | name = "read_file"
+//!    |        ----------- first declared here
+//!    |
+//!   ::: PATH:18:8
+//!    |
+//! 18 | name = "read_file"
+//!    |        ^^^^^^^^^^^ declared again here
+//! ```
+//!
 //! Errors are collected, never thrown one at a time: a user sees every problem of a file at once.
 //! The codes and the rule behind each are listed in [`crate::validate`].
 
 use annotate_snippets::renderer::DecorStyle;
-use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use annotate_snippets::{Annotation, AnnotationKind, Group, Level, Renderer, Snippet};
 
 use crate::model::Span;
 
@@ -146,36 +162,9 @@ impl Diagnostic {
         };
         let mut group = Group::with_level(level);
         if self.span != (0..0) {
-            let primary = clamp(source, &self.span);
-            let related: Vec<Span> = self.related.iter().map(|(s, _)| clamp(source, s)).collect();
-            let lo = related
-                .iter()
-                .map(|s| s.start)
-                .fold(primary.start, usize::min);
-            let hi = related.iter().map(|s| s.end).fold(primary.end, usize::max);
-            let first = lines.line_of(lo);
-            let start = lines.starts[first];
-            let end = lines
-                .starts
-                .get(lines.line_of(hi) + 1)
-                .copied()
-                .unwrap_or(source.len());
-            let shift = |s: &Span| s.start - start..s.end - start;
-            let mut snippet = Snippet::source(&source[start..end])
-                .line_start(first + 1)
-                .annotation(
-                    AnnotationKind::Primary
-                        .span(shift(&primary))
-                        .label(self.label.as_deref()),
-                );
-            for (span, (_, label)) in related.iter().zip(&self.related) {
-                snippet = snippet.annotation(
-                    AnnotationKind::Context
-                        .span(shift(span))
-                        .label(label.as_str()),
-                );
+            for snippet in self.snippets(path, source, lines) {
+                group = group.element(snippet);
             }
-            group = group.element(snippet);
         } else if let Some(label) = &self.label {
             group = group.element(Level::NOTE.message(label.as_str()));
         }
@@ -192,7 +181,87 @@ impl Diagnostic {
         }
         out
     }
+
+    /// The excerpts of a diagnostic with a span: its primary span and related spans, clustered by
+    /// line. Spans whose lines are at most [`CLUSTER_GAP`] lines apart share one excerpt (the
+    /// renderer elides the unannotated lines between them with `...`); a span farther away gets
+    /// an excerpt of its own, with its own line numbers. Each excerpt holds only the lines from
+    /// its first span to its last, so rendering costs the size of those lines, however far apart
+    /// the spans of a diagnostic are (the two descriptions of a near-duplicate pair, W0501, can be
+    /// thousands of lines apart). Excerpts come in the order of the file.
+    fn snippets<'s>(
+        &'s self,
+        path: &'s str,
+        source: &'s str,
+        lines: &Lines,
+    ) -> Vec<Snippet<'s, Annotation<'s>>> {
+        // (span, first line, last line, is primary, label, order given), in the order of the file.
+        let mut marks: Vec<Mark<'s>> =
+            std::iter::once((clamp(source, &self.span), true, self.label.as_deref()))
+                .chain(
+                    self.related
+                        .iter()
+                        .map(|(s, l)| (clamp(source, s), false, Some(l.as_str()))),
+                )
+                .enumerate()
+                .map(|(k, (span, primary, label))| {
+                    let first = lines.line_of(span.start);
+                    let last = lines.line_of(span.end);
+                    (span, first, last, primary, label, k)
+                })
+                .collect();
+        marks.sort_by_key(|m| (m.1, m.0.start));
+        let mut clusters: Vec<Vec<Mark<'s>>> = Vec::new();
+        for mark in marks {
+            match clusters.last_mut() {
+                Some(cluster)
+                    if mark.1 <= cluster.iter().map(|m| m.2).max().unwrap_or(0) + CLUSTER_GAP =>
+                {
+                    cluster.push(mark);
+                }
+                _ => clusters.push(vec![mark]),
+            }
+        }
+        clusters
+            .into_iter()
+            .enumerate()
+            .map(|(n, cluster)| {
+                let first = cluster.iter().map(|m| m.1).min().unwrap_or(0);
+                let last = cluster.iter().map(|m| m.2).max().unwrap_or(0);
+                let start = lines.starts[first];
+                let end = lines.starts.get(last + 1).copied().unwrap_or(source.len());
+                // Primary first, then the related spans as given, as one excerpt always had them.
+                let mut cluster = cluster;
+                cluster.sort_by_key(|m| m.5);
+                let mut snippet = Snippet::source(&source[start..end]).line_start(first + 1);
+                if n > 0 {
+                    // `::: PATH:LINE:COL` above a later excerpt; the first is under the headline.
+                    snippet = snippet.path(path);
+                }
+                cluster
+                    .into_iter()
+                    .fold(snippet, |snippet, (span, _, _, primary, label, _)| {
+                        let kind = if primary {
+                            AnnotationKind::Primary
+                        } else {
+                            AnnotationKind::Context
+                        };
+                        snippet.annotation(
+                            kind.span(span.start - start..span.end - start).label(label),
+                        )
+                    })
+            })
+            .collect()
+    }
 }
+
+/// Spans of one diagnostic whose lines are at most this many lines apart are shown in one excerpt;
+/// farther apart, each gets an excerpt of its own (see `Diagnostic::snippets`).
+const CLUSTER_GAP: usize = 3;
+
+/// One annotation of an excerpt: span, first and last line (0-based), whether it is the primary
+/// span, its label, and its place among the spans as given (primary first).
+type Mark<'s> = (Span, usize, usize, bool, Option<&'s str>, usize);
 
 /// Renders every diagnostic, in order, separated by blank lines, followed by a summary line
 /// (`error: 3 errors and 1 warning in PATH`) when there is at least one diagnostic.
@@ -486,6 +555,45 @@ mod tests {
             did_you_mean("profiles", ["profile", "toolset"]),
             Some("profile")
         );
+    }
+
+    #[test]
+    fn far_apart_spans_get_an_excerpt_each() {
+        let filler = "# filler\n".repeat(5000);
+        let source = format!("name = \"a\"\n{filler}name = \"b\"\nname = \"c\"\n");
+        let at = |word: &str| {
+            let start = source.find(word).unwrap();
+            start..start + word.len()
+        };
+        let d = Diagnostic::warning("W0501", "near", at("\"c\""))
+            .with_label("here")
+            .with_related(at("\"a\""), "far")
+            .with_related(at("\"b\""), "near");
+        let text = d.render("t.toml", &source);
+        assert!(!text.contains("filler"), "{text}");
+        assert!(!text.contains("..."), "{text}");
+        assert!(
+            text.starts_with("t.toml:5003:8: warning[W0501]: near\n"),
+            "{text}"
+        );
+        // The far place under the headline, then the two near ones in one excerpt.
+        let far = text.find("   1 | name = \"a\"").expect("line 1");
+        let origin = text
+            .find("  ::: t.toml:5002:8")
+            .expect("origin of the second excerpt");
+        let b = text.find("5002 | name = \"b\"").expect("line 5002");
+        let c = text.find("5003 | name = \"c\"").expect("line 5003");
+        assert!(far < origin && origin < b && b < c, "{text}");
+        assert_eq!(text.matches(":::").count(), 1, "{text}");
+        assert!(text.lines().count() < 20, "{text}");
+        // The same places a line apart share one excerpt, as before.
+        let close = "name = \"a\"\n# filler\nname = \"c\"\n";
+        let start = |w: &str| close.find(w).unwrap();
+        let d = Diagnostic::warning("W0501", "near", start("\"c\"")..start("\"c\"") + 3)
+            .with_related(start("\"a\"")..start("\"a\"") + 3, "near");
+        let text = d.render("t.toml", close);
+        assert!(!text.contains(":::"), "{text}");
+        assert!(text.contains("2 | # filler"), "{text}");
     }
 
     #[test]
