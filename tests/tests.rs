@@ -8,6 +8,8 @@ mod calls;
 mod cli;
 /// `toolcat eval`: recall@k, nDCG@5 and C@5 on hand-made rankings, the `metatool` import, the token economy.
 mod eval;
+/// File tools never follow a symbolic link out of the workspace, even one swapped in mid-call; stale writes are refused.
+mod file_races;
 /// generated/ is fresh and every file names `toolcat generate` on its first line.
 mod generated;
 /// `toolcat import`: real catalogs and fixtures become tools.toml text that compiles and round-trips.

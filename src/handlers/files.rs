@@ -13,6 +13,18 @@
 //! `absent`), so an approval is for that content and a change in between refuses the call; tools
 //! that only read declare read access without a fingerprint. Writers call
 //! [`ToolContext::committed`] once the change is on disk.
+//!
+//! Contents are read and written through the workspace's capability directory
+//! ([`Workspace::read`], [`Workspace::replace`]), so a symbolic link swapped in after the path was
+//! resolved cannot lead outside the workspace. `write_file` and `edit_file` replace a file
+//! atomically (a temporary file in the same directory, renamed over it) and only if it still
+//! holds what the call started from: for `edit_file` the content it read and edited, for
+//! `write_file` the fingerprint taken as the handler starts (which the coordinator has just
+//! checked against the approved one, under the resource lock). Otherwise the call is refused
+//! with "changed while the call ran; nothing was written; call again". Remaining windows: a
+//! change between the coordinator's check and the handler's first look at the file, and one
+//! between the final check and the rename (POSIX has no compare-and-rename), are not detected;
+//! both are microseconds wide and need a writer that ignores the resource locks.
 
 use std::path::Path;
 
@@ -20,7 +32,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::{not_found, Workspace};
+use super::workspace::{content_fingerprint, not_found, Workspace};
 use super::{failed, rfc3339};
 
 /// Largest file `read_file` and `edit_file` load: 16 MiB.
@@ -81,7 +93,7 @@ fn read_target(ctx: &ToolContext, path: &str) -> Result<Vec<Target>, ToolError> 
 pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let text = read_text(&ws, &path, &args.path).await?;
+    let (text, _) = read_text(&ws, &path, &args.path)?;
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     let start = args.offset.unwrap_or(1).max(1);
@@ -114,35 +126,22 @@ pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFile
     })
 }
 
-/// Loads a text file, refusing directories, huge files and binary content.
-async fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<String, ToolError> {
-    let meta = tokio::fs::metadata(path)
-        .await
-        .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
-    if meta.is_dir() {
-        return Err(failed(format!(
-            "`{shown}` is a directory; use `list_directory` to see what it holds"
-        )));
-    }
-    if meta.len() > READ_MAX_FILE_BYTES {
-        return Err(failed(format!(
-            "`{shown}` is {} bytes, over the {READ_MAX_FILE_BYTES}-byte limit; use `grep` to find \
-             the part you need",
-            meta.len()
-        )));
-    }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| ToolError::io(format!("cannot read `{}`", ws.relative(path)), e))?;
+/// Loads a text file through the workspace's capability directory ([`Workspace::read`]),
+/// refusing directories, huge files and binary content; also returns the fingerprint of the
+/// bytes read ([`content_fingerprint`]), which a writer compares before replacing the file.
+fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<(String, String), ToolError> {
+    let bytes = ws.read(path, shown, READ_MAX_FILE_BYTES)?;
     if is_binary(&bytes) {
         return Err(failed(format!(
             "`{shown}` looks binary (it contains NUL bytes); only text files can be read"
         )));
     }
-    Ok(match String::from_utf8(bytes) {
+    let fingerprint = content_fingerprint(&bytes);
+    let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    };
+    Ok((text, fingerprint))
 }
 
 /// Binary by the heuristic `git` and `grep` use: a NUL byte in the first 8 KiB.
@@ -188,24 +187,17 @@ pub async fn write_file(
 ) -> Result<WriteFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
-    let created = match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.is_dir() => {
-            return Err(failed(format!(
-                "`{}` is a directory; pass the path of a file",
-                args.path
-            )))
-        }
-        Ok(_) => false,
-        Err(_) => true,
-    };
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| {
-            ToolError::io(format!("cannot create the directory of `{}`", args.path), e)
-        })?;
+    // What is there as the call starts: the coordinator has just checked it against the
+    // approved fingerprint, and the file must still be so when it is replaced.
+    let before = ws.fingerprint(&path, &args.path)?;
+    if before == "dir" {
+        return Err(failed(format!(
+            "`{}` is a directory; pass the path of a file",
+            args.path
+        )));
     }
-    tokio::fs::write(&path, args.content.as_bytes())
-        .await
-        .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    let created = before == "absent";
+    ws.replace(&path, &args.path, args.content.as_bytes(), &before)?;
     ctx.committed();
     Ok(WriteFileOutput {
         path: ws.relative(&path),
@@ -307,7 +299,7 @@ pub fn propose_edit_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Ta
 pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let text = read_text(&ws, &path, &args.path).await?;
+    let (text, read) = read_text(&ws, &path, &args.path)?;
     let (edited, replacements) = apply_edit(
         &text,
         &args.old_string,
@@ -315,9 +307,8 @@ pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, 
         args.replace_all,
         &args.path,
     )?;
-    tokio::fs::write(&path, edited.as_bytes())
-        .await
-        .map_err(|e| ToolError::io(format!("cannot write `{}`", args.path), e))?;
+    // Replaced only if the file still holds what was edited.
+    ws.replace(&path, &args.path, edited.as_bytes(), &read)?;
     ctx.committed();
     Ok(EditOutput {
         path: ws.relative(&path),
@@ -333,7 +324,7 @@ pub async fn propose_edit(
 ) -> Result<ProposeEditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let text = read_text(&ws, &path, &args.path).await?;
+    let (text, _) = read_text(&ws, &path, &args.path)?;
     let (edited, replacements) = apply_edit(
         &text,
         &args.old_string,

@@ -6,9 +6,22 @@
 //! (`std::fs::canonicalize`), so a link inside the workspace that points outside is refused like
 //! a `../../etc/passwd`. Parts of a path that do not exist yet (a file about to be written) may
 //! not contain `..`, since there is nothing on disk to canonicalize them against.
+//!
+//! Resolving a path and then opening it by name again would leave a window: a symbolic link
+//! swapped in between could lead the open outside. So file contents are read and written only
+//! through a capability directory on the root ([`cap_std::fs::Dir`], opened with `openat` and
+//! resolving beneath it): [`Workspace::read`] and [`Workspace::replace`] open the resolved
+//! path relative to that directory, and an open that would leave it through `..` or a symbolic
+//! link fails with [`ToolError::OutsideWorkspace`], whatever changed on disk since resolution.
+//! A symbolic link that stays inside the workspace is still followed, except that an absolute
+//! link target counts as leaving (it is not resolved against the root).
 
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use sha2::Digest;
 use toolcat::{ToolContext, ToolError};
 
 use super::failed;
@@ -99,6 +112,179 @@ impl Workspace {
         }
     }
 
+    /// `abs` (a path from [`Self::existing`] or [`Self::target`]) relative to the root, for
+    /// opening through [`Self::dir`]; `.` for the root itself.
+    fn beneath(&self, abs: &Path) -> Result<PathBuf, ToolError> {
+        match abs.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => Ok(PathBuf::from(".")),
+            Ok(rel) => Ok(rel.to_path_buf()),
+            Err(_) => Err(self.outside(&abs.display().to_string())),
+        }
+    }
+
+    /// The root as a capability directory: every open through it resolves beneath the root.
+    ///
+    /// # Errors
+    /// When the root cannot be opened.
+    fn dir(&self) -> Result<Dir, ToolError> {
+        Dir::open_ambient_dir(&self.root, ambient_authority()).map_err(|e| {
+            ToolError::io(
+                format!("cannot open the workspace `{}`", self.root.display()),
+                e,
+            )
+        })
+    }
+
+    /// Maps an I/O error from an open through [`Self::dir`]: leaving the root (through `..` or
+    /// a symbolic link, possibly swapped in after resolution) is
+    /// [`ToolError::OutsideWorkspace`]; anything else is an I/O error with `context`.
+    fn open_error(&self, shown: &str, context: String, e: std::io::Error) -> ToolError {
+        // cap-std reports an escape as `PermissionDenied` "a path led outside of the filesystem".
+        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
+            self.outside(shown)
+        } else {
+            ToolError::io(context, e)
+        }
+    }
+
+    /// Reads the regular file at `abs` (resolved by [`Self::existing`]) through the root's
+    /// capability directory, refusing a directory and a file over `max_bytes`. `shown` is the
+    /// path as the caller gave it, for messages.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when the open would leave the root (a symbolic link
+    /// swapped in after resolution); a message for a directory or an oversized file; the I/O
+    /// error otherwise.
+    pub fn read(&self, abs: &Path, shown: &str, max_bytes: u64) -> Result<Vec<u8>, ToolError> {
+        let rel = self.beneath(abs)?;
+        let mut file = self
+            .dir()?
+            .open(&rel)
+            .map_err(|e| self.open_error(shown, format!("cannot read `{shown}`"), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
+        if meta.is_dir() {
+            return Err(failed(format!(
+                "`{shown}` is a directory; use `list_directory` to see what it holds"
+            )));
+        }
+        if meta.len() > max_bytes {
+            return Err(failed(format!(
+                "`{shown}` is {} bytes, over the {max_bytes}-byte limit; use `grep` to find the \
+                 part you need",
+                meta.len()
+            )));
+        }
+        let mut bytes = Vec::new();
+        // One byte past the limit tells a file that grew after the check.
+        (&mut file)
+            .take(max_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(failed(format!(
+                "`{shown}` is over the {max_bytes}-byte limit; use `grep` to find the part you \
+                 need"
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// What is at `abs` now, in the format of [`toolcat::fingerprint_path`] for files
+    /// (`absent`, `sha256:HEX`, `symlink:TARGET`; a directory is `dir`), looked at through the
+    /// root's capability directory without following a final symbolic link.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when the parent leaves the root; the I/O error otherwise.
+    pub fn fingerprint(&self, abs: &Path, shown: &str) -> Result<String, ToolError> {
+        let rel = self.beneath(abs)?;
+        let context = || format!("cannot fingerprint `{shown}`");
+        let dir = self.dir()?;
+        let meta = match dir.symlink_metadata(&rel) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok("absent".into()),
+            Err(e) => return Err(self.open_error(shown, context(), e)),
+        };
+        if meta.is_symlink() {
+            let target = dir
+                .read_link_contents(&rel)
+                .map_err(|e| self.open_error(shown, context(), e))?;
+            return Ok(format!("symlink:{}", target.display()));
+        }
+        if meta.is_dir() {
+            return Ok("dir".into());
+        }
+        let mut file = dir
+            .open(&rel)
+            .map_err(|e| self.open_error(shown, context(), e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| ToolError::io(context(), e))?;
+        Ok(content_fingerprint(&bytes))
+    }
+
+    /// Replaces the file at `abs` (resolved by [`Self::target`]) with `content`, atomically:
+    /// missing parent directories are created through the root's capability directory, the
+    /// content goes to a temporary file in the same directory ([`cap_tempfile::TempFile`]),
+    /// which is renamed over the target. An existing regular file keeps its permissions.
+    ///
+    /// Just before the rename, what is at the target is fingerprinted again
+    /// ([`Self::fingerprint`]) and compared with `expected`; when it differs the call is refused
+    /// and nothing is written. Remaining window: a writer that changes the file between that
+    /// check and the rename (microseconds) is still overwritten, since POSIX has no
+    /// compare-and-rename. The rename replaces a symbolic link placed at the target, never
+    /// what it points to.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when a parent leaves the root; a "changed while the call
+    /// ran" message when the fingerprint differs; the I/O error otherwise.
+    pub fn replace(
+        &self,
+        abs: &Path,
+        shown: &str,
+        content: &[u8],
+        expected: &str,
+    ) -> Result<(), ToolError> {
+        let rel = self.beneath(abs)?;
+        let Some(name) = rel.file_name().map(ToOwned::to_owned) else {
+            return Err(failed(format!(
+                "`{shown}` does not name a file inside the workspace; pass a path such as \
+                 `src/main.rs`"
+            )));
+        };
+        let root = self.dir()?;
+        let parent_rel = rel
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let dir_context = || format!("cannot create the directory of `{shown}`");
+        root.create_dir_all(&parent_rel)
+            .map_err(|e| self.open_error(shown, dir_context(), e))?;
+        let parent = root
+            .open_dir(&parent_rel)
+            .map_err(|e| self.open_error(shown, dir_context(), e))?;
+        let write_context = || format!("cannot write `{shown}`");
+        let mut temp =
+            cap_tempfile::TempFile::new(&parent).map_err(|e| ToolError::io(write_context(), e))?;
+        temp.write_all(content)
+            .and_then(|()| temp.as_file().sync_all())
+            .map_err(|e| ToolError::io(write_context(), e))?;
+        if let Ok(meta) = parent.symlink_metadata(&name) {
+            if meta.is_file() {
+                temp.as_file()
+                    .set_permissions(meta.permissions())
+                    .map_err(|e| ToolError::io(write_context(), e))?;
+            }
+        }
+        let now = self.fingerprint(abs, shown)?;
+        if now != expected {
+            return Err(changed(shown));
+        }
+        temp.replace(&name)
+            .map_err(|e| self.open_error(shown, write_context(), e))
+    }
+
     fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
         let trimmed = path.trim();
         let joined = if trimmed.is_empty() {
@@ -149,6 +335,26 @@ impl Workspace {
 struct Resolved {
     path: PathBuf,
     exists: bool,
+}
+
+/// The fingerprint [`Workspace::fingerprint`] gives a regular file holding `bytes`:
+/// `sha256:HEX`, as [`toolcat::fingerprint_path`].
+pub fn content_fingerprint(bytes: &[u8]) -> String {
+    let digest = sha2::Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The error for a file that changed between what a handler read (or was approved) and the
+/// moment it would write.
+pub fn changed(path: &str) -> ToolError {
+    failed(format!(
+        "`{path}` changed while the call ran; nothing was written; call again"
+    ))
 }
 
 /// The error for a path that does not exist.
