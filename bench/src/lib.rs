@@ -21,9 +21,6 @@ pub mod turn;
 use std::path::{Path, PathBuf};
 
 /// The catalog of 1,000 tools compiled by `build.rs` (see [`scale`]).
-// Declared names repeat across namespaced servers (`move_file` of two LiveMCPBench servers, and
-// its copies), so the generated `ToolId::from_name` has match arms that can never be reached.
-#[allow(unreachable_patterns)]
 pub mod c1000 {
     toolcat::include_catalog!(env!("OUT_DIR"), "/c1000");
 
@@ -33,7 +30,6 @@ pub mod c1000 {
 
 /// The catalog of 10,000 tools compiled by `build.rs` (feature `compiled-10k`).
 #[cfg(feature = "compiled-10k")]
-#[allow(unreachable_patterns)]
 pub mod c10000 {
     toolcat::include_catalog!(env!("OUT_DIR"), "/c10000");
 

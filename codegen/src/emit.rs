@@ -17,7 +17,7 @@
 //! computes the same marker name as the emitted glue.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -672,6 +672,7 @@ fn tool_id_enum(tables: &Tables) -> TokenStream {
     let discriminants = (0..names.len()).map(Literal::usize_unsuffixed);
     let indices: Vec<Literal> = (0..names.len()).map(Literal::usize_unsuffixed).collect();
     let name_lits: Vec<Literal> = names.iter().map(|n| Literal::string(n)).collect();
+    let (lookup_lits, lookup_variants) = from_name_arms(tables, &variants);
 
     // A zero-variant enum takes no `repr` and no `as` cast, so an empty catalog matches on
     // `self` instead.
@@ -716,15 +717,43 @@ fn tool_id_enum(tables: &Tables) -> TokenStream {
                 }
             }
 
-            /// The tool declared as `name`, `None` for a name `tools.toml` does not declare.
+            /// The tool named `name`, resolved as `Catalog::tool` resolves names: an exported
+            /// name (`NS__name` for a tool of a namespaced server) always; a declared name when
+            /// exactly one tool declares it and it is no other tool's exported name. `None`
+            /// otherwise, including for a declared name two namespaced servers share.
             pub fn from_name(name: &str) -> ::core::option::Option<ToolId> {
                 match name {
-                    #(#name_lits => ::core::option::Option::Some(ToolId::#variants),)*
+                    #(#lookup_lits => ::core::option::Option::Some(ToolId::#lookup_variants),)*
                     _ => ::core::option::Option::None,
                 }
             }
         }
     }
+}
+
+/// The arms of `ToolId::from_name`, one per name that resolves: every exported name (unique, rule
+/// E0201), then each declared name that differs from the tool's exported name, is declared by no
+/// other tool and is no tool's exported name. The same names `Catalog::tool` resolves, each
+/// pattern once, so the `match` has no unreachable arm.
+fn from_name_arms(tables: &Tables, variants: &[Ident]) -> (Vec<Literal>, Vec<Ident>) {
+    let exported: HashSet<&str> = tables.exported_names.iter().map(|n| &**n).collect();
+    let mut declared: HashMap<&str, usize> = HashMap::new();
+    for n in tables.names.iter() {
+        *declared.entry(&**n).or_default() += 1;
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    let exported_arms = tables.exported_names.iter().zip(variants);
+    let declared_arms = tables
+        .names
+        .iter()
+        .zip(variants)
+        .filter(|(n, _)| declared.get(&***n) == Some(&1) && !exported.contains(&***n));
+    exported_arms
+        .chain(declared_arms)
+        // A repeated exported name is an error (E0201) before emitting; kept out all the same.
+        .filter(|(n, _)| seen.insert(&***n))
+        .map(|(n, v)| (Literal::string(n), v.clone()))
+        .unzip()
 }
 
 fn str_lit(s: &str) -> TokenStream {
@@ -930,6 +959,169 @@ mod snapshot_tests {
                 );
             }
         }
+    }
+
+    /// Two namespaced servers declaring the same tool name (LiveMCPBench does, 13 times).
+    const SHARED_NAME: &str = r#"
+[mcp_server.alpha]
+description = "First server"
+namespace = "alpha"
+url = "https://alpha.example.invalid/mcp"
+
+[mcp_server.beta]
+description = "Second server"
+namespace = "beta"
+url = "https://beta.example.invalid/mcp"
+
+[toolset.core]
+description = "Everyday tools"
+
+[[tool]]
+name = "move_file"
+description = "Moves a file on the first server."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+exposure = "full"
+toolsets = ["core"]
+owner = "files-team"
+source = "alpha"
+
+[[tool]]
+name = "move_file"
+description = "Renames an entry in the second server's bucket."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+exposure = "full"
+toolsets = ["core"]
+owner = "files-team"
+source = "beta"
+
+[[tool]]
+name = "list_buckets"
+description = "Lists the buckets of the second server."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "files-team"
+source = "beta"
+
+[[tool]]
+name = "read_file"
+description = "Reads a local file as text."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "files-team"
+"#;
+
+    /// The string patterns of the `match` in `ToolId::from_name`, in order.
+    fn from_name_patterns(declarations: &str) -> Vec<String> {
+        let file = syn::parse_file(declarations).expect("declarations parse");
+        let method = file
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Impl(i) => Some(i),
+                _ => None,
+            })
+            .flat_map(|i| &i.items)
+            .find_map(|item| match item {
+                syn::ImplItem::Fn(f) if f.sig.ident == "from_name" => Some(f),
+                _ => None,
+            })
+            .expect("`ToolId::from_name` is emitted");
+        let Some(syn::Stmt::Expr(syn::Expr::Match(m), _)) = method.block.stmts.first() else {
+            panic!("`from_name` is one `match`");
+        };
+        m.arms
+            .iter()
+            .filter_map(|arm| match &arm.pat {
+                syn::Pat::Lit(syn::PatLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `from_name` resolves what `Catalog::tool` resolves: every exported name, and a declared
+    /// name only when one tool declares it; no pattern twice.
+    #[test]
+    fn from_name_has_no_duplicate_arm_when_servers_share_a_tool_name() {
+        let tables = match crate::compile_str("shared.toml", SHARED_NAME) {
+            Ok(compiled) => compiled.tables,
+            Err(diagnostics) => panic!("the catalog is valid: {diagnostics:#?}"),
+        };
+        let declarations = declarations(&tables);
+        let mut patterns = from_name_patterns(&declarations);
+        let count = patterns.len();
+        patterns.sort();
+        patterns.dedup();
+        assert_eq!(patterns.len(), count, "a pattern repeats:\n{declarations}");
+        assert_eq!(
+            patterns,
+            [
+                "alpha__move_file",
+                "beta__list_buckets",
+                "beta__move_file",
+                "list_buckets",
+                "read_file"
+            ],
+            "{declarations}"
+        );
+        // Each arm maps to the tool the name names.
+        for (name, variant) in [
+            ("alpha__move_file", "MoveFile"),
+            ("beta__move_file", "MoveFile2"),
+            ("list_buckets", "ListBuckets"),
+        ] {
+            assert!(
+                declarations.contains(&format!(
+                    "\"{name}\" => ::core::option::Option::Some(ToolId::{variant})"
+                )),
+                "`{name}` => `{variant}`:\n{declarations}"
+            );
+        }
+    }
+
+    /// The declarations of that catalog compile on their own without a warning (`rustc -D
+    /// warnings` on one file, no dependencies: a second or so).
+    #[test]
+    fn from_name_compiles_without_unreachable_patterns() {
+        let tables = match crate::compile_str("shared.toml", SHARED_NAME) {
+            Ok(compiled) => compiled.tables,
+            Err(diagnostics) => panic!("the catalog is valid: {diagnostics:#?}"),
+        };
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let file = dir.path().join("declarations.rs");
+        std::fs::write(&file, declarations(&tables)).expect("write the declarations");
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let output = std::process::Command::new(rustc)
+            .args([
+                "--edition",
+                "2021",
+                "--crate-type",
+                "lib",
+                "--emit",
+                "metadata",
+            ])
+            .args(["-D", "warnings", "-o"])
+            .arg(dir.path().join("libdeclarations.rmeta"))
+            .arg(&file)
+            .output()
+            .expect("rustc runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// A catalog without tools still emits Rust that parses: the empty `ToolId` takes no `repr`.
