@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
-use toolcat::codegen::diagnostics::render_all;
+use toolcat::codegen::diagnostics::{render_all, render_all_capped, Diagnostic};
 use toolcat::codegen::import::{self, ImportKind, ImportOptions};
 use toolcat::codegen::model::{Exposure, Target};
 use toolcat::export::{export_plan, ExportFormat};
@@ -88,7 +88,14 @@ pub struct CheckArgs {
         value_delimiter = ','
     )]
     pub targets: Vec<TargetArg>,
+    /// Show every warning. By default at most 20 warnings of each code are shown, followed by a
+    /// line counting the rest of that code; errors are always all shown.
+    #[arg(long)]
+    pub all_warnings: bool,
 }
+
+/// Warnings of one code `toolcat check` shows unless `--all-warnings` is given.
+const WARNINGS_PER_CODE: usize = 20;
 
 /// An export target (see `toolcat_codegen::targets`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -469,7 +476,7 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     match toolcat::codegen::targets::compile_str_for(&path, &source, targets.as_deref()) {
         Ok(compiled) => {
             if !compiled.warnings.is_empty() {
-                eprint!("{}", render_all(&compiled.warnings, &path, &source));
+                eprint!("{}", render_warnings(a, &compiled.warnings, &path, &source));
             }
             if let Some(targets) = &targets {
                 // The report needs input schemas: the handlers' on the reference catalog.
@@ -508,9 +515,25 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
         Err(diagnostics) => {
             // `render_all` ends with the summary line (`error: 2 errors and 1 warning in PATH`).
-            eprint!("{}", render_all(&diagnostics, &path, &source));
+            eprint!("{}", render_warnings(a, &diagnostics, &path, &source));
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// The diagnostics of `toolcat check`, at most [`WARNINGS_PER_CODE`] warnings of each code unless
+/// `--all-warnings`; every error.
+fn render_warnings(a: &CheckArgs, diagnostics: &[Diagnostic], path: &str, source: &str) -> String {
+    if a.all_warnings {
+        render_all(diagnostics, path, source)
+    } else {
+        render_all_capped(
+            diagnostics,
+            path,
+            source,
+            WARNINGS_PER_CODE,
+            "run with `--all-warnings` to see them",
+        )
     }
 }
 

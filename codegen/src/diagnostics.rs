@@ -266,13 +266,62 @@ type Mark<'s> = (Span, usize, usize, bool, Option<&'s str>, usize);
 /// Renders every diagnostic, in order, separated by blank lines, followed by a summary line
 /// (`error: 3 errors and 1 warning in PATH`) when there is at least one diagnostic.
 pub fn render_all(diagnostics: &[Diagnostic], path: &str, source: &str) -> String {
+    render_all_capped(diagnostics, path, source, usize::MAX, "")
+}
+
+/// [`render_all`] showing at most `per_code` warnings of each code (errors are always all shown):
+/// the rest of a code are counted on one line after the diagnostics,
+/// `warning: 9096 more W0501 warnings not shown (the first 20 are); HINT`, one line per code in
+/// the order the codes first occur. The summary line counts every diagnostic, shown or not.
+/// `hint` says how to see them all (e.g. a command-line flag); empty for none.
+pub fn render_all_capped(
+    diagnostics: &[Diagnostic],
+    path: &str,
+    source: &str,
+    per_code: usize,
+    hint: &str,
+) -> String {
     let lines = Lines::new(source);
     let mut out = String::new();
+    // (code, warnings of that code), in the order the codes first occur.
+    let mut counts: Vec<(&str, usize)> = Vec::new();
     for d in diagnostics {
+        if !d.is_error() {
+            let k = match counts.iter().position(|(c, _)| *c == d.code) {
+                Some(k) => k,
+                None => {
+                    counts.push((d.code, 0));
+                    counts.len() - 1
+                }
+            };
+            counts[k].1 += 1;
+            if counts[k].1 > per_code {
+                continue;
+            }
+        }
         if !out.is_empty() {
             out.push('\n');
         }
         out.push_str(&d.render_in(path, source, &lines));
+    }
+    let hidden: Vec<(&str, usize)> = counts
+        .iter()
+        .filter(|(_, n)| *n > per_code)
+        .map(|&(c, n)| (c, n - per_code))
+        .collect();
+    if !hidden.is_empty() {
+        out.push('\n');
+        for (code, n) in hidden {
+            let what = if n == 1 { "warning" } else { "warnings" };
+            out.push_str(&format!(
+                "warning: {n} more {code} {what} not shown (the first {per_code} are)"
+            ));
+            if !hint.is_empty() {
+                out.push_str("; ");
+                out.push_str(hint);
+            }
+            out.push('\n');
+        }
     }
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
@@ -594,6 +643,44 @@ mod tests {
         let text = d.render("t.toml", close);
         assert!(!text.contains(":::"), "{text}");
         assert!(text.contains("2 | # filler"), "{text}");
+    }
+
+    #[test]
+    fn capped_rendering_counts_the_hidden_warnings() {
+        let ds = vec![
+            Diagnostic::warning("W0501", "w1", 0..0),
+            Diagnostic::error("E0411", "e1", 0..0),
+            Diagnostic::warning("W0501", "w2", 0..0),
+            Diagnostic::warning("W0502", "x1", 0..0),
+            Diagnostic::warning("W0501", "w3", 0..0),
+            Diagnostic::error("E0411", "e2", 0..0),
+            Diagnostic::warning("W0501", "w4", 0..0),
+        ];
+        let text = render_all_capped(&ds, "t.toml", SOURCE, 1, "run with `--all-warnings`");
+        for shown in ["w1", "e1", "x1", "e2"] {
+            assert!(text.contains(&format!("]: {shown}\n")), "{shown}: {text}");
+        }
+        for hidden in ["w2", "w3", "w4"] {
+            assert!(
+                !text.contains(&format!("]: {hidden}\n")),
+                "{hidden}: {text}"
+            );
+        }
+        assert!(
+            text.contains(
+                "warning: 3 more W0501 warnings not shown (the first 1 are); run with `--all-warnings`\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("more W0502"), "{text}");
+        assert!(
+            text.ends_with("error: 2 errors and 5 warnings in t.toml\n"),
+            "{text}"
+        );
+        assert_eq!(
+            render_all_capped(&ds, "t.toml", SOURCE, usize::MAX, "hint"),
+            render_all(&ds, "t.toml", SOURCE)
+        );
     }
 
     #[test]
