@@ -358,10 +358,52 @@ pub fn run(cli: Cli) -> ExitCode {
         // The diagnostics are on stderr already, as `PATH:LINE:COL: ...` lines.
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The workspace of `--workspace` (default: the current directory), canonical.
+///
+/// # Errors
+/// When the path does not exist or is not a directory; the message names the path and the fix.
+pub fn workspace_dir(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let workspace = match arg {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir()
+            .context("cannot read the current directory; pass `--workspace DIR`")?,
+    };
+    let canonical = std::fs::canonicalize(&workspace).map_err(|e| {
+        anyhow::anyhow!(
+            "workspace `{}` cannot be opened ({e}); pass an existing directory to `--workspace`",
+            workspace.display()
+        )
+    })?;
+    if !canonical.is_dir() {
+        bail!(
+            "workspace `{}` is not a directory; pass the directory tools work in to `--workspace`",
+            workspace.display()
+        );
+    }
+    Ok(canonical)
+}
+
+/// `e` and its causes joined by `: `, each cause once: a cause whose text an outer message
+/// already holds (a message that quotes its source) is left out.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// An error whose message is already on stderr: [`run`] exits 1 without printing it again.
@@ -777,17 +819,7 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     if !args.is_object() {
         bail!("`--args` must be a JSON object, got `{}`", a.args);
     }
-    let workspace = match &a.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .context("cannot read the current directory; pass `--workspace DIR`")?,
-    };
-    let workspace = std::fs::canonicalize(&workspace).with_context(|| {
-        format!(
-            "workspace `{}` does not exist; pass an existing directory",
-            workspace.display()
-        )
-    })?;
+    let workspace = workspace_dir(a.workspace.as_deref())?;
     let ctx = toolcat::ToolContext::new(workspace);
     // The one execution path: scope (every tool of the catalog), validation, prepare, approval,
     // scheduling, re-verification, execution and, with a store, the call record.
@@ -851,17 +883,7 @@ fn session(a: &SessionArgs) -> anyhow::Result<ExitCode> {
     use toolcat::session::transcript::{self, EntryKind, Preselect, Settings};
 
     let c = catalog(&a.catalog)?;
-    let workspace = match &a.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .context("cannot read the current directory; pass `--workspace DIR`")?,
-    };
-    let workspace = std::fs::canonicalize(&workspace).with_context(|| {
-        format!(
-            "workspace `{}` does not exist; pass an existing directory",
-            workspace.display()
-        )
-    })?;
+    let workspace = workspace_dir(a.workspace.as_deref())?;
     let settings = Settings {
         preset: a.preset.clone(),
         profile: a.profile.clone(),

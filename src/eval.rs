@@ -73,15 +73,27 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
     let set = QuerySet::from(a.format);
     let queries = eval::read_queries(set, &a.queries)?;
+    if queries.is_empty() {
+        anyhow::bail!(
+            "query file `{}` holds no queries; pass a {set} query file with at least one query",
+            a.queries.display()
+        );
+    }
     let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
     let chosen = eval::sample(&queries, limit);
     let mut out = std::io::stdout().lock();
     if a.token_economy {
         let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT)?;
+        if economy.tasks.is_empty() {
+            return Err(no_gold(a, &c, economy.skipped));
+        }
         print_economy(&mut out, a, &economy)?;
         return Ok(ExitCode::SUCCESS);
     }
     let e = eval::evaluate(&c, set, chosen)?;
+    if e.queries == 0 {
+        return Err(no_gold(a, &c, e.skipped));
+    }
     if a.json {
         let mut v = serde_json::to_value(e)?;
         v["system"] = json!(format!("toolcat {}", env!("CARGO_PKG_VERSION")));
@@ -105,6 +117,17 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The error of a run that evaluated nothing: none of the `skipped` queries names a tool of the
+/// catalog, so every metric would be a meaningless 0.
+fn no_gold(a: &EvalArgs, c: &Catalog, skipped: usize) -> anyhow::Error {
+    anyhow::anyhow!(
+        "none of the {skipped} queries of `{}` has a gold tool in catalog `{}` ({} tools), so nothing was evaluated; pass the catalog imported from this benchmark's tools (`--catalog`) and the query file's format (`--format`)",
+        a.queries.display(),
+        a.catalog.display(),
+        c.len()
+    )
 }
 
 fn print_economy(

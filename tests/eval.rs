@@ -304,3 +304,64 @@ fn eval_command_prints_the_metrics_of_the_library() {
         "{err}"
     );
 }
+
+#[test]
+fn eval_that_evaluates_nothing_is_an_error_naming_the_cause() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = dir.path().join("tiny.toml");
+    let list = serde_json::json!({"tools": [
+        {"name": "read_file", "description": "Read a file from disk", "inputSchema": {"type": "object"}},
+    ]})
+    .to_string();
+    let out = import_mcp_tools_json_str(Path::new("tiny.json"), &list, "tiny").expect("imports");
+    std::fs::write(&catalog, &out.text).expect("writes");
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("writes");
+        p
+    };
+    let header_only = file("header.csv", "Query,Tool\n");
+    let empty_json = file("empty.json", "[]");
+    let no_gold = file("nogold.csv", "Query,Tool\nsend a mail,SendMail\n");
+    let run = |queries: &Path, format: &str, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--catalog",
+            catalog.to_str().expect("UTF-8"),
+            "--queries",
+            queries.to_str().expect("UTF-8"),
+            "--format",
+            format,
+        ];
+        args.extend_from_slice(extra);
+        let o = toolcat(&args);
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert!(o.stdout.is_empty(), "{o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    for (queries, format) in [(&header_only, "metatool"), (&empty_json, "metatool-multi")] {
+        let err = run(queries, format, &[]);
+        assert!(err.contains("holds no queries"), "{err}");
+    }
+    for extra in [&[][..], &["--token-economy"][..], &["--json"][..]] {
+        let err = run(&no_gold, "metatool", extra);
+        assert!(
+            err.contains("none of the 1 queries")
+                && err.contains("no")
+                && err.contains("--catalog")
+                && err.contains("--format"),
+            "{err}"
+        );
+    }
+
+    // Each cause once: a missing file, a CSV row with too few fields.
+    let err = run(&dir.path().join("missing.csv"), "metatool", &[]);
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    let short = file("short.csv", "Query,Tool\nhello\n");
+    let err = run(&short, "metatool", &[]);
+    assert_eq!(
+        err.matches("found record with 1 fields").count(),
+        1,
+        "{err}"
+    );
+}
