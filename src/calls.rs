@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use toolcat::{CallRecord, CallState, CallStore};
+use toolcat::{CallRecord, CallState, CallStore, DamagedRecord, StoreError};
 
 /// The store file used when neither `--store` nor `TOOLCAT_STORE` is given, relative to the
 /// current directory.
@@ -27,15 +27,28 @@ pub struct StoreArg {
     /// The call store: an SQLite file holding the call records and archived results, created
     /// with its directories when absent (default: `.toolcat/calls.sqlite` in the current
     /// directory).
-    #[arg(long = "store", value_name = "PATH", env = "TOOLCAT_STORE")]
+    #[arg(
+        long = "store",
+        value_name = "PATH",
+        env = "TOOLCAT_STORE",
+        value_parser = store_path
+    )]
     pub store: Option<PathBuf>,
 }
 
+/// Parses `--store` (or `TOOLCAT_STORE`); an empty value is kept as empty, meaning unset.
+fn store_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(s))
+}
+
 impl StoreArg {
-    /// `--store`, else `TOOLCAT_STORE`, else [`DEFAULT_STORE`].
+    /// `--store`, else `TOOLCAT_STORE`, else [`DEFAULT_STORE`]. An empty `TOOLCAT_STORE` counts
+    /// as unset (clap sees the empty value only through the environment: `--store ""` is refused
+    /// by clap itself).
     pub fn path(&self) -> PathBuf {
         self.store
             .clone()
+            .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE))
     }
 }
@@ -63,10 +76,56 @@ pub struct CallsArgs {
 }
 
 /// Runs `toolcat calls`. A store file that does not exist holds no records: nothing is created.
+/// A store this user cannot write is listed read-only, with a warning; a record that cannot be
+/// read back is flagged in its place (and on stderr) while the others are listed.
 pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
+    match list(a) {
+        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
+        r => r,
+    }
+}
+
+/// True when `e` is a write to a closed pipe (`toolcat calls | head`): the reader has all it
+/// wants, so the command ends quietly.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Opens the store to list it: writable when it can be (so calls of ended processes are
+/// judged), else read-only with a warning.
+fn open_for_listing(path: &std::path::Path) -> anyhow::Result<CallStore> {
+    match CallStore::open(path) {
+        Ok(store) => Ok(store),
+        Err(
+            e @ (StoreError::Open { .. } | StoreError::ReadOnly { .. } | StoreError::Sqlite { .. }),
+        ) if !path.is_dir() => {
+            let store = CallStore::open_read_only(path)
+                .map_err(|ro| anyhow::anyhow!("{e}; reading it read-only failed too: {ro}"))?;
+            eprintln!(
+                "warning: the call store `{}` cannot be written ({}); listed read-only, so calls of processes that ended are shown as they were left",
+                path.display(),
+                match e {
+                    StoreError::Open { source, .. } => source.to_string(),
+                    StoreError::Sqlite { source, .. } => source.to_string(),
+                    _ => "it is read-only".to_string(),
+                }
+            );
+            Ok(store)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn list(a: &CallsArgs) -> anyhow::Result<ExitCode> {
     let path = a.store.path();
-    let records: Vec<CallRecord> = if path.exists() {
-        let store = CallStore::open(&path)?;
+    let rows: Vec<Result<CallRecord, DamagedRecord>> = if path.exists() {
+        let store = open_for_listing(&path)?;
         // A store this user may read but not write is still listed, as it stands.
         let judged = store.recover().unwrap_or_else(|e| {
             eprintln!("warning: calls of processes that ended are shown as they were left: {e}");
@@ -81,17 +140,37 @@ pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        store.list(a.state, usize::try_from(a.limit).unwrap_or(usize::MAX))?
+        store.list_rows(a.state, usize::try_from(a.limit).unwrap_or(usize::MAX))?
     } else {
         Vec::new()
     };
+    let damaged = rows.iter().filter(|r| r.is_err()).count();
+    for d in rows.iter().filter_map(|r| r.as_ref().err()) {
+        eprintln!(
+            "warning: record `{}` of `{}` cannot be read back: {}; it is listed as `damaged`, the other records as stored",
+            d.id,
+            path.display(),
+            one_line(&d.reason, 200)
+        );
+    }
     let mut out = std::io::stdout().lock();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &records)?;
+        let values = rows
+            .iter()
+            .map(|r| match r {
+                Ok(record) => serde_json::to_value(record),
+                Err(d) => Ok(serde_json::json!({
+                    "id": d.id,
+                    "state": "damaged",
+                    "damaged": d.reason,
+                })),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        serde_json::to_writer_pretty(&mut out, &values)?;
         writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_code(damaged));
     }
-    if records.is_empty() {
+    if rows.is_empty() {
         let which = a
             .state
             .map(|s| format!(" in state `{s}`"))
@@ -99,15 +178,19 @@ pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
         eprintln!("no call records{which} in `{}`", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let id_w = records
+    let id_w = rows
         .iter()
-        .map(|r| r.id.to_string().len())
+        .map(|r| match r {
+            Ok(r) => r.id.to_string().len(),
+            Err(d) => d.id.to_string().len(),
+        })
         .max()
         .unwrap_or(2)
         .max(2);
-    let tool_w = records
+    let tool_w = rows
         .iter()
-        .map(|r| r.tool.len())
+        .filter_map(|r| r.as_ref().ok())
+        .map(|r| one_line(&r.tool, 60).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -116,18 +199,39 @@ pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
         "{:id_w$}  {:15}  {:tool_w$}  {:24}  detail",
         "id", "state", "tool", "updated_at"
     )?;
-    for r in &records {
-        writeln!(
-            out,
-            "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
-            r.id.to_string(),
-            r.state.as_str(),
-            r.tool,
-            r.updated_at,
-            one_line(r.detail.as_deref().unwrap_or(""), 100)
-        )?;
+    for row in &rows {
+        match row {
+            Ok(r) => writeln!(
+                out,
+                "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
+                r.id.to_string(),
+                r.state.as_str(),
+                one_line(&r.tool, 60),
+                one_line(&r.updated_at, 24),
+                one_line(r.detail.as_deref().unwrap_or(""), 100)
+            )?,
+            Err(d) => writeln!(
+                out,
+                "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
+                d.id.to_string(),
+                "damaged",
+                "?",
+                "?",
+                one_line(&d.reason, 100)
+            )?,
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(damaged))
+}
+
+/// Success when every record was read back; failure when `damaged` records were flagged (the
+/// listing is complete otherwise).
+fn exit_code(damaged: usize) -> ExitCode {
+    if damaged == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// `text` on one line (line breaks as spaces), at most `max` chars, `…` when cut.

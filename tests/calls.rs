@@ -429,3 +429,184 @@ fn calls_filters_by_state_newest_first_and_reads_toolcat_store() {
         "{table}"
     );
 }
+
+#[test]
+fn calls_sanitizes_the_tool_column_and_ends_quietly_on_a_closed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store = CallStore::open(&path).unwrap();
+    let args = serde_json::json!({});
+    let mut new = NewCall {
+        tool: "evil\u{1b}[31mred\ttool\n",
+        arguments: &args,
+        effect: "read",
+        idempotent: true,
+        retry_of: None,
+    };
+    store.begin(new).unwrap();
+    new.tool = "read_file";
+    for _ in 0..2000 {
+        store.begin(new).unwrap();
+    }
+    drop(store);
+    let o = toolcat(
+        &[
+            "calls",
+            "--store",
+            path.to_str().unwrap(),
+            "--limit",
+            "5000",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let evil = table.lines().last().unwrap();
+    assert!(evil.contains("evil [31mred tool"), "{evil}");
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\t'),
+        "{table}"
+    );
+
+    // The reader of `--json` stops after one line: no `Broken pipe` error, exit 0.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["calls", "--json", "--limit", "5000", "--store"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+}
+
+#[test]
+fn an_empty_toolcat_store_means_the_default_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .arg("calls")
+        .current_dir(dir.path())
+        .env("TOOLCAT_STORE", "")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(".toolcat/calls.sqlite"), "{err}");
+}
+
+#[test]
+fn a_workspace_that_is_a_file_is_named_as_not_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "x").unwrap();
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools.toml");
+    let o = toolcat(
+        &[
+            "call",
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--workspace",
+            "f.txt",
+            "--store",
+            "s.sqlite",
+            "read_file",
+            "--args",
+            r#"{"path": "f.txt"}"#,
+        ],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("workspace `f.txt` is not a directory") && err.contains("--workspace"),
+        "{err}"
+    );
+    assert!(!dir.path().join("s.sqlite").exists());
+}
+
+#[test]
+fn a_store_this_user_cannot_write_is_listed_read_only_and_runs_no_call() {
+    // A directory only its owner may write: run `toolcat` as another user (`nobody`), which needs
+    // root and `setpriv`; elsewhere the read-only path is covered by the `records` unit tests.
+    let as_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !as_root || !setpriv {
+        eprintln!("skipped: needs root and `setpriv` to run `toolcat` as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let path = ro.join("s.sqlite");
+    let store = CallStore::open(&path).unwrap();
+    let args = serde_json::json!({});
+    let id = store
+        .begin(NewCall {
+            tool: "read_file",
+            arguments: &args,
+            effect: "read",
+            idempotent: true,
+            retry_of: None,
+        })
+        .unwrap();
+    drop(store);
+    // The binary and the store must be reachable by `nobody`; only `ro` stays unwritable.
+    let exe = dir.path().join("toolcat");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolcat"), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    for (p, mode) in [
+        (dir.path(), 0o755),
+        (ro.as_path(), 0o755),
+        (path.as_path(), 0o644),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("TOOLCAT_STORE")
+            .output()
+            .unwrap()
+    };
+    let o = nobody(&["calls", "--store", "ro/s.sqlite"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("listed read-only"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&id.to_string()));
+
+    let catalog = dir.path().join("tools.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tools.toml"),
+        &catalog,
+    )
+    .unwrap();
+    std::fs::set_permissions(&catalog, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = nobody(&[
+        "call",
+        "--catalog",
+        "tools.toml",
+        "--workspace",
+        ".",
+        "--store",
+        "ro/s.sqlite",
+        "read_file",
+        "--args",
+        r#"{"path": "tools.toml"}"#,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is read-only") && err.contains("none is run") && err.contains("--store"),
+        "{err}"
+    );
+}

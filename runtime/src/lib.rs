@@ -51,7 +51,7 @@ pub use handler::{
     ToolHandler,
 };
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
-pub use records::{CallId, CallRecord, CallState, CallStore, NewCall, StoreError};
+pub use records::{CallId, CallRecord, CallState, CallStore, DamagedRecord, NewCall, StoreError};
 pub use search::{Hit, HitKind};
 pub use session::{CallResult, Outcome, Session, SessionOptions};
 pub use tokens::PlanStats;

@@ -36,7 +36,7 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use toolcat_codegen::diagnostics::did_you_mean;
 
@@ -259,11 +259,21 @@ pub struct CallRecord {
     pub updated_at: String,
 }
 
+/// A stored row that cannot be read back as a [`CallRecord`] (edited or damaged outside
+/// toolcat): its id and why. [`CallStore::list_rows`] returns it in the record's place, so the
+/// other records stay readable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DamagedRecord {
+    pub id: CallId,
+    /// What is wrong with the row, naming the column.
+    pub reason: String,
+}
+
 /// Why the call store failed. Each message names the store file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file or its directory could not be created or opened.
-    #[error("cannot open the call store `{path}`: {source}; check that the directory is writable, or pass another path with `--store` or `TOOLCAT_STORE`")]
+    #[error("cannot open the call store `{path}`: {source}; check the path and that its directory is writable, or pass another path with `--store` or `TOOLCAT_STORE`")]
     Open {
         path: String,
         #[source]
@@ -292,6 +302,16 @@ pub enum StoreError {
         to: CallState,
         hint: &'static str,
     },
+    /// The store can be read but not written: nothing can be recorded, so nothing runs with it.
+    #[error("the call store `{path}` is read-only, so no call can be recorded with it and none is run; pass `--store` (or `TOOLCAT_STORE`) a file this user can write")]
+    ReadOnly { path: String },
+    /// One record cannot be read back (edited or damaged outside toolcat); the others can.
+    #[error("record `{id}` of the call store `{path}` is damaged: {reason}; the other records are intact, and `toolcat calls` lists them with this one flagged")]
+    Damaged {
+        path: String,
+        id: CallId,
+        reason: String,
+    },
     /// No record has this id.
     #[error("no call `{id}` in the call store `{path}`; `toolcat calls` lists the recorded calls")]
     UnknownCall { id: CallId, path: String },
@@ -315,6 +335,9 @@ pub(crate) fn sqlite_error(path: &str, e: rusqlite::Error) -> StoreError {
             reason: e.to_string(),
         },
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy {
+            path: path.to_string(),
+        },
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
             path: path.to_string(),
         },
         _ => StoreError::Sqlite {
@@ -390,6 +413,11 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
                 },
                 _ => sqlite_error(&label, e),
             })?;
+            // SQLite opens a file it may not write read-only without an error; a writer must
+            // know now, before any call is begun.
+            if conn.is_readonly("main").unwrap_or(false) {
+                return Err(StoreError::ReadOnly { path: label });
+            }
             (conn, label)
         }
     };
@@ -529,6 +557,47 @@ impl CallStore {
         })
     }
 
+    /// Opens the existing store file at `path` for reading only: nothing is created, migrated or
+    /// written, so a store in a directory this user cannot write can still be listed. When the
+    /// write-ahead log's index (`-shm`) cannot be created beside the file, the file is read as
+    /// immutable (SQLite's `immutable=1`): records still only in its write-ahead log are then
+    /// not seen. Writes on the store fail with [`StoreError::ReadOnly`].
+    ///
+    /// # Errors
+    /// [`StoreError::Open`] when the file cannot be read, [`StoreError::Corrupt`] for a file that
+    /// is not a toolcat store, [`StoreError::NewerSchema`] for one written by a newer toolcat.
+    pub fn open_read_only(path: &Path) -> Result<CallStore, StoreError> {
+        let label = path.display().to_string();
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let readable = |conn: Connection| {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0))?;
+            Ok::<_, rusqlite::Error>(conn)
+        };
+        let conn = match Connection::open_with_flags(read_only_uri(path, false), flags)
+            .and_then(readable)
+        {
+            Ok(conn) => conn,
+            Err(_) => Connection::open_with_flags(read_only_uri(path, true), flags)
+                .and_then(readable)
+                .map_err(|e| match e.sqlite_error_code() {
+                    Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
+                        path: label.clone(),
+                        source: std::io::Error::other(e.to_string()),
+                    },
+                    _ => sqlite_error(&label, e),
+                })?,
+        };
+        migrate(&conn, &label)?;
+        Ok(CallStore {
+            conn: Mutex::new(conn),
+            label,
+            path: Some(path.to_path_buf()),
+        })
+    }
+
     /// A store in memory, gone with the value: for tests and hosts that keep no records.
     pub fn in_memory() -> Result<CallStore, StoreError> {
         let (conn, label) = open_database(None)?;
@@ -630,7 +699,7 @@ impl CallStore {
                 path: self.label.clone(),
             });
         };
-        let from = self.parse_state(&current)?;
+        let from = self.parse_state(id, &current)?;
         if !from.can_move_to(state) {
             return Err(StoreError::IllegalTransition {
                 id,
@@ -665,18 +734,39 @@ impl CallStore {
             )
             .optional()
             .map_err(self.err())?;
-        raw.map(|r| self.record(r)).transpose()
+        raw.map(|r| r.and_then(|r| self.record(r)).map_err(|d| self.damaged(d)))
+            .transpose()
     }
 
     /// Up to `limit` records, newest first, only those in `state` when given.
+    ///
+    /// # Errors
+    /// [`StoreError::Damaged`] when a row cannot be read back ([`CallStore::list_rows`] lists the
+    /// others); SQLite failures.
     pub fn list(
         &self,
         state: Option<CallState>,
         limit: usize,
     ) -> Result<Vec<CallRecord>, StoreError> {
+        self.list_rows(state, limit)?
+            .into_iter()
+            .map(|r| r.map_err(|d| self.damaged(d)))
+            .collect()
+    }
+
+    /// Like [`CallStore::list`], but a row that cannot be read back is a [`DamagedRecord`] in
+    /// its place instead of failing the whole listing.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn list_rows(
+        &self,
+        state: Option<CallState>,
+        limit: usize,
+    ) -> Result<Vec<Result<CallRecord, DamagedRecord>>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let conn = lock(&self.conn);
-        let raws: Vec<RawRecord> = match state {
+        let raws: Vec<Result<RawRecord, DamagedRecord>> = match state {
             Some(s) => {
                 let mut stmt = conn
                     .prepare(&format!(
@@ -702,7 +792,10 @@ impl CallStore {
             }
         };
         drop(conn);
-        raws.into_iter().map(|r| self.record(r)).collect()
+        Ok(raws
+            .into_iter()
+            .map(|r| r.and_then(|r| self.record(r)))
+            .collect())
     }
 
     /// Judges the records whose process is gone and returns their ids (oldest first):
@@ -720,7 +813,7 @@ impl CallStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
-        let open: Vec<(i64, String, u32, Option<i64>)> = {
+        let open: Vec<(i64, String, i64, Option<i64>)> = {
             let mut stmt = tx
                 .prepare(
                     "SELECT id, state, pid, pid_start FROM calls \
@@ -734,6 +827,11 @@ impl CallStore {
         };
         let mut marked = Vec::new();
         for (id, state, pid, start) in open {
+            // A row whose pid is out of range was damaged outside toolcat: it is left as it is
+            // (`toolcat calls` flags it).
+            let Ok(pid) = u32::try_from(pid) else {
+                continue;
+            };
             if liveness(pid, start.map(|s| s as u64)) != Liveness::Gone {
                 continue;
             }
@@ -764,24 +862,39 @@ impl CallStore {
         Ok(marked)
     }
 
-    fn parse_state(&self, s: &str) -> Result<CallState, StoreError> {
-        s.parse().map_err(|_| StoreError::Corrupt {
+    fn parse_state(&self, id: CallId, s: &str) -> Result<CallState, StoreError> {
+        s.parse().map_err(|_| StoreError::Damaged {
             path: self.label.clone(),
-            reason: format!("a record has the unknown state `{s}`"),
+            id,
+            reason: format!("its `state` `{s}` is not a call state"),
         })
     }
 
-    fn record(&self, r: RawRecord) -> Result<CallRecord, StoreError> {
-        let arguments = serde_json::from_str(&r.arguments).map_err(|e| StoreError::Corrupt {
+    fn damaged(&self, d: DamagedRecord) -> StoreError {
+        StoreError::Damaged {
             path: self.label.clone(),
-            reason: format!("the arguments of `call-{}` are not JSON: {e}", r.id),
-        })?;
+            id: d.id,
+            reason: d.reason,
+        }
+    }
+
+    fn record(&self, r: RawRecord) -> Result<CallRecord, DamagedRecord> {
+        let damaged = |reason| DamagedRecord {
+            id: CallId(r.id),
+            reason,
+        };
+        let arguments = serde_json::from_str(&r.arguments)
+            .map_err(|e| damaged(format!("its `arguments` are not JSON ({e})")))?;
+        let state = r
+            .state
+            .parse()
+            .map_err(|_| damaged(format!("its `state` `{}` is not a call state", r.state)))?;
         Ok(CallRecord {
             id: CallId(r.id),
             tool: r.tool,
             arguments,
             arguments_truncated: r.arguments_truncated,
-            state: self.parse_state(&r.state)?,
+            state,
             effect: r.effect,
             idempotent: r.idempotent,
             retry_of: r.retry_of.map(CallId),
@@ -810,22 +923,65 @@ struct RawRecord {
 }
 
 impl RawRecord {
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRecord> {
-        Ok(RawRecord {
-            id: r.get(0)?,
-            tool: r.get(1)?,
-            arguments: r.get(2)?,
-            arguments_truncated: r.get(3)?,
-            state: r.get(4)?,
-            effect: r.get(5)?,
-            idempotent: r.get(6)?,
-            retry_of: r.get(7)?,
-            detail: r.get(8)?,
-            pid: r.get(9)?,
-            created_at: r.get(10)?,
-            updated_at: r.get(11)?,
-        })
+    /// The row in the order of [`RECORD_COLUMNS`]; a column of the wrong type or range makes the
+    /// row a [`DamagedRecord`] (only `id`, the primary key, is always readable).
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<RawRecord, DamagedRecord>> {
+        let id: i64 = r.get(0)?;
+        let decoded = (|| {
+            Ok(RawRecord {
+                id,
+                tool: column(r, 1)?,
+                arguments: column(r, 2)?,
+                arguments_truncated: column(r, 3)?,
+                state: column(r, 4)?,
+                effect: column(r, 5)?,
+                idempotent: column(r, 6)?,
+                retry_of: column(r, 7)?,
+                detail: column(r, 8)?,
+                pid: column(r, 9)?,
+                created_at: column(r, 10)?,
+                updated_at: column(r, 11)?,
+            })
+        })();
+        Ok(decoded.map_err(|reason| DamagedRecord {
+            id: CallId(id),
+            reason,
+        }))
     }
+}
+
+/// Column `i` of a [`RECORD_COLUMNS`] row, or why it cannot be read, naming the column.
+fn column<T: rusqlite::types::FromSql>(r: &rusqlite::Row<'_>, i: usize) -> Result<T, String> {
+    let name = RECORD_COLUMNS.split(',').nth(i).map_or("?", |n| n.trim());
+    r.get(i).map_err(|e| match e {
+        rusqlite::Error::IntegralValueOutOfRange(_, v) => {
+            format!("its `{name}` is {v}, out of range")
+        }
+        rusqlite::Error::InvalidColumnType(_, _, t) => {
+            format!("its `{name}` holds {t}, not the type toolcat writes")
+        }
+        e => format!("its `{name}` cannot be read ({e})"),
+    })
+}
+
+/// The `file:` URI SQLite opens `path` by, read-only, `immutable` when the file is to be read
+/// without the write-ahead log's index. `%`, `?` and `#` in the path are percent-encoded.
+fn read_only_uri(path: &Path, immutable: bool) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str(if immutable {
+        "?mode=ro&immutable=1"
+    } else {
+        "?mode=ro"
+    });
+    uri
 }
 
 fn cap_detail(detail: &str) -> String {
@@ -1159,6 +1315,100 @@ mod tests {
             .unwrap();
         }
         assert_eq!(store.recover().unwrap(), vec![id]);
+    }
+
+    #[test]
+    fn a_damaged_row_is_flagged_and_the_others_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let store = CallStore::open(&path).unwrap();
+        let args = serde_json::json!({"path": "a"});
+        let ids: Vec<CallId> = (0..5)
+            .map(|_| store.begin(new_call("read_file", &args)).unwrap())
+            .collect();
+        drop(store);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "UPDATE calls SET arguments = '{{not json' WHERE id = {};
+             UPDATE calls SET pid = -5 WHERE id = {};
+             UPDATE calls SET state = 'weird' WHERE id = {};",
+            ids[3].0, ids[2].0, ids[1].0
+        ))
+        .unwrap();
+        drop(conn);
+
+        let store = CallStore::open(&path).unwrap();
+        // Recovery skips the row whose pid is out of range instead of failing.
+        store.recover().unwrap();
+        let rows = store.list_rows(None, 10).unwrap();
+        let listed: Vec<(CallId, Option<&str>)> = rows
+            .iter()
+            .map(|r| match r {
+                Ok(r) => (r.id, None),
+                Err(d) => (d.id, Some(d.reason.as_str())),
+            })
+            .collect();
+        assert_eq!(listed.len(), 5);
+        assert_eq!(listed[0], (ids[4], None));
+        assert_eq!(listed[4], (ids[0], None));
+        assert!(
+            listed[1]
+                .1
+                .is_some_and(|r| r.contains("`arguments` are not JSON")),
+            "{listed:?}"
+        );
+        assert!(
+            listed[2].1.is_some_and(|r| r.contains("`pid` is -5")),
+            "{listed:?}"
+        );
+        assert!(
+            listed[3].1.is_some_and(|r| r.contains("`state` `weird`")),
+            "{listed:?}"
+        );
+
+        // `list` and `get` name the damaged record and never advise discarding the store.
+        let e = store.list(None, 10).unwrap_err();
+        assert!(
+            matches!(e, StoreError::Damaged { id, .. } if id == ids[3]),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("move it aside"), "{e}");
+        let e = store.get(ids[2]).unwrap_err();
+        assert!(e.to_string().contains("`pid` is -5"), "{e}");
+        assert_eq!(store.get(ids[0]).unwrap().unwrap().arguments, args);
+    }
+
+    #[test]
+    fn a_store_opened_read_only_lists_and_refuses_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let store = CallStore::open(&path).unwrap();
+        let args = serde_json::json!({});
+        let id = store.begin(new_call("read_file", &args)).unwrap();
+        drop(store);
+
+        let ro = CallStore::open_read_only(&path).unwrap();
+        assert_eq!(ro.list(None, 10).unwrap()[0].id, id);
+        let e = ro.begin(new_call("read_file", &args)).unwrap_err();
+        assert!(matches!(e, StoreError::ReadOnly { .. }), "{e}");
+        assert!(e.to_string().contains("`--store`"), "{e}");
+
+        // The immutable fallback (no `-shm` can be created) reads the same records.
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(read_only_uri(&path, true), flags).unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(
+            read_only_uri(Path::new("a?b#c%d"), false),
+            "file:a%3fb%23c%25d?mode=ro"
+        );
+
+        // A missing file is not created.
+        let missing = dir.path().join("missing.sqlite");
+        assert!(CallStore::open_read_only(&missing).is_err());
+        assert!(!missing.exists());
     }
 
     #[test]
