@@ -82,17 +82,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             (Box::leak(Box::new(catalog)), Some(reload))
         }
     };
-    let workspace = match &a.workspace {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .context("cannot read the current directory; pass `--workspace DIR`")?,
-    };
-    let workspace = std::fs::canonicalize(&workspace).with_context(|| {
-        format!(
-            "workspace `{}` does not exist; pass an existing directory",
-            workspace.display()
-        )
-    })?;
+    let workspace = crate::cli::workspace_dir(a.workspace.as_deref())?;
     let store_path = a.store.path();
     let store = CallStore::open(&store_path)
         .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
