@@ -257,3 +257,49 @@ fn write_file_keeps_the_permissions_of_the_file_it_replaces() {
     let meta = std::fs::metadata(ws.join("run.sh")).expect("meta");
     assert_eq!(meta.permissions().mode() & 0o777, 0o750);
 }
+
+#[test]
+fn a_link_swapped_in_after_resolution_is_refused_by_every_open() {
+    let (_base, ws, outside) = setup();
+    std::fs::create_dir_all(ws.join("sub")).expect("mkdir");
+    std::fs::write(ws.join("sub/victim.txt"), "inside\n").expect("write");
+    std::fs::write(outside.join("doomed.txt"), ORIGINAL).expect("write");
+    let workspace = Workspace::open(&ToolContext::new(&ws)).expect("open");
+    // Resolved while `sub` is a directory inside the workspace...
+    let file = workspace.existing("sub/victim.txt").expect("inside");
+    let doomed = workspace.entry("sub/doomed.txt").expect("inside");
+    let new_dir = workspace.target("sub/new/dir").expect("inside");
+    // ...then `sub` becomes a link to the outside directory, and `victim.txt` a link too.
+    std::fs::remove_dir_all(ws.join("sub")).expect("rm");
+    std::os::unix::fs::symlink(&outside, ws.join("sub")).expect("symlink");
+    let outside_err = |result: Result<(), ToolError>, what: &str| match result {
+        Err(ToolError::OutsideWorkspace { .. }) => {}
+        other => panic!("{what}: expected `OutsideWorkspace`, got {other:?}"),
+    };
+    outside_err(
+        workspace.read(&file, "sub/victim.txt", 1024).map(drop),
+        "read",
+    );
+    outside_err(
+        workspace.replace(&file, "sub/victim.txt", b"PWNED", "absent"),
+        "replace",
+    );
+    outside_err(
+        workspace.parent_dir(&doomed, "sub/doomed.txt").map(drop),
+        "parent_dir",
+    );
+    outside_err(
+        workspace.create_dir_all(&new_dir, "sub/new/dir"),
+        "create_dir_all",
+    );
+    outside_err(
+        workspace.fingerprint(&file, "sub/victim.txt").map(drop),
+        "fingerprint",
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim.txt")).expect("victim"),
+        ORIGINAL
+    );
+    assert!(outside.join("doomed.txt").is_file());
+    assert!(!outside.join("new").exists());
+}

@@ -16,9 +16,10 @@
 //!
 //! Contents are read and written through the workspace's capability directory
 //! ([`Workspace::read`], [`Workspace::replace`]), so a symbolic link swapped in after the path was
-//! resolved cannot lead outside the workspace. `write_file` and `edit_file` replace a file
-//! atomically (a temporary file in the same directory, renamed over it) and only if it still
-//! holds what the call started from: for `edit_file` the content it read and edited, for
+//! resolved cannot lead outside the workspace; `create_directory`, `move_path` and
+//! `delete_path` act through it too ([`Workspace::create_dir_all`], [`Workspace::parent_dir`]).
+//! `write_file` and `edit_file` replace a file atomically (a temporary file in the same
+//! directory, renamed over it) and only if it still holds what the call started from: for `edit_file` the content it read and edited, for
 //! `write_file` the fingerprint taken as the handler starts (which the coordinator has just
 //! checked against the approved one, under the resource lock). Otherwise the call is refused
 //! with "changed while the call ran; nothing was written; call again". Remaining windows: a
@@ -430,11 +431,16 @@ pub async fn list_directory(
 /// `file`, `dir`, `symlink` or `other`, from metadata that did not follow a final symlink.
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     let ft = meta.file_type();
-    if ft.is_symlink() {
+    kind_name(ft.is_symlink(), ft.is_dir(), ft.is_file())
+}
+
+/// `file`, `dir`, `symlink` or `other`, from a file type's three tests.
+fn kind_name(symlink: bool, dir: bool, file: bool) -> &'static str {
+    if symlink {
         "symlink"
-    } else if ft.is_dir() {
+    } else if dir {
         "dir"
-    } else if ft.is_file() {
+    } else if file {
         "file"
     } else {
         "other"
@@ -476,20 +482,18 @@ pub async fn create_directory(
 ) -> Result<CreateDirectoryOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
-    let created = match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.is_dir() => false,
-        Ok(_) => {
+    let created = match ws.fingerprint(&path, &args.path)?.as_str() {
+        "dir" => false,
+        "absent" => {
+            ws.create_dir_all(&path, &args.path)?;
+            ctx.committed();
+            true
+        }
+        _ => {
             return Err(failed(format!(
                 "`{}` exists and is not a directory",
                 args.path
             )))
-        }
-        Err(_) => {
-            tokio::fs::create_dir_all(&path)
-                .await
-                .map_err(|e| ToolError::io(format!("cannot create `{}`", args.path), e))?;
-            ctx.committed();
-            true
         }
     };
     Ok(CreateDirectoryOutput {
@@ -533,10 +537,11 @@ pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePath
     let ws = Workspace::open(ctx)?;
     let from = ws.entry(&args.from)?;
     let to = ws.entry(&args.to)?;
-    if tokio::fs::symlink_metadata(&from).await.is_err() {
+    let (from_dir, from_name) = ws.parent_dir(&from, &args.from)?;
+    if from_dir.symlink_metadata(&from_name).is_err() {
         return Err(not_found(&args.from));
     }
-    if tokio::fs::symlink_metadata(&to).await.is_ok() {
+    if ws.fingerprint(&to, &args.to)? != "absent" {
         return Err(failed(format!(
             "`{}` already exists; pick a new destination or delete it first with `delete_path`",
             args.to
@@ -549,12 +554,11 @@ pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePath
         )));
     }
     if let Some(parent) = to.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| {
-            ToolError::io(format!("cannot create the directory of `{}`", args.to), e)
-        })?;
+        ws.create_dir_all(parent, &args.to)?;
     }
-    tokio::fs::rename(&from, &to)
-        .await
+    let (to_dir, to_name) = ws.parent_dir(&to, &args.to)?;
+    from_dir
+        .rename(&from_name, &to_dir, &to_name)
         .map_err(|e| ToolError::io(format!("cannot move `{}` to `{}`", args.from, args.to), e))?;
     ctx.committed();
     Ok(MovePathOutput {
@@ -601,15 +605,21 @@ pub async fn delete_path(
 ) -> Result<DeletePathOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.entry(&args.path)?;
-    let meta = tokio::fs::symlink_metadata(&path)
-        .await
+    let (parent, name) = ws.parent_dir(&path, &args.path)?;
+    let meta = parent
+        .symlink_metadata(&name)
         .map_err(|_| not_found(&args.path))?;
-    let kind = kind_of(&meta);
+    let file_type = meta.file_type();
+    let kind = kind_name(
+        file_type.is_symlink(),
+        file_type.is_dir(),
+        file_type.is_file(),
+    );
     let result = if meta.is_dir() {
         if args.recursive {
-            tokio::fs::remove_dir_all(&path).await
+            parent.remove_dir_all(&name)
         } else {
-            tokio::fs::remove_dir(&path).await.map_err(|e| {
+            parent.remove_dir(&name).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
                     std::io::Error::new(
                         e.kind(),
@@ -621,7 +631,7 @@ pub async fn delete_path(
             })
         }
     } else {
-        tokio::fs::remove_file(&path).await
+        parent.remove_file(&name)
     };
     result.map_err(|e| ToolError::io(format!("cannot delete `{}`", args.path), e))?;
     ctx.committed();

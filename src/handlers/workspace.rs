@@ -16,6 +16,7 @@
 //! A symbolic link that stays inside the workspace is still followed, except that an absolute
 //! link target counts as leaving (it is not resolved against the root).
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -139,8 +140,7 @@ impl Workspace {
     /// a symbolic link, possibly swapped in after resolution) is
     /// [`ToolError::OutsideWorkspace`]; anything else is an I/O error with `context`.
     fn open_error(&self, shown: &str, context: String, e: std::io::Error) -> ToolError {
-        // cap-std reports an escape as `PermissionDenied` "a path led outside of the filesystem".
-        if e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
+        if is_escape(&e) {
             self.outside(shown)
         } else {
             ToolError::io(context, e)
@@ -260,7 +260,7 @@ impl Workspace {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         let dir_context = || format!("cannot create the directory of `{shown}`");
         root.create_dir_all(&parent_rel)
-            .map_err(|e| self.open_error(shown, dir_context(), e))?;
+            .map_err(|e| self.create_error(&root, &parent_rel, shown, dir_context(), e))?;
         let parent = root
             .open_dir(&parent_rel)
             .map_err(|e| self.open_error(shown, dir_context(), e))?;
@@ -283,6 +283,65 @@ impl Workspace {
         }
         temp.replace(&name)
             .map_err(|e| self.open_error(shown, write_context(), e))
+    }
+
+    /// The directory holding the entry `abs` (from [`Self::entry`] or [`Self::target`]), opened
+    /// through the root's capability directory, and the entry's name in it: what `delete_path`
+    /// and `move_path` act on, so a symbolic link swapped into a parent after resolution cannot
+    /// lead them outside. The entry itself is not followed.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when the parent leaves the root; [`not_found`] when it
+    /// does not exist; a message when `abs` is the root.
+    pub fn parent_dir(&self, abs: &Path, shown: &str) -> Result<(Dir, OsString), ToolError> {
+        let rel = self.beneath(abs)?;
+        let Some(name) = rel.file_name().map(ToOwned::to_owned) else {
+            return Err(failed(format!(
+                "`{shown}` does not name a file or directory inside the workspace; pass a path \
+                 such as `src/main.rs`"
+            )));
+        };
+        let parent_rel = rel
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let parent = self.dir()?.open_dir(&parent_rel).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                not_found(shown)
+            } else {
+                self.open_error(shown, format!("cannot open the directory of `{shown}`"), e)
+            }
+        })?;
+        Ok((parent, name))
+    }
+
+    /// Creates the directory `abs` (from [`Self::target`]) and its missing parents through the
+    /// root's capability directory.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when a parent leaves the root; the I/O error otherwise.
+    pub fn create_dir_all(&self, abs: &Path, shown: &str) -> Result<(), ToolError> {
+        let rel = self.beneath(abs)?;
+        let root = self.dir()?;
+        root.create_dir_all(&rel).map_err(|e| {
+            self.create_error(&root, &rel, shown, format!("cannot create `{shown}`"), e)
+        })
+    }
+
+    /// Maps an error of `create_dir_all(rel)` through `root`: a component that leads outside
+    /// (a symbolic link, which `mkdir` reports as existing) is [`ToolError::OutsideWorkspace`].
+    fn create_error(
+        &self,
+        root: &Dir,
+        rel: &Path,
+        shown: &str,
+        context: String,
+        e: std::io::Error,
+    ) -> ToolError {
+        match root.metadata(rel) {
+            Err(probe) if is_escape(&probe) => self.outside(shown),
+            _ => self.open_error(shown, context, e),
+        }
     }
 
     fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
@@ -335,6 +394,12 @@ impl Workspace {
 struct Resolved {
     path: PathBuf,
     exists: bool,
+}
+
+/// An open through a capability directory that would have left it: cap-std reports it as
+/// `PermissionDenied` "a path led outside of the filesystem".
+fn is_escape(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside")
 }
 
 /// The fingerprint [`Workspace::fingerprint`] gives a regular file holding `bytes`:
