@@ -150,7 +150,8 @@ pub struct ListArgs {
     /// Keep only tools in these toolsets (expanded); repeatable.
     #[arg(long = "toolset", value_name = "T")]
     pub toolsets: Vec<String>,
-    /// Keep only tools an MCP client granted this scope gets.
+    /// Keep only tools an MCP client granted this scope gets (`toolcat serve` also lists the
+    /// profile's discovery meta-tools, which this list leaves out).
     #[arg(long, value_name = "S")]
     pub exposure: Option<ScopeArg>,
     /// Print a JSON array instead of a table.
