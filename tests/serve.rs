@@ -348,6 +348,34 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                     }
                 }
             }
+            if listed.iter().any(|n| n == "tool_describe") {
+                // tool_describe answers for exactly the listed tools (meta-tools included) and
+                // refuses every other name like an unknown one.
+                let names = rows.iter().map(|r| r.exported.as_str()).chain([
+                    "tool_search",
+                    "tool_describe",
+                    "tool_call",
+                    "read_tool_result",
+                ]);
+                for name in names {
+                    let described = client
+                        .call_tool(call("tool_describe", json!({ "name": name })))
+                        .await
+                        .unwrap();
+                    let is_listed = listed.iter().any(|n| n == name);
+                    assert_eq!(
+                        described.is_error != Some(true),
+                        is_listed,
+                        "tool_describe `{name}` in `{profile}`/`{scope_name}`: {:?}",
+                        body(&described)
+                    );
+                    if is_listed {
+                        assert_eq!(body(&described)["tools"][0]["name"], json!(name));
+                    } else {
+                        assert_eq!(body(&described)["error"], json!("outside-scope"));
+                    }
+                }
+            }
             // The call records: no tool outside the scope has one (it never got past the scope
             // check); the silent local tools of the scope that ran have one each.
             let records = store.list(None, usize::MAX).unwrap();

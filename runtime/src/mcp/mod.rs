@@ -19,9 +19,10 @@
 //! rate limit, runs and records. A name the catalog does not know is refused the same way
 //! (`outside-scope`), so a client cannot tell unknown tools from tools outside its scope.
 //! The meta-tools answer within the scope only: `tool_search` searches the allowed set (exact
-//! name, then BM25), `tool_describe` describes an allowed tool, `tool_call` hands an allowed tool
-//! to the coordinator exactly as `tools/call` does; `read_tool_result` answers that this server
-//! keeps no archived results. A meta-tool outside the listed set is refused like any other tool.
+//! name, then BM25), `tool_describe` describes a listed tool (an allowed tool or a meta-tool),
+//! `tool_call` hands an allowed tool to the coordinator exactly as `tools/call` does;
+//! `read_tool_result` reads only results this server archived and handed out (a preview and a
+//! reference). A meta-tool outside the listed set is refused like any other tool.
 //!
 //! # Errors
 //! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
@@ -203,6 +204,11 @@ impl ScopeTable {
     /// Whether `t` may run.
     pub fn is_allowed(&self, t: ToolIndex) -> bool {
         bit(&self.allowed, t.index())
+    }
+
+    /// Whether `t` is listed: allowed, or one of the profile's meta-tools.
+    pub fn is_listed(&self, t: ToolIndex) -> bool {
+        self.listed.binary_search(&t).is_ok()
     }
 
     /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
@@ -405,7 +411,9 @@ impl McpServer {
             }
             MetaTool::Describe => {
                 let name = arguments["name"].as_str().unwrap_or_default();
-                match catalog.tool(name).ok().filter(|&d| table.is_allowed(d)) {
+                // Any listed tool, the meta-tools included: describing reveals nothing the list
+                // does not.
+                match catalog.tool(name).ok().filter(|&d| table.is_listed(d)) {
                     Some(d) => success(json!({"tools": [{
                         "name": catalog.exported_name(d),
                         "description": catalog.description(d),
