@@ -54,6 +54,10 @@ impl Fixture {
             .args(args)
             .current_dir(self.path())
             .env("CARGO_TARGET_DIR", target_dir())
+            // The fixture is a workspace of its own, so the root's `[profile.dev]` does not reach
+            // it: the same settings keep its target directory small.
+            .env("CARGO_PROFILE_DEV_DEBUG", "false")
+            .env("CARGO_INCREMENTAL", "0")
             // Set by the UI tests of this binary for their own cases; the fixture's build script
             // must be the one that names the catalog.
             .env_remove("TOOLCAT_CATALOG")
