@@ -3,6 +3,7 @@
 //! - [`Catalog`]: the tables, compiled in (static, zero start-up cost) or loaded from a file;
 //! - [`plan`]: which tools the model sees this turn, by bitset operations;
 //! - [`search`]: exact name, then BM25 tool search over an index built at build time;
+//! - [`fusion`]: BM25 fused with the cosine of sentence embeddings (semantic search);
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`eval`]: search quality on benchmark query sets (recall@k, nDCG@5) and the token economy
@@ -23,6 +24,7 @@ pub mod coordinator;
 pub mod error;
 pub mod eval;
 pub mod export;
+pub mod fusion;
 #[cfg(test)]
 mod fixture;
 pub mod handler;

@@ -26,6 +26,8 @@ pub enum HitKind {
     Name,
     /// BM25 over name parts, keywords, description and parameters.
     Bm25,
+    /// BM25 fused with the cosine of sentence embeddings ([`crate::fusion`]).
+    Fused,
 }
 
 /// One search result.
@@ -33,9 +35,10 @@ pub enum HitKind {
 pub struct Hit {
     /// The tool found.
     pub tool: ToolIndex,
-    /// [`NAME_MATCH_SCORE`] for a [`HitKind::Name`] hit; otherwise the BM25 score (a sum over
-    /// fields and terms, weighted by the field boosts of `toolcat_codegen::index`), comparable only
-    /// within one query.
+    /// [`NAME_MATCH_SCORE`] for a [`HitKind::Name`] hit; for a [`HitKind::Bm25`] hit the BM25
+    /// score (a sum over fields and terms, weighted by the field boosts of
+    /// `toolcat_codegen::index`), comparable only within one query; for a [`HitKind::Fused`] hit
+    /// the fused score in 0..=1 ([`crate::fusion::fuse`]).
     pub score: f32,
     /// How it matched.
     pub kind: HitKind,
@@ -68,6 +71,29 @@ impl Catalog {
         allowed: &[u64],
         limit: usize,
     ) -> Result<Vec<Hit>, SearchError> {
+        let (mut hits, ranked) = self.name_step(query, allowed, limit);
+        let rest = limit - hits.len();
+        if rest > 0 {
+            for (tool, score) in self.index().search(query, &ranked, rest)? {
+                hits.push(Hit {
+                    tool: ToolIndex(tool),
+                    score,
+                    kind: HitKind::Bm25,
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The exact-name step of [`Catalog::search_in`]: at most `limit` name hits among `allowed`
+    /// (deprecated tools left out), and the bitset of the tools left to rank: allowed, not
+    /// deprecated, not a name hit, not a meta-tool.
+    pub(crate) fn name_step(
+        &self,
+        query: &str,
+        allowed: &[u64],
+        limit: usize,
+    ) -> (Vec<Hit>, Vec<u64>) {
         let w = self.words();
         let deprecated = self.status_tools(Status::Deprecated);
         let meta = self.tier_tools(Tier::Loop);
@@ -79,7 +105,7 @@ impl Catalog {
             .trim()
             .trim_matches(|c: char| c == '`' || c == '"' || c == '\'')
             .trim();
-        let mut hits: Vec<Hit> = self
+        let hits: Vec<Hit> = self
             .tools_named_ignoring_case(name)
             .filter(|t| bit(&ranked, t.index()))
             .take(limit)
@@ -95,17 +121,7 @@ impl Catalog {
         for k in 0..w {
             ranked[k] &= !meta[k];
         }
-        let rest = limit - hits.len();
-        if rest > 0 {
-            for (tool, score) in self.index().search(query, &ranked, rest)? {
-                hits.push(Hit {
-                    tool: ToolIndex(tool),
-                    score,
-                    kind: HitKind::Bm25,
-                });
-            }
-        }
-        Ok(hits)
+        (hits, ranked)
     }
 }
 
