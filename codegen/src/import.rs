@@ -2173,6 +2173,9 @@ fn build(
                 command: server.command.clone(),
                 args: server.args.clone(),
                 url: server.url.clone(),
+                env: BTreeMap::new(),
+                headers: BTreeMap::new(),
+                connect_timeout_ms: None,
             },
         );
     }

@@ -293,6 +293,8 @@ enum Kind {
     Count,
     Enum(&'static [&'static str]),
     Json,
+    /// A table whose values are strings (`env`, `headers`).
+    StrTable,
 }
 
 fn tool_field_kind(field: &str) -> Option<Kind> {
@@ -316,6 +318,8 @@ fn table_field_kind(table: &str, field: &str) -> Option<Kind> {
         (_, "description") => Kind::Str,
         ("mcp_server", "namespace" | "command" | "url") => Kind::Str,
         ("mcp_server", "args") => Kind::StrList,
+        ("mcp_server", "env" | "headers") => Kind::StrTable,
+        ("mcp_server", "connect_timeout_ms") => Kind::Count,
         ("profile", "max_inline" | "max_tools") => Kind::Count,
         ("preset", "max_tools") => Kind::Count,
         ("toolset", "includes") => Kind::StrList,
@@ -341,6 +345,9 @@ fn example(field: &str) -> &'static str {
         "rate_limit" => "rate_limit = \"10/min\"",
         "max_inline" => "max_inline = 20",
         "max_tools" => "max_tools = 40",
+        "env" => "env = { API_TOKEN = \"${API_TOKEN}\" }",
+        "headers" => "headers = { Authorization = \"Bearer ${API_TOKEN}\" }",
+        "connect_timeout_ms" => "connect_timeout_ms = 10000",
         _ => "",
     }
 }
@@ -623,6 +630,11 @@ impl Walker {
                         command: self.string(&walked, "command"),
                         args: self.strings(&walked, "args").unwrap_or_default(),
                         url: self.string(&walked, "url"),
+                        env: self.string_table(&walked, "env"),
+                        headers: self.string_table(&walked, "headers"),
+                        connect_timeout_ms: self
+                            .count(&walked, "connect_timeout_ms")
+                            .map(u64::from),
                     };
                     loaded.file.mcp_server.insert(name.clone(), decl);
                     loaded.mcp_servers.push(Entry { name, spans });
@@ -862,6 +874,19 @@ impl Walker {
                 );
                 false
             }
+            Kind::StrTable => match to_json(item) {
+                Ok(serde_json::Value::Object(map)) if map.values().all(|v| v.is_string()) => true,
+                _ => {
+                    self.push(wrong(
+                        "a table of strings",
+                        format!(
+                            "write an inline table of quoted strings, e.g. `{}`",
+                            example(field)
+                        ),
+                    ));
+                    false
+                }
+            },
             Kind::Json => match to_json(item) {
                 Ok(_) => true,
                 Err((bad_span, message)) => {
@@ -968,6 +993,16 @@ impl Walker {
                     .filter_map(|v| v.as_str().map(str::to_string))
                     .collect()
             })
+    }
+
+    fn string_table(&self, walked: &Fields<'_>, field: &str) -> BTreeMap<String, String> {
+        match walked.values.get(field).map(|item| to_json(item)) {
+            Some(Ok(serde_json::Value::Object(map))) => map
+                .into_iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
+                .collect(),
+            _ => BTreeMap::new(),
+        }
     }
 
     fn boolean(&self, walked: &Fields<'_>, field: &str) -> bool {

@@ -82,6 +82,19 @@ pub struct McpServerDecl {
     /// Endpoint for the streamable HTTP transport.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Environment variables of the `command` process (stdio only), added to the inherited
+    /// environment. A value may hold `${VAR}` references, resolved from the environment of the
+    /// process that connects, at connect time, so secrets need not be written in the file.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// HTTP headers sent with every request (streamable HTTP only), with `${VAR}` references
+    /// as in `env`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// How long one connection attempt (start, `initialize`, the first `tools/list`) may take,
+    /// in milliseconds; the runtime's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout_ms: Option<u64>,
 }
 
 /// `[profile.NAME]`: a capability boundary.

@@ -78,7 +78,8 @@
 //!   requires — closing over `requires` would either leak the required tool past the profile's
 //!   capability boundary or leave the tool without what it needs.
 //! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), or with `args`
-//!   but no `command` — the runtime could not reach the server.
+//!   or `env` but no `command`, or `headers` but no `url` — the runtime could not reach the
+//!   server, or would drop settings it was given.
 //! - `E0424` `[mcp_server.local]` or `[mcp_server.loop]`: `local` and `loop` are the sources of
 //!   handler-backed tools and meta-tools, so such a server's tools and namespace would be confused
 //!   with them.
@@ -640,6 +641,28 @@ impl<'a> Checker<'a> {
                     )
                     .with_label("arguments of nothing")
                     .with_help("add the `command` the arguments belong to, or remove `args`"),
+                );
+            }
+            if server.command.is_none() && !server.env.is_empty() {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0421",
+                        format!("`[mcp_server.{name}]` has `env` but no `command`"),
+                        entry.spans.key("env"),
+                    )
+                    .with_label("environment of no process")
+                    .with_help("`env` sets variables of a stdio server's process: add its `command`, or send settings to an HTTP server with `headers`"),
+                );
+            }
+            if server.url.is_none() && !server.headers.is_empty() {
+                self.out.push(
+                    Diagnostic::error(
+                        "E0421",
+                        format!("`[mcp_server.{name}]` has `headers` but no `url`"),
+                        entry.spans.key("headers"),
+                    )
+                    .with_label("headers of no request")
+                    .with_help("`headers` go with the requests of a streamable HTTP server: add its `url`, or pass settings to a stdio server with `env`"),
                 );
             }
         }

@@ -18,7 +18,9 @@
 //!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
 //!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
 //!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
-//!    meta-tool) is refused after this step with [`CallError::Tool`].
+//!    meta-tool) is refused after this step with [`CallError::Tool`]; with a server pool
+//!    ([`Coordinator::with_servers`]) a server tool is refused with
+//!    [`CallError::ServerNotConnected`] or [`CallError::SchemaDrift`], checked again in step 5.
 //! 4. **Schedule**: the targets' resources are locked, readers shared and writers alone, always
 //!    in one canonical (sorted) order, so calls that conflict (same resource, one writes) run one
 //!    after the other, independent calls run in parallel, and no two calls can deadlock.
@@ -195,6 +197,29 @@ pub enum CallError {
     /// Retry refused (see [`Coordinator::retry`]).
     #[error("cannot retry call `{call}`: {reason}")]
     NotRetryable { call: String, reason: String },
+    /// The tool's MCP server is not connected (still connecting, failed, or not started in this
+    /// process); nothing was sent. Only with a server pool ([`Coordinator::with_servers`]);
+    /// without one a server tool is [`ToolError::ServerNotConnected`].
+    #[error(
+        "tool `{tool}` is served by MCP server `{server}`, which is {status}; nothing ran; {hint}"
+    )]
+    ServerNotConnected {
+        tool: String,
+        server: String,
+        /// Where the connection is, with the last error (configured values redacted).
+        status: String,
+        /// What to do.
+        hint: String,
+    },
+    /// The server's input schema of the tool is no longer the row's `input_schema` (or the
+    /// server no longer lists the tool); nothing was sent.
+    #[error("tool `{tool}` of MCP server `{server}` changed since its row was checked: {change}; nothing ran; refresh the row from the server (`toolcat check --live` shows the change, `toolcat import --from-server` writes the new schema), then reload the catalog")]
+    SchemaDrift {
+        tool: String,
+        server: String,
+        /// The change, e.g. "property `timezone` added (required)".
+        change: String,
+    },
     /// The tool itself failed, or cannot run here.
     #[error(transparent)]
     Tool(ToolError),
@@ -229,7 +254,7 @@ fn shown(fingerprint: &Option<String>) -> String {
 impl CallError {
     /// A kebab-case word for the error: `outside-scope`, `invalid-arguments`, `needs-approval`,
     /// `denied`, `target-changed`, `rate-limited`, `cancelled`, `outcome-unknown`,
-    /// `not-retryable`, `tool-error`, `store`.
+    /// `not-retryable`, `server-not-connected`, `schema-drift`, `tool-error`, `store`.
     pub fn kind(&self) -> &'static str {
         match self {
             CallError::OutsideScope { .. } => "outside-scope",
@@ -241,6 +266,8 @@ impl CallError {
             CallError::Cancelled { .. } => "cancelled",
             CallError::OutcomeUnknown { .. } => "outcome-unknown",
             CallError::NotRetryable { .. } => "not-retryable",
+            CallError::ServerNotConnected { .. } => "server-not-connected",
+            CallError::SchemaDrift { .. } => "schema-drift",
             CallError::Tool(_) => "tool-error",
             CallError::Store(_) => "store",
         }
@@ -248,7 +275,7 @@ impl CallError {
 
     /// The error as structured JSON: `{"error": KIND, "message": TEXT}` plus, by kind,
     /// `"errors"` and `"inputSchema"` (invalid arguments), `"retryAfterMs"` (rate limited),
-    /// `"resource"` (target changed).
+    /// `"resource"` (target changed), `"server"` (server not connected, schema drift).
     pub fn to_json(&self) -> Value {
         let mut v = json!({"error": self.kind(), "message": self.to_string()});
         match self {
@@ -265,6 +292,10 @@ impl CallError {
             }
             CallError::TargetChanged { resource, .. } => {
                 v["resource"] = json!(resource);
+            }
+            CallError::ServerNotConnected { server, .. }
+            | CallError::SchemaDrift { server, .. } => {
+                v["server"] = json!(server);
             }
             _ => {}
         }
@@ -428,6 +459,15 @@ pub struct Coordinator<'c> {
     archive: Option<Arc<ResultArchive>>,
     per_tool: Arc<PerTool>,
     locks: Arc<ResourceLocks>,
+    #[cfg(feature = "mcp-client")]
+    servers: Option<Arc<crate::remote::ServerPool>>,
+}
+
+/// What runs a call: a local handler, or a remote MCP server's connection.
+enum Runner {
+    Local(ErasedHandler),
+    #[cfg(feature = "mcp-client")]
+    Remote(crate::remote::RemoteCall),
 }
 
 impl fmt::Debug for Coordinator<'_> {
@@ -452,7 +492,29 @@ impl<'c> Coordinator<'c> {
             archive: None,
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::default(),
+            #[cfg(feature = "mcp-client")]
+            servers: None,
         }
+    }
+
+    /// Sends the calls of server tools (`source = "NAME"`) to `pool`'s connections: a call is
+    /// refused with [`CallError::ServerNotConnected`] while its server is not connected, and
+    /// with [`CallError::SchemaDrift`] when the server's input schema of the tool differs from
+    /// the row's (checked against the pool's latest `tools/list` before each call); otherwise
+    /// it is sent as `tools/call` under the server's own (un-namespaced) name. A call whose
+    /// connection breaks or times out after it was sent ends [`CallError::OutcomeUnknown`]
+    /// (recorded `outcome_unknown`, never replayed); an error the server reports is a
+    /// [`CallError::Tool`] leading with the server's text.
+    #[cfg(feature = "mcp-client")]
+    pub fn with_servers(mut self, pool: Arc<crate::remote::ServerPool>) -> Self {
+        self.servers = Some(pool);
+        self
+    }
+
+    /// The server pool, when set.
+    #[cfg(feature = "mcp-client")]
+    pub fn servers(&self) -> Option<&Arc<crate::remote::ServerPool>> {
+        self.servers.as_ref()
     }
 
     /// Keeps a record of every call in `store` (see [`crate::records`]): `not_started` once the
@@ -509,6 +571,8 @@ impl<'c> Coordinator<'c> {
             archive: self.archive.clone(),
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::clone(&self.locks),
+            #[cfg(feature = "mcp-client")]
+            servers: self.servers.clone(),
         }
     }
 
@@ -555,20 +619,57 @@ impl<'c> Coordinator<'c> {
         }
     }
 
-    /// The handler that runs `t` here, or why none does.
-    fn dispatch(&self, t: ToolIndex) -> Result<ErasedHandler, ToolError> {
+    /// What runs `t` here, or why nothing does.
+    fn dispatch(&self, t: ToolIndex) -> Result<Runner, CallError> {
         let c = self.catalog;
         match c.source(t) {
             ToolSource::Local => c
                 .handler(t)
                 .copied()
-                .ok_or_else(|| ToolError::NoHandler(c.name(t).to_string())),
-            ToolSource::Loop => Err(ToolError::MetaTool(c.name(t).to_string())),
-            ToolSource::Server(s) => Err(ToolError::ServerNotConnected {
+                .map(Runner::Local)
+                .ok_or_else(|| CallError::Tool(ToolError::NoHandler(c.name(t).to_string()))),
+            ToolSource::Loop => Err(CallError::Tool(ToolError::MetaTool(c.name(t).to_string()))),
+            #[cfg(feature = "mcp-client")]
+            ToolSource::Server(s) if self.servers.is_some() => {
+                self.remote(t, s).map(Runner::Remote)
+            }
+            ToolSource::Server(s) => Err(CallError::Tool(ToolError::ServerNotConnected {
                 tool: c.exported_name(t).to_string(),
                 server: c.server_name(s).to_string(),
-            }),
+            })),
         }
+    }
+
+    /// The connection a call of server tool `t` is sent on, or why it is not sent.
+    #[cfg(feature = "mcp-client")]
+    fn remote(
+        &self,
+        t: ToolIndex,
+        s: crate::catalog::ServerId,
+    ) -> Result<crate::remote::RemoteCall, CallError> {
+        use crate::remote::Refusal;
+        let c = self.catalog;
+        let server = c.server_name(s);
+        let Some(pool) = &self.servers else {
+            return Err(CallError::Tool(ToolError::ServerNotConnected {
+                tool: c.exported_name(t).to_string(),
+                server: server.to_string(),
+            }));
+        };
+        pool.check(server, c.name(t), c.input_schema(t))
+            .map_err(|refusal| match refusal {
+                Refusal::NotConnected { status, hint } => CallError::ServerNotConnected {
+                    tool: c.exported_name(t).to_string(),
+                    server: server.to_string(),
+                    status,
+                    hint,
+                },
+                Refusal::Drift(drift) => CallError::SchemaDrift {
+                    tool: c.exported_name(t).to_string(),
+                    server: server.to_string(),
+                    change: drift.to_string(),
+                },
+            })
     }
 
     /// Takes one call from the rate limit of `t`.
@@ -782,11 +883,11 @@ impl<'c> Coordinator<'c> {
         // without approval.
         let handler = self.dispatch(t);
         let targets = match &handler {
-            Ok(h) => match (h.prepare)(&arguments, &self.context) {
+            Ok(Runner::Local(h)) => match (h.prepare)(&arguments, &self.context) {
                 Ok(targets) => targets,
                 Err(e) => return (false, Err(CallError::Tool(e))),
             },
-            Err(_) => Vec::new(),
+            _ => Vec::new(),
         };
 
         // 3. Permission.
@@ -809,7 +910,7 @@ impl<'c> Coordinator<'c> {
         }
         let handler = match handler {
             Ok(h) => h,
-            Err(e) => return (false, Err(CallError::Tool(e))),
+            Err(e) => return (false, Err(e)),
         };
 
         // 4. Schedule.
@@ -817,14 +918,25 @@ impl<'c> Coordinator<'c> {
             return (false, Err(CallError::Cancelled { tool: name }));
         };
 
-        // 5. Re-verify under the locks.
-        let now = match (handler.prepare)(&arguments, &self.context) {
-            Ok(now) => now,
-            Err(e) => return (false, Err(CallError::Tool(e))),
+        // 5. Re-verify under the locks; a server tool's connection and schema are checked
+        // again (the approval may have taken a while).
+        let handler = match handler {
+            Runner::Local(h) => {
+                let now = match (h.prepare)(&arguments, &self.context) {
+                    Ok(now) => now,
+                    Err(e) => return (false, Err(CallError::Tool(e))),
+                };
+                if let Some(e) = changed(&name, &targets, &now, gated) {
+                    return (false, Err(e));
+                }
+                Runner::Local(h)
+            }
+            #[cfg(feature = "mcp-client")]
+            Runner::Remote(_) => match self.dispatch(t) {
+                Ok(runner) => runner,
+                Err(e) => return (false, Err(e)),
+            },
         };
-        if let Some(e) = changed(&name, &targets, &now, gated) {
-            return (false, Err(e));
-        }
 
         // 6. Execute. The record says `running` before the handler starts, so a process killed
         // during the call leaves `running`, never `succeeded`.
@@ -845,7 +957,6 @@ impl<'c> Coordinator<'c> {
         };
         let scope = CallScope::new(cancel.clone(), on_commit);
         let ctx = self.context.for_call(Arc::clone(&scope));
-        let call = handler.call;
         let finish = Finish {
             store: self.store.clone(),
             archive: self.archive.clone(),
@@ -855,11 +966,26 @@ impl<'c> Coordinator<'c> {
         // The handler runs on a task of its own that holds the locks and writes the final
         // record, so a caller that goes away cannot release the locks while the handler still
         // runs, nor leave a finished call `running`.
-        let mut task = tokio::spawn(async move {
-            let _guards = guards;
-            let result = call(arguments, &ctx).await;
-            finish.finish(result)
-        });
+        let mut task = match handler {
+            Runner::Local(handler) => {
+                let call = handler.call;
+                tokio::spawn(async move {
+                    let _guards = guards;
+                    let result = call(arguments, &ctx).await;
+                    finish.finish(result)
+                })
+            }
+            // Sent once: a broken connection after the request left ends `outcome_unknown`,
+            // and nothing here sends it again.
+            #[cfg(feature = "mcp-client")]
+            Runner::Remote(remote) => tokio::spawn(async move {
+                let _guards = guards;
+                match remote.run(arguments).await {
+                    crate::remote::RemoteOutcome::Done(result) => finish.finish(result),
+                    crate::remote::RemoteOutcome::Unknown(reason) => finish.unknown(reason),
+                }
+            }),
+        };
         let joined = tokio::select! {
             joined = &mut task => joined,
             _ = cancel.cancelled() => {
@@ -956,6 +1082,23 @@ struct Finish {
 }
 
 impl Finish {
+    /// The caller's result and the final record of a call whose outcome is unknown (its
+    /// connection broke after it was sent): `outcome_unknown`, never replayed.
+    #[cfg(feature = "mcp-client")]
+    fn unknown(self, reason: String) -> (Result<CallValue, CallError>, Option<String>) {
+        let e = CallError::OutcomeUnknown {
+            tool: self.tool.clone(),
+            reason,
+        };
+        let mut error = None;
+        if let (Some(store), Some(id)) = (&self.store, self.id) {
+            if let Err(w) = store.set_state(id, CallState::OutcomeUnknown, Some(&e.to_string())) {
+                error = Some(w.to_string());
+            }
+        }
+        (Err(e), error)
+    }
+
     /// The caller's result and the final record (`succeeded` or `failed`); a text over the
     /// archive's inline budget is archived and replaced by its preview and reference. The
     /// second value is the error of a record or archive write, if any.

@@ -17,9 +17,7 @@
 //!
 //! [`Catalog::search_fused_in`] applies this after the exact-name step of
 //! [`Catalog::search_in`]: exact-name matches still come first, deprecated tools and meta-tools
-//! are never ranked, and the candidates are the tools of the allowed set that are left. With the
-//! feature `semantic`, `SemanticSearch` holds the encoder and the tool vectors that give the
-//! cosines, loaded once and shared, and falls back to BM25 when a query cannot be embedded.
+//! are never ranked, and the candidates are the tools of the allowed set that are left.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -28,14 +26,6 @@ use std::str::FromStr;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::error::SearchError;
 use crate::search::{Hit, HitKind};
-
-#[cfg(feature = "semantic")]
-mod semantic;
-#[cfg(feature = "semantic")]
-pub use semantic::{
-    default_model_dir, model_dir, no_model_notice, ModelSource, SemanticHits, SemanticSearch,
-    DEFAULT_ENCODE_TIMEOUT, MODEL_DIR_ENV,
-};
 
 /// The dense weight used when none is configured: 0.7.
 pub const DEFAULT_DENSE_WEIGHT: f32 = 0.7;
@@ -68,9 +58,6 @@ impl DenseWeight {
         self.0
     }
 }
-
-// A weight is finite by construction ([`DenseWeight::new`]), so equality is total.
-impl Eq for DenseWeight {}
 
 impl Default for DenseWeight {
     fn default() -> Self {

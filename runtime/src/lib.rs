@@ -3,8 +3,6 @@
 //! - [`Catalog`]: the tables, compiled in (static, zero start-up cost) or loaded from a file;
 //! - [`plan`]: which tools the model sees this turn, by bitset operations;
 //! - [`search`]: exact name, then BM25 tool search over an index built at build time;
-//! - `semantic` (feature `semantic`): a local sentence-embedding encoder and the catalog's tool
-//!   vectors, for semantic search;
 //! - [`fusion`]: BM25 fused with the cosine of sentence embeddings (semantic search);
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
@@ -16,7 +14,9 @@
 //!   approval, resource scheduling, re-verification, execution and records;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
-//!   results there for reading back piece by piece.
+//!   results there for reading back piece by piece;
+//! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
+//!   discovered tools, schema drift, calls.
 
 pub mod archive;
 pub mod call;
@@ -35,9 +35,9 @@ pub mod mcp;
 pub mod plan;
 pub mod preselect;
 pub mod records;
+#[cfg(feature = "mcp-client")]
+pub mod remote;
 pub mod search;
-#[cfg(feature = "semantic")]
-pub mod semantic;
 pub mod session;
 pub mod tokens;
 

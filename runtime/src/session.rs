@@ -673,7 +673,12 @@ impl<'c> Session<'c> {
                 outcome: Outcome::Ran { tool: t, ok: false },
                 ran: Some(t),
             },
-            Err(e @ (CallError::Store(_) | CallError::NotRetryable { .. })) => CallResult {
+            Err(
+                e @ (CallError::Store(_)
+                | CallError::NotRetryable { .. }
+                | CallError::ServerNotConnected { .. }
+                | CallError::SchemaDrift { .. }),
+            ) => CallResult {
                 text: e.to_string(),
                 is_error: true,
                 outcome: Outcome::Failed,
