@@ -729,11 +729,13 @@ impl RemoteCall {
         let answer = match self.timeout {
             Some(limit) => match tokio::time::timeout(limit, sent).await {
                 Ok(answer) => answer,
-                Err(_) => return RemoteOutcome::Unknown(format!(
+                Err(_) => {
+                    return RemoteOutcome::Unknown(format!(
                     "got no answer from MCP server `{}` within {} ms after the request was sent",
                     self.server,
                     limit.as_millis()
-                )),
+                ))
+                }
             },
             None => sent.await,
         };
