@@ -446,13 +446,19 @@ async fn a_schema_changed_between_connections_is_refused_naming_the_change() {
             "read",
             &json!({"type": "object", "properties": {}}),
         ),
+        row(
+            "drift",
+            "grow",
+            "read",
+            &json!({"type": "object", "properties": {}}),
+        ),
     ]);
     let pool = ServerPool::start(&c, options());
     assert!(pool.wait_ready(Duration::from_secs(60)).await);
     // Both pages of `tools/list` were read.
     let first = pool.discovered("drift").expect("listed");
     let names: Vec<&str> = first.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["lookup", "ping"]);
+    assert_eq!(names, ["lookup", "ping", "grow"]);
 
     let store = Arc::new(CallStore::in_memory().unwrap());
     let co = Coordinator::new(&c, ToolContext::new(dir.path()))
@@ -466,7 +472,32 @@ async fn a_schema_changed_between_connections_is_refused_naming_the_change() {
         Some("\"found cat (schema 1)\"")
     );
 
-    // The server restarts with `limit` added and required.
+    // The server changes the schema and says so (`tools/list_changed`): the list is read again
+    // and the next call is refused.
+    let grown = co.call(request("grow", json!({}))).await;
+    assert!(grown.result.is_ok(), "{}", grown.text());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pool.discovered("drift").unwrap().captured_at == first.captured_at {
+        assert!(
+            Instant::now() < deadline,
+            "the list was not read again after list_changed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = co.call(request("lookup", json!({"query": "cat"}))).await;
+    let e = refused
+        .result
+        .as_ref()
+        .expect_err("refused after list_changed");
+    assert!(
+        e.to_string()
+            .contains("property `verbose` added (optional)"),
+        "{e}"
+    );
+    assert!(!refused.ran);
+
+    // The server restarts with `limit` added and required (and `verbose` gone again).
+    let first = pool.discovered("drift").unwrap();
     let pid_text = std::fs::read_to_string(&pid).unwrap();
     let killed = Command::new("kill")
         .args(["-9", pid_text.trim()])
@@ -674,4 +705,49 @@ async fn configured_secrets_never_appear_in_statuses_or_errors() {
     let config = ServerConfig::from_catalog(&c, c.servers().next().unwrap()).unwrap();
     let shown = format!("{config:?} {}", serde_json::to_string(&config).unwrap());
     assert!(!shown.contains(SECRET), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_an_answer_in_time_is_outcome_unknown() {
+    let dying = ServerConfig::stdio(python(), [test_server("dying_server.py")]).with_name("dying");
+    let empty = json!({"type": "object", "properties": {}});
+    let (_catalog_dir, c) = catalog(&[
+        server_entry(&dying, &[]),
+        row("dying", "stall", "write", &empty),
+    ]);
+    let pool = ServerPool::start(
+        &c,
+        PoolOptions {
+            call_timeout: Some(Duration::from_secs(1)),
+            ..options()
+        },
+    );
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let store = Arc::new(CallStore::in_memory().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path()))
+        .with_store(Arc::clone(&store))
+        .with_servers(Arc::clone(&pool))
+        .with_approval(|_| true);
+    let allowed = all(&c);
+    let started = Instant::now();
+    let outcome = co
+        .call(CallRequest::new(
+            c.tool("stall").unwrap(),
+            json!({}),
+            &allowed,
+        ))
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let e = outcome.result.as_ref().expect_err("no answer");
+    assert!(matches!(e, CallError::OutcomeUnknown { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("got no answer from MCP server `dying` within 1000 ms"),
+        "{e}"
+    );
+    let record = store.get(outcome.call.unwrap()).unwrap().unwrap();
+    assert_eq!(record.state, CallState::OutcomeUnknown);
+    // The connection itself stays up.
+    assert_eq!(state_of(&pool, "dying"), ServerState::Ready);
 }

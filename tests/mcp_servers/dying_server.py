@@ -3,7 +3,8 @@
 - `append_line` (a write): the process exits at once when it is called, answering nothing;
 - `explain_failure`: answers `isError: true` with an explanation followed by a large dump, the way
   a server reports an error with too much content;
-- `echo`: answers its `text` argument.
+- `echo`: answers its `text` argument;
+- `stall`: never answers.
 """
 
 import os
@@ -24,6 +25,7 @@ TOOLS = [
         description="Fails with an explanation",
         input_schema={"type": "object", "properties": {}},
     ),
+    types.Tool(name="stall", description="Never answers", input_schema={"type": "object", "properties": {}}),
     types.Tool(
         name="echo",
         description="Echoes its text",
@@ -40,6 +42,8 @@ async def call_tool(ctx, params):
     args = params.arguments or {}
     if params.name == "append_line":
         os._exit(3)
+    if params.name == "stall":
+        await anyio.sleep_forever()
     if params.name == "explain_failure":
         dump = "x" * 50000
         return types.CallToolResult(

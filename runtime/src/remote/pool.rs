@@ -6,10 +6,13 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, RoleClient, RunningService, ServiceError, Subscription,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
@@ -895,8 +898,25 @@ impl Task {
         let cancel = service.cancellation_token();
         let waiting = service.waiting();
         tokio::pin!(waiting);
+        // On a `2026-07-28` connection list changes come on a listen stream the client opens;
+        // on earlier ones they come unasked (`Events::on_tool_list_changed`). A server that does
+        // not announce `tools.listChanged` is asked for neither.
+        let announces = peer
+            .peer_info()
+            .and_then(|info| {
+                info.capabilities
+                    .tools
+                    .as_ref()
+                    .and_then(|t| t.list_changed)
+            })
+            .unwrap_or(false);
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let listening = peer.listen(filter);
+        tokio::pin!(listening);
+        let mut listen_pending = announces;
+        let mut subscription: Option<Subscription> = None;
         loop {
-            tokio::select! {
+            let refresh = tokio::select! {
                 quit = &mut waiting => {
                     let why = match quit {
                         Ok(reason) => format!("the connection closed ({reason:?})"),
@@ -904,32 +924,71 @@ impl Task {
                     };
                     return Some(resolved.secrets.redact(&why));
                 }
-                _ = list_changed.notified() => {
-                    let listed = tokio::time::timeout(self.config.connect_timeout(), peer.list_all_tools()).await;
-                    match listed {
-                        Ok(Ok(tools)) => {
-                            let discovery = Discovery {
-                                captured_at: SystemTime::now(),
-                                tools: tools.into_iter().map(|t| remote_tool(t, &resolved.secrets)).collect(),
-                            };
-                            self.update(|i| i.discovery = Some(Arc::new(discovery)));
-                        }
-                        Ok(Err(e)) => {
-                            let error = resolved.secrets.redact(&format!("refreshing the tool list after `tools/list_changed` failed: {e}"));
-                            self.update(|i| i.last_error = Some(error));
-                        }
-                        Err(_) => {
-                            self.update(|i| i.last_error = Some("refreshing the tool list after `tools/list_changed` timed out".to_string()));
+                listened = &mut listening, if listen_pending => {
+                    listen_pending = false;
+                    // A server without listen streams (an earlier protocol) refuses; its
+                    // notifications come unasked.
+                    subscription = listened.ok();
+                    false
+                }
+                notification = next_notification(&mut subscription) => {
+                    match notification {
+                        Ok(Some(_)) => true,
+                        Ok(None) | Err(_) => {
+                            subscription = None;
+                            false
                         }
                     }
                 }
+                _ = list_changed.notified() => true,
                 _ = self.shutdown.cancelled() => {
                     cancel.cancel();
                     let _ = tokio::time::timeout(Duration::from_secs(2), &mut waiting).await;
                     return None;
                 }
+            };
+            if refresh {
+                let listed =
+                    tokio::time::timeout(self.config.connect_timeout(), peer.list_all_tools())
+                        .await;
+                match listed {
+                    Ok(Ok(tools)) => {
+                        let discovery = Discovery {
+                            captured_at: SystemTime::now(),
+                            tools: tools
+                                .into_iter()
+                                .map(|t| remote_tool(t, &resolved.secrets))
+                                .collect(),
+                        };
+                        self.update(|i| i.discovery = Some(Arc::new(discovery)));
+                    }
+                    Ok(Err(e)) => {
+                        let error = resolved.secrets.redact(&format!(
+                            "refreshing the tool list after `tools/list_changed` failed: {e}"
+                        ));
+                        self.update(|i| i.last_error = Some(error));
+                    }
+                    Err(_) => {
+                        self.update(|i| {
+                            i.last_error = Some(
+                                "refreshing the tool list after `tools/list_changed` timed out"
+                                    .to_string(),
+                            )
+                        });
+                    }
+                }
             }
         }
+    }
+}
+
+/// The next notification of `subscription`; never, without one.
+async fn next_notification(
+    subscription: &mut Option<Subscription>,
+) -> Result<Option<rmcp::model::ServerNotification>, ServiceError> {
+    match subscription {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
     }
 }
 
