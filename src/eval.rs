@@ -66,6 +66,21 @@ pub struct EvalArgs {
     /// `--token-economy`: search hits added to each plan.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
     pub hits: usize,
+    /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
+    /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
+    /// search, one at a time, one thread): mean, p50 and p99.
+    #[cfg(feature = "semantic")]
+    #[arg(long, conflicts_with = "token_economy")]
+    pub semantic: bool,
+    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
+    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR", requires = "semantic")]
+    pub model: Option<PathBuf>,
+    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
+    pub dense_weight: toolcat::fusion::DenseWeight,
 }
 
 /// Runs `toolcat eval`.
@@ -89,6 +104,10 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         }
         print_economy(&mut out, a, &economy)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    #[cfg(feature = "semantic")]
+    if a.semantic {
+        return semantic::run(a, &c, set, chosen, &mut out);
     }
     let e = eval::evaluate(&c, set, chosen)?;
     if e.queries == 0 {
@@ -207,4 +226,163 @@ fn print_economy(
         )?;
     }
     Ok(())
+}
+
+/// `toolcat eval --semantic`: BM25, the embeddings alone and their fusion on the same queries,
+/// with the per-query latency of the fused search.
+#[cfg(feature = "semantic")]
+mod semantic {
+    use std::collections::BTreeSet;
+    use std::io::Write;
+    use std::process::ExitCode;
+    use std::time::{Duration, Instant};
+
+    use anyhow::Context as _;
+    use serde_json::json;
+    use toolcat::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
+    use toolcat::fusion::{model_dir, no_model_notice, DenseWeight, SemanticSearch};
+    use toolcat::semantic::{Encoder, ToolVectors};
+    use toolcat::{Catalog, Hit};
+
+    use super::{no_gold, EvalArgs};
+
+    /// Declared names of `hits`, each kept at its first place (as [`eval::ranked_names`]).
+    fn names(c: &Catalog, hits: &[Hit]) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        hits.iter()
+            .map(|h| c.name(h.tool))
+            .filter(|n| seen.insert(*n))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The nearest-rank `p`-th percentile of `sorted` (ascending), in microseconds.
+    fn percentile(sorted: &[Duration], p: f64) -> f64 {
+        if sorted.is_empty() {
+            return 0.0;
+        }
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
+    }
+
+    pub(super) fn run(
+        a: &EvalArgs,
+        c: &Catalog,
+        set: QuerySet,
+        chosen: Vec<&Query>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<ExitCode> {
+        let Some((dir, _)) = model_dir(a.model.as_deref()) else {
+            anyhow::bail!(
+                "{}; `toolcat eval --semantic` measures the model, so it needs one",
+                no_model_notice()
+            );
+        };
+        let start = Instant::now();
+        let encoder = Encoder::load(&dir)
+            .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+        let load = start.elapsed();
+        let start = Instant::now();
+        let vectors = ToolVectors::for_catalog(c, &encoder, None)
+            .context("cannot embed the catalog's tools")?;
+        let embed = start.elapsed();
+        let semantic = SemanticSearch::new(encoder, vectors);
+        let all = c.profile_tools(c.full_profile());
+        let dense_only = DenseWeight::new(1.0).map_err(anyhow::Error::msg)?;
+        let gold_names = GoldNames::new(c);
+        let (mut bm25, mut dense, mut fused) = (
+            ScoreSums::default(),
+            ScoreSums::default(),
+            ScoreSums::default(),
+        );
+        let (mut encode_total, mut latencies) = (Duration::ZERO, Vec::new());
+        for q in chosen {
+            let gold = gold_names.gold(&q.gold);
+            if gold.is_empty() {
+                for s in [&mut bm25, &mut dense, &mut fused] {
+                    s.add(&[], &gold, Duration::ZERO);
+                }
+                continue;
+            }
+            let start = Instant::now();
+            let cosines = semantic
+                .cosines(&q.text)
+                .with_context(|| format!("cannot embed the query `{}`", q.text))?;
+            let encoded = start.elapsed();
+            let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, a.dense_weight)?;
+            let took = start.elapsed();
+            fused.add(&names(c, &hits), &gold, took);
+            encode_total += encoded;
+            latencies.push(took);
+            let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, dense_only)?;
+            let search = start.elapsed() - took;
+            dense.add(&names(c, &hits), &gold, encoded + search);
+            let (ranking, took) = eval::ranked_names(c, &q.text)?;
+            bm25.add(&ranking, &gold, took);
+        }
+        let (b, d, f) = (bm25.finish(set), dense.finish(set), fused.finish(set));
+        if f.queries == 0 {
+            return Err(no_gold(a, c, f.skipped));
+        }
+        latencies.sort();
+        let (p50, p99) = (percentile(&latencies, 50.0), percentile(&latencies, 99.0));
+        let encode_us = encode_total.as_secs_f64() * 1e6 / f.queries as f64;
+        let weight = a.dense_weight.get();
+        if a.json {
+            let mut v = serde_json::to_value(f)?;
+            v["system"] = json!(format!(
+                "toolcat {} (BM25 + embeddings, dense weight {weight})",
+                env!("CARGO_PKG_VERSION")
+            ));
+            v["tools"] = json!(c.len());
+            v["semantic"] = json!({
+                "dense_weight": weight,
+                "model": dir.display().to_string(),
+                "model_id": semantic.encoder().model_id(),
+                "model_load_ms": load.as_secs_f64() * 1e3,
+                "tool_vectors_ms": embed.as_secs_f64() * 1e3,
+                "encode_us_per_query": encode_us,
+                "latency_us": {"mean": f.us_per_query, "p50": p50, "p99": p99},
+                "bm25": b,
+                "dense": d,
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        writeln!(
+            out,
+            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
+            a.queries.display(),
+            a.catalog.display(),
+            c.len(),
+            f.queries,
+            f.skipped
+        )?;
+        writeln!(
+            out,
+            "model `{}`: loaded in {:.0} ms, {} tools embedded in {:.0} ms",
+            dir.display(),
+            load.as_secs_f64() * 1e3,
+            c.len(),
+            embed.as_secs_f64() * 1e3
+        )?;
+        for (name, e) in [
+            ("BM25".to_string(), b),
+            ("dense".to_string(), d),
+            (format!("fused (w {weight})"), f),
+        ] {
+            writeln!(
+                out,
+                "{name:<14} R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
+                e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+            )?;
+        }
+        writeln!(
+            out,
+            "fused query latency (embedding + search, one thread): mean {:.0} µs, p50 {p50:.0} µs, p99 {p99:.0} µs (embedding {encode_us:.0} µs)",
+            f.us_per_query
+        )?;
+        Ok(ExitCode::SUCCESS)
+    }
 }

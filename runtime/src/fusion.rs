@@ -17,7 +17,9 @@
 //!
 //! [`Catalog::search_fused_in`] applies this after the exact-name step of
 //! [`Catalog::search_in`]: exact-name matches still come first, deprecated tools and meta-tools
-//! are never ranked, and the candidates are the tools of the allowed set that are left.
+//! are never ranked, and the candidates are the tools of the allowed set that are left. With the
+//! feature `semantic`, `SemanticSearch` holds the encoder and the tool vectors that give the
+//! cosines, loaded once and shared, and falls back to BM25 when a query cannot be embedded.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -26,6 +28,14 @@ use std::str::FromStr;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::error::SearchError;
 use crate::search::{Hit, HitKind};
+
+#[cfg(feature = "semantic")]
+mod semantic;
+#[cfg(feature = "semantic")]
+pub use semantic::{
+    default_model_dir, model_dir, no_model_notice, FusedPreselector, ModelSource, SemanticHits,
+    SemanticSearch, DEFAULT_ENCODE_TIMEOUT, MODEL_DIR_ENV,
+};
 
 /// The dense weight used when none is configured: 0.7.
 pub const DEFAULT_DENSE_WEIGHT: f32 = 0.7;
@@ -58,6 +68,9 @@ impl DenseWeight {
         self.0
     }
 }
+
+// A weight is finite by construction ([`DenseWeight::new`]), so equality is total.
+impl Eq for DenseWeight {}
 
 impl Default for DenseWeight {
     fn default() -> Self {

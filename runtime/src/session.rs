@@ -114,6 +114,10 @@ pub struct SessionOptions {
     pub preselect_timeout: Duration,
     /// How many new tools preselection may add ([`preselect::DEFAULT_BUDGET`], 5).
     pub preselect_budget: usize,
+    /// The weight of the embedding side when `tool_search` and preselection fuse BM25 with a
+    /// sentence-embedding model ([`crate::fusion`]; 0.7 by default). Used only by a session given
+    /// a model (`Session::with_semantic`, feature `semantic`).
+    pub dense_weight: crate::fusion::DenseWeight,
 }
 
 impl Default for SessionOptions {
@@ -124,6 +128,7 @@ impl Default for SessionOptions {
             search_limit: DEFAULT_SEARCH_LIMIT,
             preselect_timeout: preselect::DEFAULT_TIMEOUT,
             preselect_budget: preselect::DEFAULT_BUDGET,
+            dense_weight: crate::fusion::DenseWeight::default(),
         }
     }
 }
@@ -314,6 +319,9 @@ pub struct Session<'c> {
     named: Vec<ToolIndex>,
     searches: usize,
     report: TurnReport,
+    /// The sentence-embedding model `tool_search` fuses with BM25, when given one.
+    #[cfg(feature = "semantic")]
+    semantic: Option<crate::fusion::SemanticSearch>,
     /// The current plan: visible set, reachable set and definitions in order.
     active: Vec<u64>,
     reachable: Vec<u64>,
@@ -356,6 +364,8 @@ impl<'c> Session<'c> {
             named: Vec::new(),
             searches: 0,
             report: TurnReport::default(),
+            #[cfg(feature = "semantic")]
+            semantic: None,
             active: Vec::new(),
             reachable: Vec::new(),
             definitions: Vec::new(),
@@ -380,6 +390,46 @@ impl<'c> Session<'c> {
     pub fn with_preselector(mut self, preselector: impl Preselector + 'c) -> Self {
         self.preselector = Some(Box::new(preselector));
         self
+    }
+
+    /// Ranks `tool_search` by BM25 fused with `search`'s sentence-embedding model (weight
+    /// [`SessionOptions::dense_weight`]), the query embedded on tokio's blocking pool under
+    /// [`crate::fusion::DEFAULT_ENCODE_TIMEOUT`]; a query that cannot be embedded in time is
+    /// searched with BM25 and the answer says so in `notice`. When preselection is on, it
+    /// becomes [`crate::fusion::FusedPreselector`] over the same model (call
+    /// [`Session::with_preselector`] afterwards for another). `search` must hold the vectors of
+    /// this session's catalog.
+    #[cfg(feature = "semantic")]
+    pub fn with_semantic(mut self, search: crate::fusion::SemanticSearch) -> Self {
+        if self.preselector.is_some() {
+            self.preselector = Some(Box::new(crate::fusion::FusedPreselector::new(
+                search.clone(),
+                self.options.dense_weight,
+            )));
+        }
+        self.semantic = Some(search);
+        self
+    }
+
+    /// The cosines a `tool_search` with `arguments` fuses with BM25: `None` without a model or
+    /// for a `select:` query; `Some(Err(reason))` when the query could not be embedded.
+    #[cfg(feature = "semantic")]
+    async fn search_cosines(&self, arguments: &Value) -> Option<Result<Vec<f32>, String>> {
+        let semantic = self.semantic.as_ref()?;
+        let query = arguments.get("query")?.as_str()?;
+        if query.trim().starts_with("select:") || query.trim().is_empty() {
+            return None;
+        }
+        Some(
+            semantic
+                .cosines_async(self.catalog, query, crate::fusion::DEFAULT_ENCODE_TIMEOUT)
+                .await,
+        )
+    }
+
+    #[cfg(not(feature = "semantic"))]
+    async fn search_cosines(&self, _arguments: &Value) -> Option<Result<Vec<f32>, String>> {
+        None
     }
 
     /// Turns preselection off: a turn starts from the core, the history and the named tools.
@@ -568,7 +618,10 @@ impl<'c> Session<'c> {
         };
         match MetaTool::of(self.catalog, t) {
             None => self.run_tool(t, arguments).await,
-            Some(MetaTool::Search) => self.tool_search(t, &arguments),
+            Some(MetaTool::Search) => {
+                let dense = self.search_cosines(&arguments).await;
+                self.tool_search(t, &arguments, dense)
+            }
             Some(MetaTool::Describe) => self.tool_describe(t, &arguments),
             Some(MetaTool::ReadResult) => self.read_tool_result(t, &arguments),
             Some(MetaTool::Call) if nested => CallResult::error(
@@ -714,7 +767,14 @@ impl<'c> Session<'c> {
         }
     }
 
-    fn tool_search(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
+    /// `dense`: the query's cosines with every tool to fuse with BM25, or why there are none
+    /// (then BM25 and a `notice` in the answer); `None`: BM25.
+    fn tool_search(
+        &mut self,
+        meta: ToolIndex,
+        arguments: &Value,
+        dense: Option<Result<Vec<f32>, String>>,
+    ) -> CallResult {
         let errors = self.validation_errors(meta, arguments);
         if !errors.is_empty() {
             return self.invalid_arguments(meta, errors, None);
@@ -748,7 +808,16 @@ impl<'c> Session<'c> {
                 }
                 hits
             }
-            None => match self.catalog.search_in(query, &self.reachable, limit) {
+            None => match match &dense {
+                Some(Ok(cosines)) => self.catalog.search_fused_in(
+                    query,
+                    &self.reachable,
+                    limit,
+                    cosines,
+                    self.options.dense_weight,
+                ),
+                _ => self.catalog.search_in(query, &self.reachable, limit),
+            } {
                 Ok(hits) => {
                     let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
                     hits.iter()
@@ -777,7 +846,12 @@ impl<'c> Session<'c> {
                 .iter()
                 .map(|&t| json!({"name": self.catalog.exported_name(t), "description": one_line(self.catalog.description(t))}))
                 .collect();
-            json!({"tools": tools, "searchesLeft": left}).to_string()
+            match dense {
+                Some(Err(notice)) => {
+                    json!({"tools": tools, "searchesLeft": left, "notice": notice}).to_string()
+                }
+                _ => json!({"tools": tools, "searchesLeft": left}).to_string(),
+            }
         };
         CallResult {
             text,
