@@ -751,3 +751,84 @@ async fn a_call_without_an_answer_in_time_is_outcome_unknown() {
     // The connection itself stays up.
     assert_eq!(state_of(&pool, "dying"), ServerState::Ready);
 }
+
+/// A child process killed when the test ends, also on a failed assertion.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_gets_its_headers_and_never_shows_them() {
+    const VAR: &str = "TOOLCAT_REMOTE_TEST_HTTP_KEY";
+    const KEY: &str = "tc-http-key-93b1e0";
+    std::env::set_var(VAR, KEY);
+    let mut child = Child(
+        Command::new(python())
+            .arg(test_server("http_server.py"))
+            .env("API_KEY", KEY)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the HTTP server"),
+    );
+    let stdout = child.0.stdout.take().expect("its standard output");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+        .expect("the server prints its port");
+    let url = format!("http://127.0.0.1:{}/mcp", line.trim());
+    let empty = json!({"type": "object", "properties": {}});
+    let (_catalog_dir, c) = catalog(&[
+        format!(
+            "[mcp_server.web]\ndescription = \"A web server\"\nurl = \"{url}\"\nheaders = {{ \"x-api-key\" = \"${{{VAR}}}\" }}\n"
+        ),
+        row("web", "echo_key", "read", &empty),
+        format!(
+            "[mcp_server.wrong]\ndescription = \"The same server, the wrong key\"\nnamespace = \"wrong\"\nurl = \"{url}\"\nheaders = {{ \"x-api-key\" = \"wrong-key-5521\" }}\n"
+        ),
+        row("wrong", "echo_key", "read", &empty),
+    ]);
+    let pool = ServerPool::start(
+        &c,
+        PoolOptions {
+            backoff_initial: Duration::from_secs(120),
+            ..options()
+        },
+    );
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let web = pool.status().into_iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(web.state, ServerState::Ready, "{web:?}");
+    assert_eq!(web.transport, "http");
+    let wrong = pool
+        .status()
+        .into_iter()
+        .find(|s| s.name == "wrong")
+        .unwrap();
+    let ServerState::Failed { error, .. } = &wrong.state else {
+        panic!("{wrong:?}")
+    };
+    assert!(!error.contains("wrong-key-5521"), "{error}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path())).with_servers(Arc::clone(&pool));
+    let allowed = all(&c);
+    let outcome = co
+        .call(CallRequest::new(
+            c.tool("echo_key").unwrap(),
+            json!({}),
+            &allowed,
+        ))
+        .await;
+    let text = outcome.text();
+    assert!(outcome.result.is_ok(), "{text}");
+    assert_eq!(text, "\"your key is [redacted]\"");
+    let statuses = serde_json::to_string(&pool.status()).unwrap();
+    assert!(
+        !statuses.contains(KEY) && !statuses.contains("wrong-key-5521"),
+        "{statuses}"
+    );
+}
