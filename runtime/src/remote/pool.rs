@@ -513,7 +513,7 @@ impl ServerPool {
             let selected = options
                 .only
                 .as_ref()
-                .is_none_or(|only| only.iter().any(|n| *n == name));
+                .is_none_or(|only| only.contains(&name));
             let phase = match (&config, selected, &runtime) {
                 (_, false, _) | (_, _, None) => Phase::NotConnected,
                 (Err((_, error)), true, Some(_)) => Phase::Failed {
