@@ -265,25 +265,71 @@ impl ServerConfig {
     /// [`RemoteError::Config`] when the server has no transport, or the catalog's file no longer
     /// loads or no longer declares the server.
     pub fn from_catalog(catalog: &Catalog, s: ServerId) -> Result<Self, RemoteError> {
-        let name = catalog.server_name(s);
-        if let Some(path) = catalog.path() {
-            let source = std::fs::read_to_string(path).map_err(|e| RemoteError::Config {
-                server: name.to_string(),
-                message: format!(
-                    "`{path}` cannot be read again for its `[mcp_server.{name}]` entry: {e}"
-                ),
-            })?;
-            let all = ServerConfig::all_from_source(path, &source)?;
-            return all
-                .into_iter()
-                .find(|c| c.name == name)
-                .ok_or_else(|| RemoteError::Config {
-                    server: name.to_string(),
-                    message: format!(
-                        "`{path}` no longer declares `[mcp_server.{name}]`; reload the catalog"
-                    ),
-                });
+        match ServerConfig::file_configs(catalog) {
+            Some(file) => ServerConfig::pick(catalog, s, &file),
+            None => ServerConfig::from_tables(catalog, s),
         }
+    }
+
+    /// [`ServerConfig::from_catalog`] of every server of `catalog`, in catalog (name) order,
+    /// reading a loaded catalog's file once.
+    pub fn all_from_catalog(catalog: &Catalog) -> Vec<Result<Self, RemoteError>> {
+        let file = ServerConfig::file_configs(catalog);
+        catalog
+            .servers()
+            .map(|s| match &file {
+                Some(file) => ServerConfig::pick(catalog, s, file),
+                None => ServerConfig::from_tables(catalog, s),
+            })
+            .collect()
+    }
+
+    /// The configurations of a loaded catalog's file; `None` for a compiled catalog.
+    fn file_configs(catalog: &Catalog) -> Option<Result<Vec<Self>, RemoteError>> {
+        let path = catalog.path()?;
+        Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| RemoteError::Config {
+                    server: String::new(),
+                    message: format!(
+                        "`{path}` cannot be read again for its `[mcp_server]` entries: {e}"
+                    ),
+                })
+                .and_then(|source| ServerConfig::all_from_source(path, &source)),
+        )
+    }
+
+    /// Server `s`'s configuration among `file`'s.
+    fn pick(
+        catalog: &Catalog,
+        s: ServerId,
+        file: &Result<Vec<Self>, RemoteError>,
+    ) -> Result<Self, RemoteError> {
+        let name = catalog.server_name(s);
+        let path = catalog.path().unwrap_or_default();
+        match file {
+            Err(RemoteError::Config { message, .. }) => Err(RemoteError::Config {
+                server: name.to_string(),
+                message: message.clone(),
+            }),
+            Err(other) => Err(other.clone()),
+            Ok(all) => {
+                all.iter()
+                    .find(|c| c.name == name)
+                    .cloned()
+                    .ok_or_else(|| RemoteError::Config {
+                        server: name.to_string(),
+                        message: format!(
+                            "`{path}` no longer declares `[mcp_server.{name}]`; reload the catalog"
+                        ),
+                    })
+            }
+        }
+    }
+
+    /// `command`, `args` and `url` of server `s` from the catalog's tables.
+    fn from_tables(catalog: &Catalog, s: ServerId) -> Result<Self, RemoteError> {
+        let name = catalog.server_name(s);
         let tables = catalog.tables();
         let i = s.index();
         let command = tables.server_commands.get(i).cloned().flatten();

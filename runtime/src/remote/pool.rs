@@ -477,14 +477,15 @@ impl ServerPool {
     /// Call it inside a tokio runtime (the connections run on its tasks); outside one every
     /// server stays `not-connected`.
     pub fn start(catalog: &Catalog, options: PoolOptions) -> Arc<ServerPool> {
+        let declared = ServerConfig::all_from_catalog(catalog);
         let configs: Vec<Result<ServerConfig, (String, String)>> = catalog
             .servers()
-            .map(|s| {
+            .zip(declared)
+            .map(|(s, declared)| {
                 let name = catalog.server_name(s);
                 match options.configs.iter().find(|c| c.name == name) {
                     Some(c) => Ok(c.clone()),
-                    None => ServerConfig::from_catalog(catalog, s)
-                        .map_err(|e| (name.to_string(), e.to_string())),
+                    None => declared.map_err(|e| (name.to_string(), e.to_string())),
                 }
             })
             .collect();
