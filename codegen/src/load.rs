@@ -1121,6 +1121,66 @@ owner = "files"
 "#;
 
     #[test]
+    fn server_env_and_headers_are_tables_of_strings() {
+        let server =
+            |body: &str| format!("[mcp_server.s]\ndescription = \"a server\"\n{body}\n{ROW}");
+        let loaded = parse(
+            "t.toml",
+            &server("command = \"srv\"\nenv = { TOKEN = \"${TOKEN}\", MODE = \"fast\" }\nconnect_timeout_ms = 2500"),
+        )
+        .expect("loads");
+        let decl = &loaded.file.mcp_server["s"];
+        assert_eq!(decl.env.get("TOKEN").map(String::as_str), Some("${TOKEN}"));
+        assert_eq!(decl.env.len(), 2);
+        assert_eq!(decl.connect_timeout_ms, Some(2500));
+        let loaded = parse(
+            "t.toml",
+            &server("url = \"http://h/mcp\"\nheaders = { Authorization = \"Bearer ${T}\" }"),
+        )
+        .expect("loads");
+        assert_eq!(loaded.file.mcp_server["s"].headers.len(), 1);
+        assert_eq!(
+            codes(parse(
+                "t.toml",
+                &server("command = \"srv\"\nenv = { N = 1 }")
+            )),
+            ["E0103"]
+        );
+        assert_eq!(
+            codes(parse(
+                "t.toml",
+                &server("command = \"srv\"\nenv = \"TOKEN=x\"")
+            )),
+            ["E0103"]
+        );
+    }
+
+    #[test]
+    fn settings_of_the_other_transport_are_refused() {
+        let compile = |body: &str| {
+            let source = format!("[mcp_server.s]\ndescription = \"a server\"\n{body}\n{ROW}");
+            match crate::compile_str("t.toml", &source) {
+                Ok(_) => Vec::new(),
+                Err(ds) => ds.iter().map(|d| (d.code, d.message.clone())).collect(),
+            }
+        };
+        let found = compile("url = \"http://h/mcp\"\nenv = { T = \"x\" }");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "E0421");
+        assert!(
+            found[0].1.contains("has `env` but no `command`"),
+            "{found:?}"
+        );
+        let found = compile("command = \"srv\"\nheaders = { T = \"x\" }");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].1.contains("has `headers` but no `url`"),
+            "{found:?}"
+        );
+        assert!(compile("command = \"srv\"\nenv = { T = \"x\" }").is_empty());
+    }
+
+    #[test]
     fn every_schema_field_has_a_kind() {
         for field in model::tool_fields() {
             assert!(
