@@ -832,3 +832,67 @@ async fn a_streamable_http_server_gets_its_headers_and_never_shows_them() {
         "{statuses}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_from_outside_during_a_call_leaves_it_outcome_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid = dir.path().join("pid");
+    let pid_s = pid.display().to_string();
+    let dying = ServerConfig::stdio(python(), [test_server("dying_server.py")]).with_name("dying");
+    let time = time_config();
+    let time_schema = remote_schema(&time, "get_current_time").await;
+    let empty = json!({"type": "object", "properties": {}});
+    let (_catalog_dir, c) = catalog(&[
+        server_entry(&dying, &[("DYING_PID", pid_s.as_str())]),
+        row("dying", "stall", "write", &empty),
+        server_entry(&time, &[]),
+        row("time", "get_current_time", "read", &time_schema),
+    ]);
+    let pool = ServerPool::start(&c, options());
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let store = Arc::new(CallStore::in_memory().unwrap());
+    let co = Coordinator::new(&c, ToolContext::new(dir.path()))
+        .with_store(Arc::clone(&store))
+        .with_servers(Arc::clone(&pool))
+        .with_approval(|_| true);
+    let allowed = all(&c);
+    let stall = c.tool("stall").unwrap();
+    let call = co.call(CallRequest::new(stall, json!({}), &allowed));
+    let kill = async {
+        // Once the call is `running` (sent), the server is killed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let running = store.list(Some(CallState::Running), 10).unwrap();
+            if !running.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the call never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let pid_text = std::fs::read_to_string(&pid).unwrap();
+        let killed = Command::new("kill")
+            .args(["-9", pid_text.trim()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    };
+    let (outcome, ()) = tokio::join!(call, kill);
+    let e = outcome.result.as_ref().expect_err("the server was killed");
+    assert!(matches!(e, CallError::OutcomeUnknown { .. }), "{e}");
+    let record = store.get(outcome.call.unwrap()).unwrap().unwrap();
+    assert_eq!(record.state, CallState::OutcomeUnknown, "{record:?}");
+    assert_eq!(
+        store.list(None, 10).unwrap().len(),
+        1,
+        "no other call was made"
+    );
+    let now = co
+        .call(CallRequest::new(
+            c.tool("get_current_time").unwrap(),
+            json!({"timezone": "UTC"}),
+            &allowed,
+        ))
+        .await;
+    assert!(now.result.is_ok(), "{}", now.text());
+}

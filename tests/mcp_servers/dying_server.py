@@ -5,6 +5,8 @@
   a server reports an error with too much content;
 - `echo`: answers its `text` argument;
 - `stall`: never answers.
+
+With `DYING_PID` set, the process id is written to that file at start.
 """
 
 import os
@@ -13,6 +15,10 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+
+if "DYING_PID" in os.environ:
+    with open(os.environ["DYING_PID"], "w") as f:
+        f.write(str(os.getpid()))
 
 TOOLS = [
     types.Tool(
