@@ -452,6 +452,12 @@ async fn a_schema_changed_between_connections_is_refused_naming_the_change() {
             "read",
             &json!({"type": "object", "properties": {}}),
         ),
+        row(
+            "drift",
+            "vanished",
+            "read",
+            &json!({"type": "object", "properties": {}}),
+        ),
     ]);
     let pool = ServerPool::start(&c, options());
     assert!(pool.wait_ready(Duration::from_secs(60)).await);
@@ -470,6 +476,16 @@ async fn a_schema_changed_between_connections_is_refused_naming_the_change() {
     assert_eq!(
         ok.result.as_ref().map(|v| v.text.as_str()).ok(),
         Some("\"found cat (schema 1)\"")
+    );
+
+    // A row the server does not list is refused too.
+    let missing = co.call(request("vanished", json!({}))).await;
+    let e = missing.result.as_ref().expect_err("not listed");
+    assert_eq!(e.kind(), "schema-drift");
+    assert!(
+        e.to_string()
+            .contains("the server no longer lists tool `vanished`"),
+        "{e}"
     );
 
     // The server changes the schema and says so (`tools/list_changed`): the list is read again
@@ -533,7 +549,8 @@ async fn a_schema_changed_between_connections_is_refused_naming_the_change() {
     let report = live_report(&c, s, &pool.discovered("drift").unwrap());
     assert_eq!(report.changed.len(), 1);
     assert_eq!(report.changed[0].0, "lookup");
-    assert!(report.added.is_empty() && report.removed.is_empty());
+    assert!(report.added.is_empty());
+    assert_eq!(report.removed, ["vanished"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,6 +37,8 @@ pub enum SchemaChange {
     RequiredChanged { property: String, required: bool },
     /// Anything else, at a JSON Pointer into the schema (`/properties/x/enum`, ...).
     Changed { path: String },
+    /// The server no longer lists the tool at all.
+    ToolMissing { tool: String },
 }
 
 impl fmt::Display for SchemaChange {
@@ -70,6 +72,10 @@ impl fmt::Display for SchemaChange {
             }
             SchemaChange::Changed { path } if path.is_empty() => write!(f, "schema changed"),
             SchemaChange::Changed { path } => write!(f, "`{path}` changed"),
+            SchemaChange::ToolMissing { tool } => write!(
+                f,
+                "the server no longer lists tool `{tool}` (removed or renamed)"
+            ),
         }
     }
 }

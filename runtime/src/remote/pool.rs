@@ -626,7 +626,13 @@ impl ServerPool {
         let inner = lock(&slot.inner);
         let peer = match (&inner.phase, &inner.peer) {
             (Phase::Ready, Some(peer)) if !peer.is_transport_closed() => peer.clone(),
-            (Phase::Ready, _) | (Phase::Connecting, _) => {
+            (Phase::Ready, _) => {
+                return Err(Refusal::NotConnected {
+                    status: "reconnecting (its connection just closed)".to_string(),
+                    hint: "try again in a moment; `toolcat servers` shows its state".to_string(),
+                })
+            }
+            (Phase::Connecting, _) => {
                 return Err(Refusal::NotConnected {
                     status: "still connecting".to_string(),
                     hint: "try again in a moment; `toolcat servers` shows its state".to_string(),
@@ -661,8 +667,8 @@ impl ServerPool {
         };
         let Some(remote) = discovery.tool(tool) else {
             return Err(Refusal::Drift(SchemaDrift {
-                changes: vec![SchemaChange::Changed {
-                    path: format!("tool `{tool}` is no longer listed by the server (it was removed or renamed)"),
+                changes: vec![SchemaChange::ToolMissing {
+                    tool: tool.to_string(),
                 }],
             }));
         };
