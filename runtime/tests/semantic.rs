@@ -49,7 +49,9 @@ mod encoder {
     use std::sync::OnceLock;
     use std::time::Instant;
 
-    use toolcat::semantic::{Encoder, SemanticError, ToolVectors, VectorPrecision, VectorSource};
+    use toolcat::semantic::{
+        write_catalog_vectors, Encoder, SemanticError, ToolVectors, VectorPrecision, VectorSource,
+    };
     use toolcat::Catalog;
 
     fn model_dir() -> PathBuf {
@@ -241,6 +243,52 @@ mod encoder {
         assert_eq!(redone.source(), VectorSource::Computed);
         assert_eq!(redone.vector(3), first.vector(3));
         assert!(ToolVectors::from_bytes(&std::fs::read(&file).unwrap()).is_ok());
+    }
+
+    /// Build-time embedding: the file a build script writes is the catalog's vectors (f32 or
+    /// int8), `ToolVectors::load` takes them when they match and passes over stale or empty ones.
+    #[test]
+    fn build_time_vectors_are_used_when_they_match_the_catalog() {
+        let enc = encoder();
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = tmp.path().join("cache");
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml"));
+        let catalog = reference_catalog(|s| s);
+        let out = tmp.path().join(toolcat::semantic::VECTORS_FILE);
+
+        // no model configured: an empty file, and the run-time path serves
+        let wrote = write_catalog_vectors(path, None, VectorPrecision::F32, None, &out).unwrap();
+        assert!(wrote && std::fs::read(&out).unwrap().is_empty());
+        let bytes = std::fs::read(&out).unwrap();
+        let v = ToolVectors::load(&catalog, enc, Some(&bytes), Some(&cache)).unwrap();
+        assert_eq!(v.source(), VectorSource::Computed);
+
+        let model = model_dir();
+        for precision in [VectorPrecision::Int8, VectorPrecision::F32] {
+            write_catalog_vectors(path, Some(&model), precision, Some(&cache), &out).unwrap();
+            let bytes = std::fs::read(&out).unwrap();
+            let embedded = ToolVectors::load(&catalog, enc, Some(&bytes), None).unwrap();
+            assert_eq!(embedded.source(), VectorSource::Bytes);
+            assert_eq!(embedded.precision(), precision);
+            assert_eq!(embedded.len(), catalog.len());
+            let q = enc.encode_one("search the web for a page").unwrap();
+            let (a, b) = (embedded.cosine_all(&q), v.cosine_all(&q));
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x - y).abs() < 5e-3, "{x} vs {y}");
+            }
+        }
+        // unchanged content is not rewritten
+        let again =
+            write_catalog_vectors(path, Some(&model), VectorPrecision::F32, Some(&cache), &out);
+        assert_eq!(again.unwrap(), false);
+
+        // a catalog whose texts changed does not take the embedded vectors
+        let t = catalog.tools().next().unwrap();
+        let old = catalog.description(t).to_string();
+        let changed = reference_catalog(|s| s.replacen(&old, "Entirely different words", 1));
+        let bytes = std::fs::read(&out).unwrap();
+        let v = ToolVectors::load(&changed, enc, Some(&bytes), None).unwrap();
+        assert_eq!(v.source(), VectorSource::Computed);
     }
 
     #[test]

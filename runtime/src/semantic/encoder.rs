@@ -8,7 +8,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::kernels::{dot, fill_rows, gelu_erf, layer_norm, softmax_row, MatMul, View};
+use super::kernels::{dot, fill_rows, gelu_erf, layer_norm, softmax_row, Linear, MatMul, View};
 use super::SemanticError;
 
 /// The longest input the encoder reads, in tokens including `[CLS]` and `[SEP]` (longer texts
@@ -66,15 +66,15 @@ struct PoolingConfig {
 
 /// One transformer layer, matrices stored `in × out`, row-major (`x · W`).
 struct Layer {
-    qkv_w: Vec<f32>, // hidden × 3·hidden: query | key | value
+    qkv_w: Linear, // hidden × 3·hidden: query | key | value
     qkv_b: Vec<f32>,
-    out_w: Vec<f32>, // hidden × hidden
+    out_w: Linear, // hidden × hidden
     out_b: Vec<f32>,
     ln1_w: Vec<f32>,
     ln1_b: Vec<f32>,
-    inter_w: Vec<f32>, // hidden × intermediate
+    inter_w: Linear, // hidden × intermediate
     inter_b: Vec<f32>,
-    ffn_w: Vec<f32>, // intermediate × hidden
+    ffn_w: Linear, // intermediate × hidden
     ffn_b: Vec<f32>,
     ln2_w: Vec<f32>,
     ln2_b: Vec<f32>,
@@ -277,15 +277,23 @@ impl Encoder {
             qkv_b.extend(w.take(&format!("{p}attention.self.key.bias"), &[h])?);
             qkv_b.extend(w.take(&format!("{p}attention.self.value.bias"), &[h])?);
             layers.push(Layer {
-                qkv_w,
+                qkv_w: Linear::new(qkv_w, h, 3 * h),
                 qkv_b,
-                out_w: w.take_t(&format!("{p}attention.output.dense.weight"), h, h)?,
+                out_w: Linear::new(
+                    w.take_t(&format!("{p}attention.output.dense.weight"), h, h)?,
+                    h,
+                    h,
+                ),
                 out_b: w.take(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1_w: w.take(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
                 ln1_b: w.take(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
-                inter_w: w.take_t(&format!("{p}intermediate.dense.weight"), i, h)?,
+                inter_w: Linear::new(
+                    w.take_t(&format!("{p}intermediate.dense.weight"), i, h)?,
+                    h,
+                    i,
+                ),
                 inter_b: w.take(&format!("{p}intermediate.dense.bias"), &[i])?,
-                ffn_w: w.take_t(&format!("{p}output.dense.weight"), h, i)?,
+                ffn_w: Linear::new(w.take_t(&format!("{p}output.dense.weight"), h, i)?, i, h),
                 ffn_b: w.take(&format!("{p}output.dense.bias"), &[h])?,
                 ln2_w: w.take(&format!("{p}output.LayerNorm.weight"), &[h])?,
                 ln2_b: w.take(&format!("{p}output.LayerNorm.bias"), &[h])?,
@@ -430,7 +438,7 @@ impl Encoder {
         for ly in &self.layers {
             // q | k | v for every token: n × 3h
             fill_rows(&mut s.qkv, &ly.qkv_b);
-            mm.acc(n, 3 * h, h, &s.x, &ly.qkv_w, &mut s.qkv);
+            ly.qkv_w.acc(&mm, n, &s.x, &mut s.qkv);
             for head in 0..self.heads {
                 let q = View::rows(&s.qkv[head * dh..], 3 * h);
                 let k = View::rows(&s.qkv[h + head * dh..], 3 * h);
@@ -458,13 +466,13 @@ impl Encoder {
                     *a += b;
                 }
             }
-            mm.acc(n, h, h, &s.ctx, &ly.out_w, &mut s.att);
+            ly.out_w.acc(&mm, n, &s.ctx, &mut s.att);
             for row in s.att.chunks_exact_mut(h) {
                 layer_norm(row, &ly.ln1_w, &ly.ln1_b, self.eps);
             }
             // feed-forward: GELU(att · W_i + b_i) · W_f + b_f + att, then LayerNorm
             fill_rows(&mut s.inter, &ly.inter_b);
-            mm.acc(n, inter, h, &s.att, &ly.inter_w, &mut s.inter);
+            ly.inter_w.acc(&mm, n, &s.att, &mut s.inter);
             gelu_erf(&mut s.inter);
             s.x.copy_from_slice(&s.att);
             for row in s.x.chunks_exact_mut(h) {
@@ -472,7 +480,7 @@ impl Encoder {
                     *a += b;
                 }
             }
-            mm.acc(n, h, inter, &s.inter, &ly.ffn_w, &mut s.x);
+            ly.ffn_w.acc(&mm, n, &s.inter, &mut s.x);
             for row in s.x.chunks_exact_mut(h) {
                 layer_norm(row, &ly.ln2_w, &ly.ln2_b, self.eps);
             }

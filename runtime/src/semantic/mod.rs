@@ -8,7 +8,7 @@
 //! - [`ToolVectors`]: one vector per tool of a catalog (catalog order, f32 or int8-quantized),
 //!   computed from [`tool_text`] and cached on disk keyed by the model and the texts
 //!   ([`ToolVectors::for_catalog`]), or embedded in the binary by a build script
-//!   ([`ToolVectors::from_bytes`], `toolcat_codegen::build::embed_tool_vectors`);
+//!   ([`embed_catalog_vectors`], [`ToolVectors::load`]);
 //!   [`ToolVectors::cosine_all`] scores a query vector against every tool.
 //!
 //! The encoder reproduces the reference measurement's (`bench/peer_dense.py`): same tokenizer
@@ -22,7 +22,8 @@ use std::path::PathBuf;
 
 pub use encoder::{Encoder, MAX_TOKENS, MODEL_FILES};
 pub use vectors::{
-    default_cache_dir, peer_split_name, tool_text, ToolVectors, VectorPrecision, VectorSource,
+    default_cache_dir, embed_catalog_vectors, peer_split_name, tool_text, write_catalog_vectors,
+    ToolVectors, VectorPrecision, VectorSource, VECTORS_FILE,
 };
 
 /// Why a model could not be loaded, a text not encoded, or tool vectors not read.
@@ -48,6 +49,9 @@ pub enum SemanticError {
     /// The tokenizer failed on a text.
     #[error("tokenizing failed: {0}")]
     Tokenize(String),
+    /// The catalog to embed does not load (build-time embedding).
+    #[error("{0}")]
+    Catalog(String),
     /// Stored tool vectors cannot be used (damaged, another format version, or computed for
     /// another model or catalog).
     #[error("tool vectors {what}; rebuild them (delete the cache file or rebuild the crate)")]

@@ -99,10 +99,11 @@ pub fn peer_split_name(name: &str) -> String {
 
 /// The text a tool is embedded from, the reference protocol's tool text: the declared name split
 /// by [`peer_split_name`], a space, the description; then the tool's keywords (space-separated)
-/// and the names of its JSON Schema `properties` split the same way, when it has any. For the
-/// benchmark catalogs (`toolcat import` of MetaTool and LiveMCPBench, no keywords) this is
-/// exactly `peer_dense.py`'s text; for other catalogs it carries what the BM25 index reads
-/// (name, description, keywords, parameter names).
+/// and the property names of its *declared* `input_schema` (server tools) split the same way,
+/// when it has any. For the benchmark catalogs (`toolcat import` of MetaTool and LiveMCPBench, no
+/// keywords) this is exactly `peer_dense.py`'s text. Only what `tools.toml` declares is read, so
+/// a compiled catalog and the same file loaded at run time (or by a build script) give the same
+/// texts; the parameter names of local tools, which live in Rust, are not part of it.
 pub fn tool_text(catalog: &Catalog, t: ToolIndex) -> String {
     let mut text = format!(
         "{} {}",
@@ -113,9 +114,15 @@ pub fn tool_text(catalog: &Catalog, t: ToolIndex) -> String {
         text.push(' ');
         text.push_str(k);
     }
-    if let Some(props) = catalog
-        .input_schema(t)
-        .get("properties")
+    let declared = catalog
+        .tables()
+        .input_schema
+        .get(t.index())
+        .and_then(|s| s.as_deref())
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
+    if let Some(props) = declared
+        .as_ref()
+        .and_then(|s| s.get("properties"))
         .and_then(|p| p.as_object())
     {
         if !props.is_empty() {
@@ -165,6 +172,30 @@ impl ToolVectors {
         let texts: Vec<String> = catalog.tools().map(|t| tool_text(catalog, t)).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         ToolVectors::for_texts(&refs, encoder, cache_dir)
+    }
+
+    /// The vectors of `catalog` from the best source there is: `embedded` bytes (from
+    /// [`embed_catalog_vectors`] in a build script) when they match the catalog's current tool
+    /// texts and the encoder ([`ToolVectors::matches_catalog`]), else as
+    /// [`ToolVectors::for_catalog`] (cache, then encoding). Empty or stale embedded bytes are
+    /// passed over; [`ToolVectors::source`] tells which source served.
+    ///
+    /// # Errors
+    /// As [`ToolVectors::for_catalog`].
+    pub fn load(
+        catalog: &Catalog,
+        encoder: &Encoder,
+        embedded: Option<&[u8]>,
+        cache_dir: Option<&Path>,
+    ) -> Result<ToolVectors, SemanticError> {
+        if let Some(bytes) = embedded.filter(|b| !b.is_empty()) {
+            if let Ok(v) = ToolVectors::from_bytes(bytes) {
+                if v.len == catalog.len() && v.matches_catalog(catalog, encoder) {
+                    return Ok(v);
+                }
+            }
+        }
+        ToolVectors::for_catalog(catalog, encoder, cache_dir)
     }
 
     /// The vectors of `texts` (one per text, in order), cached as in
@@ -463,6 +494,113 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     fs::rename(&tmp, path).inspect_err(|_| {
         let _ = fs::remove_file(&tmp);
     })
+}
+
+/// The file [`embed_catalog_vectors`] writes into `OUT_DIR`; include it with
+/// `include_bytes!(concat!(env!("OUT_DIR"), "/toolcat_tool_vectors.bin"))`.
+pub const VECTORS_FILE: &str = "toolcat_tool_vectors.bin";
+
+/// For a build script: embeds the catalog's tool vectors in the crate being built.
+///
+/// When `TOOLCAT_MODEL_DIR` names a model directory, the catalog at `catalog` (relative to
+/// `CARGO_MANIFEST_DIR`, or absolute) is loaded, its tool vectors are encoded (through the cache
+/// of [`default_cache_dir`], so a rebuild with unchanged texts encodes nothing) and written to
+/// `OUT_DIR/`[`VECTORS_FILE`] in the stored form, int8-quantized when `TOOLCAT_VECTORS=int8`
+/// (f32 otherwise: `f32` or unset). Without `TOOLCAT_MODEL_DIR` the file is written empty, so the
+/// `include_bytes!` still compiles and [`ToolVectors::load`] falls back to the run-time path.
+/// The file is rewritten only when its content changes. Returns the `cargo::` lines to print
+/// (rerun triggers, and a warning or error naming what failed); the caller prints them.
+///
+/// The build script needs `toolcat` with feature `semantic` as a build dependency:
+/// ```toml
+/// [build-dependencies]
+/// toolcat = { version = "0.1", features = ["semantic"] }
+/// ```
+pub fn embed_catalog_vectors(catalog: &str) -> Vec<String> {
+    let mut lines = vec![
+        "cargo::rerun-if-env-changed=TOOLCAT_MODEL_DIR".to_string(),
+        "cargo::rerun-if-env-changed=TOOLCAT_VECTORS".to_string(),
+    ];
+    let (Some(manifest), Some(out)) = (
+        std::env::var_os("CARGO_MANIFEST_DIR"),
+        std::env::var_os("OUT_DIR"),
+    ) else {
+        lines.push(
+            "cargo::error=`embed_catalog_vectors` runs in a build script (`CARGO_MANIFEST_DIR` \
+             and `OUT_DIR` are not set)"
+                .to_string(),
+        );
+        return lines;
+    };
+    let out_file = PathBuf::from(out).join(VECTORS_FILE);
+    let model = std::env::var_os("TOOLCAT_MODEL_DIR").filter(|d| !d.is_empty());
+    let path = PathBuf::from(manifest).join(catalog);
+    if let Some(model) = &model {
+        lines.push(format!("cargo::rerun-if-changed={}", path.display()));
+        lines.push(format!(
+            "cargo::rerun-if-changed={}",
+            PathBuf::from(model).display()
+        ));
+    }
+    let precision = if std::env::var("TOOLCAT_VECTORS").is_ok_and(|v| v == "int8") {
+        VectorPrecision::Int8
+    } else {
+        VectorPrecision::F32
+    };
+    let cache = default_cache_dir();
+    if let Err(e) = write_catalog_vectors(
+        &path,
+        model.as_deref().map(Path::new),
+        precision,
+        cache.as_deref(),
+        &out_file,
+    ) {
+        lines.push(format!(
+            "cargo::error={}",
+            e.to_string().replace(['\r', '\n'], " ")
+        ));
+    }
+    lines
+}
+
+/// The work of [`embed_catalog_vectors`] without the environment: writes the stored form of the
+/// tool vectors of the catalog file `catalog`, encoded by the model in `model_dir` (through
+/// `cache_dir`), to `out_file` — or an empty file when `model_dir` is `None`. Writes only when
+/// the content changes; returns whether it wrote.
+///
+/// # Errors
+/// [`SemanticError::Catalog`] when the catalog does not load, the encoder's errors, and
+/// [`SemanticError::Vectors`] when `out_file` cannot be written.
+pub fn write_catalog_vectors(
+    catalog: &Path,
+    model_dir: Option<&Path>,
+    precision: VectorPrecision,
+    cache_dir: Option<&Path>,
+    out_file: &Path,
+) -> Result<bool, SemanticError> {
+    let bytes = match model_dir {
+        None => Vec::new(),
+        Some(model) => {
+            let catalog =
+                Catalog::load(catalog).map_err(|e| SemanticError::Catalog(e.to_string()))?;
+            let encoder = Encoder::load(model)?;
+            let v = ToolVectors::for_catalog(&catalog, &encoder, cache_dir)?;
+            match precision {
+                VectorPrecision::F32 => v.to_bytes(),
+                VectorPrecision::Int8 => v.quantized().to_bytes(),
+            }
+        }
+    };
+    if fs::read(out_file).ok().as_deref() == Some(bytes.as_slice()) {
+        return Ok(false);
+    }
+    write_atomic(out_file, &bytes).map_err(|e| {
+        vectors_error(format!(
+            "cannot be written to `{}`: {e}",
+            out_file.display()
+        ))
+    })?;
+    Ok(true)
 }
 
 #[cfg(test)]
