@@ -123,6 +123,8 @@ pub(crate) struct Linear {
     n: usize,
     packed: bool,
     w: Vec<f32>,
+    /// The packed panels as IEEE half floats (F16C), when the machine converts them.
+    half: Vec<u16>,
 }
 
 impl Linear {
@@ -136,6 +138,7 @@ impl Linear {
                 n,
                 packed: false,
                 w,
+                half: Vec::new(),
             }
         }
     }
@@ -149,11 +152,24 @@ impl Linear {
                 p[(j / 16) * k * 16 + i * 16 + j % 16] = v;
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("f16c") {
+            // SAFETY: F16C is available.
+            let half = unsafe { x86::to_half(&p) };
+            return Linear {
+                k,
+                n,
+                packed: true,
+                w: Vec::new(),
+                half,
+            };
+        }
         Linear {
             k,
             n,
             packed: true,
             w: p,
+            half: Vec::new(),
         }
     }
 
@@ -167,26 +183,26 @@ impl Linear {
         assert!(a.len() >= m * k && dst.len() >= m * n);
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: `packed` is only set when `packed_kernel_available` saw AVX2 and FMA (or by
+            // SAFETY: `packed` is only set when `packed_kernel_available` saw AVX2, FMA and F16C (or by
             // the unit test, which checks the same first); the assert above and the panel
             // layout keep every access in bounds.
             let panels = n.div_ceil(16);
-            let (a, w, d) = (
-                a.as_ptr() as usize,
-                self.w.as_ptr() as usize,
-                dst.as_mut_ptr() as usize,
-            );
-            let run = move |from: usize, to: usize| unsafe {
-                x86::packed_acc(
-                    m,
-                    n,
-                    k,
-                    a as *const f32,
-                    w as *const f32,
-                    d as *mut f32,
-                    from,
-                    to,
-                )
+            let half = !self.half.is_empty();
+            let w = if half {
+                self.half.as_ptr() as usize
+            } else {
+                self.w.as_ptr() as usize
+            };
+            let (a, d) = (a.as_ptr() as usize, dst.as_mut_ptr() as usize);
+            let run = move |from: usize, to: usize| {
+                let (a, w, d) = (a as *const f32, w as *const u8, d as *mut f32);
+                unsafe {
+                    if half {
+                        x86::packed_acc::<true>(m, n, k, a, w, d, from, to)
+                    } else {
+                        x86::packed_acc::<false>(m, n, k, a, w, d, from, to)
+                    }
+                }
             };
             if mm.threads > 1 && panels > 1 {
                 // Each thread owns a range of panels: disjoint columns of `dst`.
@@ -206,11 +222,13 @@ impl Linear {
     }
 }
 
-/// Whether this machine runs the packed kernel of [`Linear`] (x86-64 with AVX2 and FMA).
+/// Whether this machine runs the packed kernel of [`Linear`] (x86-64 with AVX2, FMA and F16C).
 pub(crate) fn packed_kernel_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -230,52 +248,93 @@ mod x86 {
     /// AVX2 and FMA must be available; `a` holds `m × k`, `w` `ceil(n / 16) × k × 16` and `dst`
     /// `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get disjoint
     /// panel ranges.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn packed_acc(
+    pub(super) unsafe fn packed_acc<const HALF: bool>(
         m: usize,
         n: usize,
         k: usize,
         a: *const f32,
-        w: *const f32,
+        w: *const u8,
         dst: *mut f32,
         from: usize,
         to: usize,
     ) {
         for p in from..to {
-            let wp = w.add(p * k * 16);
+            let wp = w.add(p * k * 16 * if HALF { 2 } else { 4 });
             let cols = (n - p * 16).min(16);
             let mut r0 = 0;
             while r0 < m {
                 let rows = (m - r0).min(6);
                 let (ar, dr) = (a.add(r0 * k), dst.add(r0 * n + p * 16));
                 match rows {
-                    6 => block::<6>(k, ar, wp, dr, n, cols),
-                    5 => block::<5>(k, ar, wp, dr, n, cols),
-                    4 => block::<4>(k, ar, wp, dr, n, cols),
-                    3 => block::<3>(k, ar, wp, dr, n, cols),
-                    2 => block::<2>(k, ar, wp, dr, n, cols),
-                    _ => block::<1>(k, ar, wp, dr, n, cols),
+                    6 => block::<6, HALF>(k, ar, wp, dr, n, cols),
+                    5 => block::<5, HALF>(k, ar, wp, dr, n, cols),
+                    4 => block::<4, HALF>(k, ar, wp, dr, n, cols),
+                    3 => block::<3, HALF>(k, ar, wp, dr, n, cols),
+                    2 => block::<2, HALF>(k, ar, wp, dr, n, cols),
+                    _ => block::<1, HALF>(k, ar, wp, dr, n, cols),
                 }
                 r0 += rows;
             }
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    /// `f32` values as IEEE half floats, rounded to nearest.
+    ///
+    /// # Safety
+    /// F16C must be available.
+    #[target_feature(enable = "f16c")]
+    pub(super) unsafe fn to_half(v: &[f32]) -> Vec<u16> {
+        let mut out = vec![0u16; v.len()];
+        let mut i = 0;
+        while i + 8 <= v.len() {
+            let h =
+                _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(v.as_ptr().add(i)));
+            _mm_storeu_si128(out.as_mut_ptr().add(i) as *mut __m128i, h);
+            i += 8;
+        }
+        for j in i..v.len() {
+            let h = _mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set1_ps(v[j]));
+            out[j] = _mm_extract_epi16::<0>(h) as u16;
+        }
+        out
+    }
+
+    /// Half floats back to `f32` (exact).
+    ///
+    /// # Safety
+    /// F16C must be available.
+    #[cfg(test)]
+    #[target_feature(enable = "f16c")]
+    pub(super) unsafe fn from_half(v: &[u16]) -> Vec<f32> {
+        v.iter()
+            .map(|&h| _mm_cvtss_f32(_mm_cvtph_ps(_mm_set1_epi16(h as i16))))
+            .collect()
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn block<const R: usize>(
+    unsafe fn block<const R: usize, const HALF: bool>(
         k: usize,
         a: *const f32,
-        wp: *const f32,
+        wp: *const u8,
         dst: *mut f32,
         ldd: usize,
         cols: usize,
     ) {
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         for kk in 0..k {
-            let w0 = _mm256_loadu_ps(wp.add(kk * 16));
-            let w1 = _mm256_loadu_ps(wp.add(kk * 16 + 8));
+            let (w0, w1) = if HALF {
+                let h = (wp as *const u16).add(kk * 16);
+                (
+                    _mm256_cvtph_ps(_mm_loadu_si128(h as *const __m128i)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(h.add(8) as *const __m128i)),
+                )
+            } else {
+                let f = (wp as *const f32).add(kk * 16);
+                (_mm256_loadu_ps(f), _mm256_loadu_ps(f.add(8)))
+            };
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = _mm256_set1_ps(*a.add(r * k + kk));
                 acc[0] = _mm256_fmadd_ps(x, w0, acc[0]);
@@ -457,6 +516,10 @@ mod tests {
         for (m, k, n) in [(1, 5, 3), (7, 37, 40), (13, 64, 48), (24, 384, 16)] {
             let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
+            // the packed panels hold half floats: compare with gemm on the same rounded weights
+            // SAFETY: `packed_kernel_available` saw F16C.
+            #[cfg(target_arch = "x86_64")]
+            let w = unsafe { x86::from_half(&x86::to_half(&w)) };
             let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
             let mut want = init.clone();
             MatMul { threads: 1 }.acc(m, n, k, &a, &w, &mut want);
