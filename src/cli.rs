@@ -62,6 +62,10 @@ pub enum Command {
     /// `--http`, streamable HTTP; every call goes through the execution coordinator
     /// (`toolcat::mcp` documents what is listed, what may run and the errors).
     Serve(crate::serve::ServeArgs),
+    /// Connect to the catalog's MCP servers and print where each is after a wait: `connecting`,
+    /// `ready` (with its tool count and when they were listed), `failed` (why, and when the next
+    /// attempt is) or `not-connected`.
+    Servers(crate::servers::ServersArgs),
 }
 
 /// Which catalog a command reads.
@@ -92,6 +96,24 @@ pub struct CheckArgs {
     /// line counting the rest of that code; errors are always all shown.
     #[arg(long)]
     pub all_warnings: bool,
+    /// Also connect to the catalog's MCP servers, list their tools now and compare them with the
+    /// declared rows: tools added (served, no row), removed (declared, no longer served) and
+    /// changed (the input schema, with each change named). Exit 1 on any difference, or when a
+    /// server cannot be reached.
+    #[arg(long)]
+    pub live: bool,
+    /// With `--live`: check only this server; repeatable.
+    #[arg(long = "server", value_name = "NAME", requires = "live")]
+    pub servers: Vec<String>,
+    /// With `--live`: how long each server may take to start and list its tools, in
+    /// milliseconds (default: its `connect_timeout_ms`, else 10000).
+    #[arg(long, value_name = "MS", requires = "live")]
+    pub timeout: Option<u64>,
+    /// With `--live`: print the comparison as a JSON array, one object per server (`server`,
+    /// `clean`, `added`, `removed`, `changed` with each `tool`, `change` and `changes`, or
+    /// `error`).
+    #[arg(long, requires = "live")]
+    pub json: bool,
 }
 
 /// Warnings of one code `toolcat check` shows unless `--all-warnings` is given.
@@ -280,16 +302,40 @@ impl From<ImportFrom> for ImportKind {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The kind of source.
-    #[arg(long, value_enum)]
-    pub from: ImportFrom,
-    /// `mcp-tools-json`: the server's name (default: the file name without extension).
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "from_server",
+        conflicts_with = "from_server"
+    )]
+    pub from: Option<ImportFrom>,
+    /// Connect to a running MCP server and import the tools it serves now: a server the catalog
+    /// declares (`--catalog`, else the reference catalog), or a command line that starts one,
+    /// optionally `NAME=COMMAND ...`; repeatable (one catalog for all). Every server is
+    /// namespaced (`NAME__tool`); its launch command is written to `[mcp_server.NAME]`.
+    #[arg(long = "from-server", value_name = "NAME|COMMAND")]
+    pub from_server: Vec<String>,
+    /// The catalog whose `[mcp_server]` entries `--from-server NAME` connects to.
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// With `--from-server`: how long a server may take to start and list its tools, in
+    /// milliseconds (default: its `connect_timeout_ms`, else 10000).
+    #[arg(long, value_name = "MS", requires = "from_server")]
+    pub timeout: Option<u64>,
+    /// `mcp-tools-json`: the server's name (default: the file name without extension). With one
+    /// `--from-server COMMAND`: the server's name (default: after the program, `mcp-server-time`
+    /// → `time`).
     #[arg(long, value_name = "NAME")]
     pub server: Option<String>,
     /// `github-toolsnaps`: a feature flag whose tool variants replace the normal ones; repeatable.
     #[arg(long = "feature-flag", value_name = "FLAG")]
     pub feature_flags: Vec<String>,
     /// The source file or directory.
-    pub path: PathBuf,
+    #[arg(
+        required_unless_present = "from_server",
+        conflicts_with = "from_server"
+    )]
+    pub path: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -323,6 +369,9 @@ pub struct CallArgs {
     /// The call store the call is recorded in before it runs (`toolcat calls` lists it).
     #[command(flatten)]
     pub store: crate::calls::StoreArg,
+    /// How a remote tool's MCP server is connected (only the called tool's server is started).
+    #[command(flatten)]
+    pub connect: crate::servers::ConnectArgs,
 }
 
 #[derive(Debug, Args)]
@@ -352,6 +401,10 @@ pub struct SessionArgs {
     /// Print one JSON object per line (turn, step or toolset change) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// How the catalog's MCP servers are connected: in the background from the start; the
+    /// first turn waits for them at most `--wait`.
+    #[command(flatten)]
+    pub connect: crate::servers::ConnectArgs,
 }
 
 /// Runs a parsed command line.
@@ -368,6 +421,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Calls(a) => crate::calls::run(&a),
         Command::Eval(a) => crate::eval::run(&a),
         Command::Serve(a) => crate::serve::run(&a),
+        Command::Servers(a) => crate::servers::run(&a),
     };
     match result {
         Ok(code) => code,
@@ -465,7 +519,7 @@ fn count(n: usize, noun: &str) -> String {
 }
 
 /// The catalog a command reads: the compiled-in reference catalog, or one loaded from a file.
-enum CatalogRef {
+pub(crate) enum CatalogRef {
     Compiled(&'static Catalog),
     Loaded(Box<Catalog>),
 }
@@ -481,7 +535,7 @@ impl std::ops::Deref for CatalogRef {
 }
 
 /// The catalog of `--catalog`, or the reference catalog compiled into this binary.
-fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
+pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
     match &arg.catalog {
         None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
         Some(path) => {
@@ -560,7 +614,7 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             let t = &compiled.tables;
-            println!(
+            let summary = format!(
                 "{path}: ok: {}, {}, {}, {}, {}, {}",
                 count(t.len, "tool"),
                 count(t.profile_names.len(), "profile"),
@@ -569,7 +623,27 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                 count(t.server_names.len(), "MCP server"),
                 count(compiled.warnings.len(), "warning")
             );
-            Ok(ExitCode::SUCCESS)
+            if !a.live {
+                println!("{summary}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            // The rows are valid; the live comparison goes to stdout (as JSON with `--json`),
+            // the summary to stderr.
+            eprintln!("{summary}");
+            let c = catalog(&a.catalog)?;
+            let clean = crate::servers::check_live(
+                &c,
+                &a.catalog,
+                &a.servers,
+                a.timeout.map(std::time::Duration::from_millis),
+                a.json,
+            )?;
+            if clean {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("{path}: the declared rows differ from what the MCP servers serve now, or a server cannot be reached; update the rows (`toolcat import --from-server NAME`) or the server");
+                Ok(ExitCode::FAILURE)
+            }
         }
         Err(diagnostics) => {
             // `render_all` ends with the summary line (`error: 2 errors and 1 warning in PATH`).
@@ -817,12 +891,23 @@ fn plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn import_cmd(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let (Some(from), Some(path)) = (a.from, &a.path) else {
+        return crate::servers::import_from_servers(
+            &a.catalog,
+            &a.from_server,
+            a.server.as_deref(),
+            a.timeout.map(std::time::Duration::from_millis),
+        );
+    };
+    if a.catalog.catalog.is_some() {
+        bail!("`--catalog` names the catalog whose servers `--from-server NAME` connects to; `--from {}` reads only its PATH", import::ImportKind::from(from));
+    }
     let options = ImportOptions {
         feature_flags: a.feature_flags.clone(),
         server_name: a.server.clone(),
         ..ImportOptions::default()
     };
-    let output = import::import_with(a.from.into(), &a.path, &options)?;
+    let output = import::import_with(from.into(), path, &options)?;
     print!("{}", output.text);
     eprint!("{}", output.report);
     Ok(ExitCode::SUCCESS)
@@ -869,9 +954,36 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     }
     let workspace = workspace_dir(a.workspace.as_deref())?;
     let ctx = toolcat::ToolContext::new(workspace);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // A remote tool's server is started (alone) in the background now; the call waits for it at
+    // most `--wait`.
+    let pool = match crate::servers::servers_for_call(&c, &a.connect, tool)? {
+        None => None,
+        Some(only) => {
+            let _entered = runtime.enter();
+            crate::servers::start_pool(
+                &c,
+                &a.catalog,
+                &a.connect,
+                Some(only),
+                std::time::Duration::from_millis(crate::servers::DEFAULT_CALL_WAIT_MS),
+            )?
+        }
+    };
     // The one execution path: scope (every tool of the catalog), validation, prepare, approval,
     // scheduling, re-verification, execution and, with a store, the call record.
     let mut coordinator = toolcat::Coordinator::new(&c, ctx);
+    if let Some(pool) = &pool {
+        let budget = pool.wait_budget();
+        if !runtime.block_on(pool.wait_ready(budget)) {
+            crate::servers::note_unready(pool, budget);
+        }
+        coordinator = coordinator.with_servers(std::sync::Arc::clone(pool));
+    }
     // Every call is recorded, in the same default store `toolcat calls` reads; a store that
     // cannot be opened runs nothing (the record must exist before the side effect).
     let store = toolcat::CallStore::open(&a.store.path())?;
@@ -900,12 +1012,12 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let allowed = c.profile_tools(c.full_profile()).to_vec();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let outcome =
         runtime.block_on(coordinator.call(toolcat::CallRequest::new(tool, args, &allowed)));
+    drop(coordinator);
+    drop(pool);
+    // The server's child process ends with the runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     if let Some(e) = &outcome.record_error {
         eprintln!("warning: {e}");
     }
@@ -944,11 +1056,32 @@ fn session(a: &SessionArgs) -> anyhow::Result<ExitCode> {
             Preselect::Bm25
         }),
     };
-    let mut s = settings.session(&c, toolcat::ToolContext::new(workspace))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let mut s = settings.session(&c, toolcat::ToolContext::new(workspace.clone()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // The catalog's MCP servers connect in the background from now on; the first turn waits for
+    // them at most `--wait` (default 2 s), and a server still connecting then goes on connecting.
+    let only = a.connect.only(&c)?;
+    let pool = {
+        let _entered = runtime.enter();
+        crate::servers::start_pool(
+            &c,
+            &a.catalog,
+            &a.connect,
+            only,
+            toolcat::remote::PoolOptions::default().wait_budget,
+        )?
+    };
+    if let Some(pool) = &pool {
+        s = s.with_coordinator(
+            toolcat::Coordinator::new(&c, toolcat::ToolContext::new(workspace))
+                .with_servers(std::sync::Arc::clone(pool)),
+        );
+    }
+    let mut waited = pool.is_none();
     let names = |tools: &[toolcat::ToolIndex]| -> Vec<String> {
         tools
             .iter()
@@ -979,6 +1112,15 @@ fn session(a: &SessionArgs) -> anyhow::Result<ExitCode> {
             EntryKind::User { message, .. } => {
                 turn += 1;
                 step = 0;
+                if !waited {
+                    waited = true;
+                    if let Some(pool) = &pool {
+                        let budget = pool.wait_budget();
+                        if !runtime.block_on(pool.wait_ready(budget)) {
+                            crate::servers::note_unready(pool, budget);
+                        }
+                    }
+                }
                 runtime.block_on(s.begin_turn(&message));
                 let report = s.turn_report().clone();
                 let preselected = report
@@ -1090,5 +1232,9 @@ fn session(a: &SessionArgs) -> anyhow::Result<ExitCode> {
     if turn == 0 {
         bail!("no input: write JSONL steps on stdin, starting with {{\"user\": \"...\"}}");
     }
+    drop(s);
+    drop(pool);
+    // The servers' child processes end with the runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(ExitCode::SUCCESS)
 }

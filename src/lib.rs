@@ -7,6 +7,7 @@ pub mod eval;
 pub mod generate;
 pub mod handlers;
 pub mod serve;
+pub mod servers;
 
 toolcat::include_catalog!();
 

@@ -44,6 +44,11 @@ pub struct ServeArgs {
     /// Where every call is recorded and large results are archived for `read_tool_result`.
     #[command(flatten)]
     pub store: crate::calls::StoreArg,
+    /// How the catalog's MCP servers are connected: in the background from the start; serving
+    /// begins after at most `--wait`, and calls of a server still connecting answer that it is
+    /// not connected.
+    #[command(flatten)]
+    pub connect: crate::servers::ConnectArgs,
 }
 
 /// Runs `toolcat serve`.
@@ -88,9 +93,33 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
     let archive = ResultArchive::open(&store_path)
         .with_context(|| format!("cannot open the result archive `{}`", store_path.display()))?;
-    let coordinator = mcp::coordinator(catalog, workspace)
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The catalog's MCP servers connect in the background; serving starts after at most the
+    // wait budget. A reloaded catalog keeps this pool (its servers as declared at start).
+    let pool = {
+        let _entered = runtime.enter();
+        let only = a.connect.only(catalog)?;
+        crate::servers::start_pool(
+            catalog,
+            &a.catalog,
+            &a.connect,
+            only,
+            toolcat::remote::PoolOptions::default().wait_budget,
+        )?
+    };
+    let mut coordinator = mcp::coordinator(catalog, workspace)
         .with_store(Arc::new(store))
         .with_archive(Arc::new(archive));
+    if let Some(pool) = &pool {
+        let budget = pool.wait_budget();
+        if !runtime.block_on(pool.wait_ready(budget)) {
+            crate::servers::note_unready(pool, budget);
+        }
+        coordinator = coordinator.with_servers(Arc::clone(pool));
+    }
     let table = ScopeTable::new(coordinator, &a.profile, exposure)?;
     eprintln!(
         "toolcat serve: profile `{}`, exposure `{}`: {} tools listed",
@@ -99,10 +128,6 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         table.listed().len()
     );
     let shared = Shared::new(table);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         if let Some(reload) = reload {
             tokio::spawn(mcp::watch(Arc::clone(&shared), reload));

@@ -413,6 +413,10 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
 fn toolcat_command(args: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolcat"));
     cmd.args(args);
+    if args.first() == Some(&"serve") {
+        // The reference catalog's MCP servers stay unconnected: no child process is started.
+        cmd.args(["--servers", "none"]);
+    }
     cmd
 }
 
@@ -584,6 +588,7 @@ impl Raw {
     fn spawn(args: &[&str]) -> Raw {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
             .args(args)
+            .args(["--servers", "none"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -840,7 +845,7 @@ fn hostile_stdio_input_is_answered_with_errors_and_the_session_keeps_serving() {
 /// Starts `toolcat serve --http 127.0.0.1:0 ARGS` and returns it with the bound address.
 fn spawn_http(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--http", "127.0.0.1:0", "--servers", "none"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -938,15 +943,15 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
             .unwrap();
         assert_eq!(error_kind(&r).as_deref(), Some("outside-scope"), "{name}");
     }
-    // In scope and silent: a remote server tool has no connection here, so it fails as a tool
-    // error, not as a refusal.
+    // In scope and silent: a remote server tool has no connection here (`--servers none`), so it
+    // is refused naming its server, and nothing is sent.
     let r = client
         .call_tool(call("time__get_current_time", json!({"timezone": "UTC"})))
         .await
         .unwrap();
     assert_eq!(
         error_kind(&r).as_deref(),
-        Some("tool-error"),
+        Some("server-not-connected"),
         "{:?}",
         body(&r)
     );

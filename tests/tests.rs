@@ -18,6 +18,8 @@ mod import;
 mod invalid_catalogs;
 /// The README's quick start shows the tested fixture crate, verbatim.
 mod readme;
+/// Remote MCP servers from PyPI and npm: imported, checked live, searched, called in sessions; drift, dying and silent servers.
+mod remote_servers;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
 mod replay;
 /// `toolcat serve`: the MCP server lists and runs exactly the exposure table, through a real MCP client, and survives hostile input.

@@ -17,6 +17,9 @@
 //!   other members (`outputSchema`, `icons`, `_meta`) have no place in `tools.toml` and are left out.
 //!   The server is named by [`ImportOptions::server_name`], else by the file name without its
 //!   extension. A reply that carries a `nextCursor` is one page of a longer list: a warning says so.
+//! - **running servers** ([`import_live`], `toolcat import --from-server`): the tool objects the
+//!   servers' `tools/list` answered, read as `mcp-tools-json` tools, each server with the transport
+//!   it was reached by and always namespaced (`NAME__tool`).
 //! - **`livemcpbench`**: the LiveMCPTool catalog of LiveMCPBench (`tools.json`), an array of
 //!   `{name, description, web, config, category, tools: {KEY: {server_name, version, tools: [...]}}}`.
 //!   Each `KEY` is one server; its launch `command` and `args` come from `config.mcpServers.KEY`
@@ -431,13 +434,21 @@ impl fmt::Display for ImportReport {
         if !self.namespaced.is_empty() {
             writeln!(f, "namespaced servers ({}):", self.namespaced.len())?;
             for n in &self.namespaced {
-                writeln!(
-                    f,
-                    "  `{}` → namespace `{}` (shares {})",
-                    n.server,
-                    n.namespace,
-                    backticked(&n.shared)
-                )?;
+                if n.shared.is_empty() {
+                    writeln!(
+                        f,
+                        "  `{}` → namespace `{}` (imported live: always namespaced)",
+                        n.server, n.namespace
+                    )?;
+                } else {
+                    writeln!(
+                        f,
+                        "  `{}` → namespace `{}` (shares {})",
+                        n.server,
+                        n.namespace,
+                        backticked(&n.shared)
+                    )?;
+                }
             }
         }
         if !self.renamed.is_empty() {
@@ -668,6 +679,121 @@ pub fn import_mcp_tools_json_str(
     build(ImportKind::McpToolsJson, path, &options, surface)
 }
 
+/// One running MCP server's tools as its `tools/list` answered, and how to reach it again: the
+/// input of [`import_live`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveServer {
+    /// The server's name in the catalog (`[mcp_server.NAME]`, mapped by the name rules) and its
+    /// namespace.
+    pub name: String,
+    /// What the server is (its `[mcp_server]` description); `None`: one naming the server, and
+    /// the version it gave in its `initialize` answer when given.
+    pub description: Option<String>,
+    /// `serverInfo` of the server's `initialize` answer: name and version, for the description
+    /// and the header.
+    pub server_info: Option<(String, String)>,
+    /// How the runtime reaches the server: its `command`/`args` or `url`.
+    pub transport: Transport,
+    /// `env` of its `[mcp_server]` entry (stdio), written as given: `${VAR}` references stay
+    /// references.
+    pub env: BTreeMap<String, String>,
+    /// `headers` of its `[mcp_server]` entry (streamable HTTP), written as given.
+    pub headers: BTreeMap<String, String>,
+    /// The tool objects of every `tools/list` page, in the server's order.
+    pub tools: Vec<Value>,
+}
+
+/// Imports the tools running servers serve now (`toolcat import --from-server`), following the
+/// rules in the [module documentation](self) as for a `mcp-tools-json` file, except that every
+/// server is namespaced (`namespace` = its name, so its tools are exported as `NAME__tool`)
+/// whether or not its names collide: tools found live are meant to sit beside other servers'.
+/// `command` is the command line the header names.
+///
+/// # Errors
+/// [`ImportError::Shape`] naming the server when a tool object has no string `name` or a wrongly
+/// typed member; [`ImportError::NoTools`] when no server serves a tool.
+pub fn import_live(servers: &[LiveServer], command: &str) -> Result<ImportOutput, ImportError> {
+    const LIVE_SHAPE: &str = "a list of MCP tool objects (`tools/list`)";
+    let label = PathBuf::from(format!(
+        "tools/list of {}",
+        servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let mut warnings = Vec::new();
+    let mut specs = Vec::with_capacity(servers.len());
+    let mut about = vec!["Source: the MCP `tools/list` of each server below, as it served them when imported (`toolcat check --live` compares them again).".to_string()];
+    for server in servers {
+        let tools: Vec<McpTool> = serde_json::from_value(Value::Array(server.tools.clone()))
+            .map_err(|e| ImportError::Shape {
+                path: label.clone(),
+                expected: LIVE_SHAPE,
+                detail: format!(
+                    "server `{}` listed a tool this importer cannot read: {e}",
+                    server.name
+                ),
+            })?;
+        let tools: Vec<ToolSpec> = tools
+            .into_iter()
+            .map(|t| tool_spec(t, &mut warnings))
+            .collect();
+        let (command, args, url) = match &server.transport {
+            Transport::Stdio { command, args } => (Some(command.clone()), args.clone(), None),
+            Transport::Http { url } => (None, Vec::new(), Some(url.clone())),
+        };
+        let description = server
+            .description
+            .clone()
+            .unwrap_or_else(|| match &server.server_info {
+                Some((name, version)) => format!(
+                    "MCP server `{}` ({name} {version}), imported from the tools it served",
+                    server.name
+                ),
+                None => format!(
+                    "MCP server `{}`, imported from the tools it served",
+                    server.name
+                ),
+            });
+        about.push(match &server.server_info {
+            Some((name, version)) => format!(
+                "`{}`: {name} {version}, {}.",
+                server.name,
+                count(tools.len(), "tool")
+            ),
+            None => format!("`{}`: {}.", server.name, count(tools.len(), "tool")),
+        });
+        specs.push(ServerSpec {
+            key: server.name.clone(),
+            description,
+            command,
+            args,
+            url,
+            tools,
+            namespaced: true,
+            env: server.env.clone(),
+            headers: server.headers.clone(),
+        });
+    }
+    if specs.iter().all(|s| s.tools.is_empty()) {
+        return Err(ImportError::NoTools { path: label });
+    }
+    let surface = Surface {
+        servers: specs,
+        about,
+        warnings,
+        command_line: Some(command.to_string()),
+        ..Surface::default()
+    };
+    build(
+        ImportKind::McpToolsJson,
+        &label,
+        &ImportOptions::default(),
+        surface,
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Annotations → effect, tier, exposure
 // ---------------------------------------------------------------------------------------------
@@ -862,6 +988,11 @@ struct ServerSpec {
     args: Vec<String>,
     url: Option<String>,
     tools: Vec<ToolSpec>,
+    /// Namespaced whether or not its names collide (servers imported live, see [`import_live`]).
+    namespaced: bool,
+    /// `env` and `headers` of `[mcp_server]` (servers imported live from a catalog's entry).
+    env: BTreeMap<String, String>,
+    headers: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -874,6 +1005,8 @@ struct Surface {
     skipped_variants: Vec<FlaggedTool>,
     replaced_by_variant: Vec<FlaggedTool>,
     warnings: Vec<String>,
+    /// The command named in the header, when not the `--from` command of [`command_line`].
+    command_line: Option<String>,
 }
 
 /// The largest source file an import reads, in bytes (64 MiB; the largest real surface,
@@ -1083,6 +1216,9 @@ fn read_mcp_tools_json(path: &Path, text: &str, server: &str) -> Result<Surface,
             args: Vec::new(),
             url: None,
             tools,
+            namespaced: false,
+            env: BTreeMap::new(),
+            headers: BTreeMap::new(),
         }],
         about: vec![format!(
             "Source: the MCP `tools/list` of server `{server}`."
@@ -1201,6 +1337,9 @@ fn read_livemcpbench(path: &Path, text: &str) -> Result<Surface, ImportError> {
                 args,
                 url,
                 tools,
+                namespaced: false,
+                env: BTreeMap::new(),
+                headers: BTreeMap::new(),
             });
             if let Some(category) = entry.category.as_deref().map(str::trim) {
                 if !category.is_empty() {
@@ -1283,6 +1422,9 @@ fn read_metatool(path: &Path, text: &str) -> Result<Surface, ImportError> {
             args: Vec::new(),
             url: None,
             tools,
+            namespaced: false,
+            env: BTreeMap::new(),
+            headers: BTreeMap::new(),
         }],
         about: vec![format!(
             "Source: the MetaTool benchmark's tool corpus ({count} tools: name and description only)."
@@ -1601,6 +1743,9 @@ fn read_github_toolsnaps(path: &Path, options: &ImportOptions) -> Result<Surface
         args: GITHUB_ARGS.iter().map(|a| a.to_string()).collect(),
         url: None,
         tools,
+        namespaced: false,
+        env: BTreeMap::new(),
+        headers: BTreeMap::new(),
     });
     Ok(surface)
 }
@@ -1755,7 +1900,7 @@ fn name_tools(servers: &[ServerSpec], server_names: Vec<String>) -> Naming {
         naming.namespaces[s] = Some(ns);
     };
     for s in 0..servers.len() {
-        if !naming.shared[s].is_empty() {
+        if servers[s].namespaced || !naming.shared[s].is_empty() {
             give_namespace(&mut naming, &mut ns_alloc, s);
         }
     }
@@ -2017,6 +2162,7 @@ fn build(
         skipped_variants,
         replaced_by_variant,
         mut warnings,
+        command_line: header_command,
     } = surface;
 
     // Transport: the caller's choice for a one-server source, else what the source says, else a
@@ -2173,8 +2319,8 @@ fn build(
                 command: server.command.clone(),
                 args: server.args.clone(),
                 url: server.url.clone(),
-                env: BTreeMap::new(),
-                headers: BTreeMap::new(),
+                env: server.env.clone(),
+                headers: server.headers.clone(),
                 connect_timeout_ms: None,
             },
         );
@@ -2217,14 +2363,8 @@ fn build(
         placeholder_transport: placeholder_transport.clone(),
         warnings,
     };
-    let text = render(
-        kind,
-        path,
-        options,
-        &about,
-        &catalog,
-        &placeholder_transport,
-    )?;
+    let command = header_command.unwrap_or_else(|| command_line(kind, path, options));
+    let text = render(&command, &about, &catalog, &placeholder_transport)?;
     Ok(ImportOutput {
         text,
         catalog,
@@ -2392,15 +2532,12 @@ pub fn command_line(kind: ImportKind, path: &Path, options: &ImportOptions) -> S
 
 /// Header comment + serialized catalog, checked to read back as the same catalog.
 fn render(
-    kind: ImportKind,
-    path: &Path,
-    options: &ImportOptions,
+    command: &str,
     about: &[String],
     catalog: &CatalogFile,
     placeholder_transport: &[String],
 ) -> Result<String, ImportError> {
     let body = tidy(&toml::to_string_pretty(catalog)?, placeholder_transport)?;
-    let command = command_line(kind, path, options);
     let mut text = String::new();
     text.push_str(&format!("# tools.toml made by `{command}`.\n"));
     for line in about {

@@ -1,0 +1,741 @@
+//! Remote MCP servers through the `toolcat` binary, with real servers from the registries
+//! (`mcp-server-time` and `mcp-server-git` from PyPI, `@modelcontextprotocol/server-filesystem`
+//! and `@modelcontextprotocol/server-memory` from npm) and the two Python test servers beside
+//! them in `tests/mcp_servers/`, all over stdio.
+//!
+//! The servers are installed by `tests/mcp_servers/install` (idempotent: it returns at once when
+//! they are there; `.ci/run` runs it first) into `$TOOLCAT_MCP_SERVERS`, else
+//! `target/mcp-servers`. Every catalog is written to a temporary directory, its `[mcp_server]`
+//! entries pointing at the installed programs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Where the real servers are installed (installing them on first use).
+fn servers_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_servers/install");
+        let o = Command::new("bash")
+            .arg(&script)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("tests/mcp_servers/install runs");
+        assert!(
+            o.status.success(),
+            "tests/mcp_servers/install failed (it installs the test servers from PyPI and npm)"
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        let dir = text
+            .lines()
+            .last()
+            .expect("the installer prints its directory");
+        PathBuf::from(dir.trim())
+    })
+}
+
+fn program(relative: &str) -> String {
+    let p = servers_dir().join(relative);
+    assert!(p.exists(), "{} is not installed", p.display());
+    p.to_string_lossy().into_owned()
+}
+
+fn time_server() -> String {
+    program("venv/bin/mcp-server-time")
+}
+fn git_server() -> String {
+    program("venv/bin/mcp-server-git")
+}
+fn filesystem_server() -> String {
+    program("npm/node_modules/.bin/mcp-server-filesystem")
+}
+fn memory_server() -> String {
+    program("npm/node_modules/.bin/mcp-server-memory")
+}
+fn python() -> String {
+    program("venv/bin/python")
+}
+fn test_server(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp_servers")
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `toolcat` in `cwd` with `stdin`, killed after 240 s so a hang fails the test instead of
+/// the run.
+fn toolcat_in(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("TOOLCAT_STORE")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the toolcat binary runs");
+    if let Some(text) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        pipe.write_all(text.as_bytes()).expect("stdin written");
+    }
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "toolcat {args:?} did not end within 240 s\nstdout: {}\nstderr: {}",
+                text(&o.stdout),
+                text(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what} failed ({})\nstdout: {}\nstderr: {}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// A TOML string literal.
+fn quoted(s: &str) -> String {
+    toml_edit::Value::from(s).to_string().trim().to_string()
+}
+
+/// `toolcat import --from-server` of each value, written to `dir/name`; returns the path.
+fn import(dir: &Path, name: &str, values: &[String]) -> PathBuf {
+    let mut args = vec!["import".to_string()];
+    for v in values {
+        args.push("--from-server".to_string());
+        args.push(v.clone());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = toolcat_in(dir, &args, None);
+    let catalog = ok(&o, "toolcat import --from-server");
+    let path = dir.join(name);
+    std::fs::write(&path, catalog).unwrap();
+    path
+}
+
+/// Sets `key = value` (a TOML value's text) in `[mcp_server.NAME]` of the catalog at `path`.
+fn set_server_field(path: &Path, server: &str, key: &str, value: &str) {
+    let mut doc: toml_edit::DocumentMut = std::fs::read_to_string(path).unwrap().parse().unwrap();
+    let item: toml_edit::Value = value.parse().unwrap();
+    doc["mcp_server"][server][key] = toml_edit::value(item);
+    std::fs::write(path, doc.to_string()).unwrap();
+}
+
+/// Sets `key = value` in the `[[tool]]` row called `tool`.
+fn set_row_field(path: &Path, tool: &str, key: &str, value: &str) {
+    let mut doc: toml_edit::DocumentMut = std::fs::read_to_string(path).unwrap().parse().unwrap();
+    let rows = doc["tool"].as_array_of_tables_mut().expect("[[tool]] rows");
+    let row = rows
+        .iter_mut()
+        .find(|r| r.get("name").and_then(|n| n.as_str()) == Some(tool))
+        .unwrap_or_else(|| panic!("no row `{tool}`"));
+    row[key] = toml_edit::value(value.parse::<toml_edit::Value>().unwrap());
+    std::fs::write(path, doc.to_string()).unwrap();
+}
+
+/// The JSON lines of `toolcat session --json`.
+fn session_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The answer of the call of `tool` in the session's lines.
+fn session_call<'a>(lines: &'a [Value], tool: &str) -> &'a Value {
+    lines
+        .iter()
+        .filter_map(|l| l["calls"].as_array())
+        .flatten()
+        .find(|c| c["name"] == tool)
+        .unwrap_or_else(|| panic!("no call of `{tool}` in {lines:#?}"))
+}
+
+fn search_names(dir: &Path, catalog: &Path, query: &str) -> Vec<String> {
+    let o = toolcat_in(
+        dir,
+        &[
+            "search",
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--limit",
+            "3",
+            "--json",
+            query,
+        ],
+        None,
+    );
+    let hits: Value = serde_json::from_str(&ok(&o, "toolcat search")).unwrap();
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn real_servers_are_imported_checked_found_and_called_in_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("notes.txt"), "hello\n").unwrap();
+    let files = files.canonicalize().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .expect("git runs");
+        assert!(o.status.success(), "git {args:?}: {}", text(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first commit",
+    ]);
+
+    // Four servers, one catalog: the program names give the server names.
+    let catalog = import(
+        dir.path(),
+        "tools.toml",
+        &[
+            time_server(),
+            format!("{} {}", filesystem_server(), files.display()),
+            memory_server(),
+            git_server(),
+        ],
+    );
+    let text_of = std::fs::read_to_string(&catalog).unwrap();
+    for server in ["time", "filesystem", "memory", "git"] {
+        assert!(
+            text_of.contains(&format!("[mcp_server.{server}]\n")),
+            "no `[mcp_server.{server}]`:\n{text_of}"
+        );
+        assert!(
+            text_of.contains(&format!("namespace = \"{server}\"")),
+            "{server}"
+        );
+    }
+    // Annotations mapped as in the file importers: a read-only hint is read, silent, read-only.
+    let c: toml_edit::DocumentMut = text_of.parse().unwrap();
+    let row = |name: &str| {
+        c["tool"]
+            .as_array_of_tables()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no row `{name}`"))
+            .clone()
+    };
+    let get_time = row("get_current_time");
+    assert_eq!(get_time["effect"].as_str(), Some("read"));
+    assert_eq!(get_time["tier"].as_str(), Some("silent"));
+    assert_eq!(get_time["exposure"].as_str(), Some("read-only"));
+    assert_eq!(get_time["source"].as_str(), Some("time"));
+    // `destructiveHint: true` → destructive, gated, `full`.
+    let write_file = row("write_file");
+    assert_eq!(write_file["effect"].as_str(), Some("destructive"));
+    assert_eq!(write_file["tier"].as_str(), Some("gated"));
+    assert_eq!(write_file["exposure"].as_str(), Some("full"));
+    // `destructiveHint: false` on a write → write, gated, `staging`.
+    let create = row("create_entities");
+    assert_eq!(create["effect"].as_str(), Some("write"));
+    assert_eq!(create["exposure"].as_str(), Some("staging"));
+    // The memory server keeps its graph where the catalog says.
+    let memory_file = dir.path().join("memory.jsonl");
+    set_server_field(
+        &catalog,
+        "memory",
+        "env",
+        &format!(
+            "{{ MEMORY_FILE_PATH = {} }}",
+            quoted(memory_file.to_str().unwrap())
+        ),
+    );
+
+    let cat = catalog.to_str().unwrap();
+    let o = toolcat_in(dir.path(), &["check", "--catalog", cat], None);
+    assert!(
+        ok(&o, "toolcat check").contains("4 MCP servers"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = toolcat_in(dir.path(), &["check", "--catalog", cat, "--live"], None);
+    let report = ok(&o, "toolcat check --live on a fresh import");
+    for server in ["time", "filesystem", "memory", "git"] {
+        assert!(
+            report.contains(&format!("server `{server}`: ok")),
+            "{report}"
+        );
+    }
+
+    // Search finds a tool of each server for a natural query.
+    for (query, tool) in [
+        (
+            "what time is it in another timezone",
+            "time__get_current_time",
+        ),
+        (
+            "list the files in a directory",
+            "filesystem__list_directory",
+        ),
+        ("read the whole knowledge graph", "memory__read_graph"),
+        (
+            "show the working tree status of the repository",
+            "git__git_status",
+        ),
+    ] {
+        let names = search_names(dir.path(), &catalog, query);
+        assert!(names.iter().any(|n| n == tool), "{query:?} → {names:?}");
+    }
+
+    // A gated write through `toolcat call --approve`, recorded in the store.
+    let store = dir.path().join("calls.sqlite");
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "call",
+            "--catalog",
+            cat,
+            "memory__create_entities",
+            "--args",
+            r#"{"entities": [{"name": "toolcat", "entityType": "project", "observations": ["declares every tool once"]}]}"#,
+            "--approve",
+            "--store",
+            store.to_str().unwrap(),
+            "--wait",
+            "120000",
+        ],
+        None,
+    );
+    let created = ok(&o, "toolcat call memory__create_entities --approve");
+    assert!(created.contains("toolcat"), "{created}");
+
+    // One session calls a tool of each server after finding it.
+    let input = [
+        r#"{"user": "what time is it in Tokyo, which files are in my folder, what do you remember, and what is the state of my repository?"}"#.to_string(),
+        r#"{"call": "tool_search", "args": {"query": "current time in a timezone"}}"#.to_string(),
+        r#"{"call": "time__get_current_time", "args": {"timezone": "Asia/Tokyo"}}"#.to_string(),
+        r#"{"call": "tool_search", "args": {"query": "list the files in a directory"}}"#.to_string(),
+        format!(r#"{{"call": "filesystem__list_directory", "args": {{"path": {}}}}}"#, serde_json::json!(files)),
+        r#"{"call": "tool_search", "args": {"query": "read the knowledge graph"}}"#.to_string(),
+        r#"{"call": "memory__read_graph", "args": {}}"#.to_string(),
+        r#"{"user": "and the repository?"}"#.to_string(),
+        r#"{"call": "tool_search", "args": {"query": "git working tree status"}}"#.to_string(),
+        format!(r#"{{"call": "git__git_status", "args": {{"repo_path": {}}}}}"#, serde_json::json!(repo)),
+    ]
+    .join("\n");
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "session",
+            "--catalog",
+            cat,
+            "--profile",
+            "full",
+            "--json",
+            "--wait",
+            "120000",
+        ],
+        Some(&input),
+    );
+    let lines = session_lines(&ok(&o, "toolcat session"));
+    for (tool, expected) in [
+        ("time__get_current_time", "Asia/Tokyo"),
+        ("filesystem__list_directory", "notes.txt"),
+        ("memory__read_graph", "declares every tool once"),
+        ("git__git_status", "branch"),
+    ] {
+        let call = session_call(&lines, tool);
+        assert_eq!(call["outcome"], "ran", "{tool}: {call}");
+        assert_eq!(call["isError"], false, "{tool}: {call}");
+        let result = call["result"].as_str().unwrap();
+        assert!(result.contains(expected), "{tool}: {result}");
+    }
+}
+
+#[test]
+fn a_schema_change_is_refused_before_the_call_and_reported_by_check_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("starts");
+    // A catalog that declares the drift server, for `--from-server NAME` to connect to.
+    let declared = dir.path().join("servers.toml");
+    std::fs::write(
+        &declared,
+        format!(
+            "[mcp_server.drift]\ndescription = \"Looks words up\"\ncommand = {}\nargs = [{}]\nenv = {{ DRIFT_COUNTER = {} }}\n\n[toolset.drift]\ndescription = \"Lookups\"\n\n[[tool]]\nname = \"ping\"\ndescription = \"Answers pong\"\nvisibility = \"inline\"\ntier = \"silent\"\neffect = \"read\"\nexposure = \"read-only\"\ntoolsets = [\"drift\"]\nowner = \"tests\"\nsource = \"drift\"\n",
+            quoted(&python()),
+            quoted(&test_server("drift_server.py")),
+            quoted(counter.to_str().unwrap()),
+        ),
+    )
+    .unwrap();
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "import",
+            "--catalog",
+            declared.to_str().unwrap(),
+            "--from-server",
+            "drift",
+        ],
+        None,
+    );
+    let imported = ok(&o, "toolcat import --from-server drift");
+    assert!(imported.contains("name = \"lookup\""), "{imported}");
+    assert!(
+        imported.contains("description = \"Looks words up\""),
+        "{imported}"
+    );
+    let catalog = dir.path().join("tools.toml");
+    std::fs::write(&catalog, &imported).unwrap();
+    // The imported entry carries the server's `env` as declared.
+    assert!(imported.contains("DRIFT_COUNTER"), "{imported}");
+    let cat = catalog.to_str().unwrap();
+    ok(
+        &toolcat_in(dir.path(), &["check", "--catalog", cat], None),
+        "toolcat check",
+    );
+
+    // From its second start on, the server's `lookup` also requires `limit`.
+    let o = toolcat_in(dir.path(), &["check", "--catalog", cat, "--live"], None);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let report = text(&o.stdout);
+    assert!(
+        report.contains("server `drift`: 0 added, 0 removed, 1 changed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("`drift__lookup`: property `limit` added (required)"),
+        "{report}"
+    );
+    let o = toolcat_in(
+        dir.path(),
+        &["check", "--catalog", cat, "--live", "--json"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["server"], "drift");
+    assert_eq!(rows[0]["clean"], false);
+    assert_eq!(rows[0]["changed"][0]["tool"], "drift__lookup");
+    assert_eq!(rows[0]["changed"][0]["changes"][0]["property"], "limit");
+
+    // The call is refused before anything is sent, naming the tool, the server and the change.
+    let store = dir.path().join("calls.sqlite");
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "call",
+            "--catalog",
+            cat,
+            "drift__lookup",
+            "--args",
+            r#"{"query": "x"}"#,
+            "--approve",
+            "--store",
+            store.to_str().unwrap(),
+            "--wait",
+            "120000",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("drift__lookup") || err.contains("`lookup`"),
+        "{err}"
+    );
+    assert!(err.contains("`drift`"), "{err}");
+    assert!(err.contains("property `limit` added (required)"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The unchanged tool of the same server still runs.
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "call",
+            "--catalog",
+            cat,
+            "drift__ping",
+            "--approve",
+            "--store",
+            store.to_str().unwrap(),
+            "--wait",
+            "120000",
+        ],
+        None,
+    );
+    assert!(ok(&o, "toolcat call drift__ping").contains("pong"));
+}
+
+#[test]
+fn a_clean_catalog_passes_check_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = import(dir.path(), "tools.toml", &[time_server()]);
+    let cat = catalog.to_str().unwrap();
+    let o = toolcat_in(
+        dir.path(),
+        &["check", "--catalog", cat, "--live", "--server", "time"],
+        None,
+    );
+    let report = ok(&o, "toolcat check --live");
+    assert!(
+        report.contains("server `time`: ok: 2 declared tools"),
+        "{report}"
+    );
+}
+
+#[test]
+fn servers_shows_each_state_and_a_silent_server_delays_nothing_past_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = import(dir.path(), "tools.toml", &[time_server()]);
+    // A server that never answers, one that cannot start, and one left unconnected.
+    let mut text_of = std::fs::read_to_string(&catalog).unwrap();
+    text_of.push_str(&format!(
+        "\n[mcp_server.silent]\ndescription = \"Never answers\"\ncommand = {}\nargs = [\"-c\", \"import time; time.sleep(120)\"]\nconnect_timeout_ms = 100000\n\n[mcp_server.missing]\ndescription = \"Cannot start\"\ncommand = {}\n\n[mcp_server.spare]\ndescription = \"Not connected by this command\"\ncommand = {}\n",
+        quoted(&python()),
+        quoted(dir.path().join("no-such-program").to_str().unwrap()),
+        quoted(&time_server()),
+    ));
+    std::fs::write(&catalog, text_of).unwrap();
+    let cat = catalog.to_str().unwrap();
+
+    // `--wait` is long enough for `time` to start on a loaded machine; the silent server never
+    // settles, so the command takes the whole wait and no more.
+    let started = Instant::now();
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "servers",
+            "--catalog",
+            cat,
+            "--json",
+            "--wait",
+            "15000",
+            "--server",
+            "time",
+            "--server",
+            "silent",
+            "--server",
+            "missing",
+        ],
+        None,
+    );
+    let elapsed = started.elapsed();
+    let rows: Value = serde_json::from_str(&ok(&o, "toolcat servers --json")).unwrap();
+    let state = |name: &str| -> Value {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no server `{name}` in {rows:#}"))
+            .clone()
+    };
+    assert_eq!(state("time")["state"], "ready", "{rows:#}");
+    assert_eq!(state("time")["tools"], 2);
+    assert!(state("time")["captured_at_ms"].as_u64().unwrap() > 0);
+    assert_eq!(state("silent")["state"], "connecting", "{rows:#}");
+    assert_eq!(state("missing")["state"], "failed", "{rows:#}");
+    assert!(
+        state("missing")["error"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-program"),
+        "{rows:#}"
+    );
+    assert_eq!(state("spare")["state"], "not-connected", "{rows:#}");
+    assert!(elapsed < Duration::from_secs(45), "took {elapsed:?}");
+
+    // A session's first turn waits at most `--wait` for the silent server.
+    let started = Instant::now();
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "session",
+            "--catalog",
+            cat,
+            "--profile",
+            "full",
+            "--servers",
+            "silent",
+            "--wait",
+            "1000",
+        ],
+        Some(r#"{"user": "hello"}"#),
+    );
+    let elapsed = started.elapsed();
+    let out = ok(&o, "toolcat session with a silent server");
+    assert!(out.contains("turn 1: user: hello"), "{out}");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("MCP server `silent` is still connecting after 1000 ms"),
+        "{err}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(20),
+        "the first turn took {elapsed:?}"
+    );
+}
+
+#[test]
+fn a_github_tool_of_the_reference_catalog_answers_not_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "call",
+            "github__get_me",
+            "--servers",
+            "none",
+            "--store",
+            store.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("`github__get_me`"), "{err}");
+    assert!(err.contains("MCP server `github`"), "{err}");
+    assert!(err.contains("not connected"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The reference catalog declares how to reach it: `toolcat servers` names its state.
+    let o = toolcat_in(
+        dir.path(),
+        &["servers", "--json", "--wait", "0", "--server", "time"],
+        None,
+    );
+    let rows: Value = serde_json::from_str(&ok(&o, "toolcat servers")).unwrap();
+    let github = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "github")
+        .expect("the reference catalog declares `github`");
+    assert_eq!(github["state"], "not-connected");
+}
+
+#[test]
+fn a_server_killed_during_a_call_leaves_it_outcome_unknown_and_the_others_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = import(
+        dir.path(),
+        "tools.toml",
+        &[
+            format!("dying={} {}", python(), test_server("dying_server.py")),
+            time_server(),
+        ],
+    );
+    let cat = catalog.to_str().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    // The server exits while it handles `append_line`: the call's outcome is unknown.
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "call",
+            "--catalog",
+            cat,
+            "dying__append_line",
+            "--args",
+            r#"{"line": "one"}"#,
+            "--approve",
+            "--store",
+            store.to_str().unwrap(),
+            "--wait",
+            "120000",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("may or may not have happened"), "{err}");
+    assert!(err.contains("never replayed"), "{err}");
+    let o = toolcat_in(
+        dir.path(),
+        &["calls", "--json", "--store", store.to_str().unwrap()],
+        None,
+    );
+    let rows: Value = serde_json::from_str(&ok(&o, "toolcat calls --json")).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "one call, not replayed: {rows:#?}");
+    assert_eq!(rows[0]["tool"], "dying__append_line", "{rows:#?}");
+    assert_eq!(rows[0]["state"], "outcome_unknown", "{rows:#?}");
+
+    // In a session the other server keeps serving after one dies mid-call. The row is declared
+    // a silent read here only so that the session, which has no approval step, runs it.
+    set_row_field(&catalog, "append_line", "tier", "\"silent\"");
+    set_row_field(&catalog, "append_line", "effect", "\"read\"");
+    set_row_field(&catalog, "append_line", "exposure", "\"read-only\"");
+    let input = [
+        r#"{"user": "append a line to the journal, then tell me the time in UTC"}"#,
+        r#"{"call": "tool_search", "args": {"query": "append a line to the journal"}}"#,
+        r#"{"call": "dying__append_line", "args": {"line": "two"}}"#,
+        r#"{"call": "tool_search", "args": {"query": "current time in a timezone"}}"#,
+        r#"{"call": "time__get_current_time", "args": {"timezone": "UTC"}}"#,
+    ]
+    .join("\n");
+    let o = toolcat_in(
+        dir.path(),
+        &[
+            "session",
+            "--catalog",
+            cat,
+            "--profile",
+            "full",
+            "--json",
+            "--wait",
+            "120000",
+        ],
+        Some(&input),
+    );
+    let lines = session_lines(&ok(&o, "toolcat session"));
+    let died = session_call(&lines, "dying__append_line");
+    assert_eq!(died["outcome"], "outcome-unknown", "{died}");
+    let time = session_call(&lines, "time__get_current_time");
+    assert_eq!(time["outcome"], "ran", "{time}");
+    assert!(time["result"].as_str().unwrap().contains("UTC"), "{time}");
+}
