@@ -137,8 +137,10 @@ async def exercise(session, toolcat, workspace, transport):
 
 
 def serve_args(workspace, catalog):
+    # `--servers none`: the catalog's MCP servers stay unconnected (no child process is started).
     return ["serve", "--catalog", catalog, "--profile", PROFILE, "--exposure", EXPOSURE,
-            "--workspace", workspace, "--store", os.path.join(workspace, "calls.sqlite")]
+            "--workspace", workspace, "--store", os.path.join(workspace, "calls.sqlite"),
+            "--servers", "none"]
 
 
 async def over_stdio(toolcat, workspace, catalog):
