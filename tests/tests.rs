@@ -22,6 +22,9 @@ mod readme;
 mod remote_servers;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
 mod replay;
+/// `toolcat search --semantic` and `toolcat eval --semantic` (feature `semantic`): one notice line and the BM25 results without a model; fused hits with it.
+#[cfg(feature = "semantic")]
+mod semantic_cli;
 /// `toolcat serve`: the MCP server lists and runs exactly the exposure table, through a real MCP client, and survives hostile input.
 mod serve;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
