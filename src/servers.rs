@@ -699,3 +699,63 @@ fn write_report(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_server_is_named_after_its_program_or_package() {
+        let cases: &[(&str, &[&str], &str)] = &[
+            ("/opt/venv/bin/mcp-server-time", &[], "time"),
+            ("mcp-server-git", &["--repository", "."], "git"),
+            (
+                "npx",
+                &["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+                "filesystem",
+            ),
+            (
+                "npx",
+                &["-y", "@modelcontextprotocol/server-memory@2026.8.31"],
+                "memory",
+            ),
+            ("uvx", &["mcp-server-fetch"], "fetch"),
+            ("python3", &["tests/mcp_servers/drift_server.py"], "drift"),
+            ("github-mcp-server", &["stdio"], "github"),
+            ("node", &[], "node"),
+        ];
+        for (program, args, name) in cases {
+            assert_eq!(
+                name_after(program, &words(args)),
+                *name,
+                "{program} {args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn servers_option_reads_all_none_and_names() {
+        let c = crate::reference_catalog();
+        let connect = |v: &[&str]| ConnectArgs {
+            wait: None,
+            servers: words(v),
+        };
+        assert_eq!(connect(&["all"]).only(c).unwrap(), None);
+        assert_eq!(connect(&["none"]).only(c).unwrap(), Some(vec![]));
+        assert_eq!(
+            connect(&["github", "time"]).only(c).unwrap(),
+            Some(words(&["github", "time"]))
+        );
+        let err = connect(&["gihub"]).only(c).unwrap_err().to_string();
+        assert!(
+            err.contains("no MCP server `gihub`") && err.contains("`github`"),
+            "{err}"
+        );
+        let err = connect(&["all", "time"]).only(c).unwrap_err().to_string();
+        assert!(err.contains("cannot be combined"), "{err}");
+    }
+}
