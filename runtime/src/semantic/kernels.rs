@@ -113,9 +113,10 @@ impl MatMul {
 }
 
 /// The weight of a linear layer, `k` inputs × `n` outputs, stored for the fastest product this
-/// machine runs: on x86-64 with AVX2 and FMA in an optimised build, packed in panels of 16
-/// output columns (each panel `k × 16`, contiguous) for [`Linear::acc`]'s own kernel, which
-/// keeps a 6 × 16 block of the result in registers; otherwise row-major (`k × n`) for `gemm`.
+/// machine runs: on x86-64 with AVX2, FMA and F16C in an optimised build, packed in panels of
+/// 16 output columns (each panel `k × 16`, contiguous, as IEEE half floats) for
+/// [`Linear::acc`]'s own kernel, which converts them to f32 as it reads them and keeps a 6 × 16
+/// block of the result in f32 registers; otherwise row-major f32 (`k × n`) for `gemm`.
 /// Debug builds take the `gemm` path (kept optimised by the workspace's dev profile) because the
 /// kernel's intrinsics are slow unoptimised; a unit test checks both give the same products.
 pub(crate) struct Linear {
@@ -407,8 +408,25 @@ pub(crate) fn softmax_row(x: &mut [f32]) {
     x.iter_mut().for_each(|v| *v *= inv);
 }
 
-/// GELU in its erf form, `0.5 · x · (1 + erf(x / √2))` (the BERT `gelu`), in place.
+/// GELU in its erf form, `0.5 · x · (1 + erf(x / √2))` (the BERT `gelu`), in place; 8 lanes
+/// at a time where AVX2 is available.
 pub(crate) fn gelu_erf(x: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available.
+        return unsafe { gelu_erf_avx2(x) };
+    }
+    gelu_erf_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gelu_erf_avx2(x: &mut [f32]) {
+    gelu_erf_body(x)
+}
+
+#[inline(always)]
+fn gelu_erf_body(x: &mut [f32]) {
     for v in x.iter_mut() {
         *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
     }
