@@ -280,7 +280,7 @@ mod encoder {
         // unchanged content is not rewritten
         let again =
             write_catalog_vectors(path, Some(&model), VectorPrecision::F32, Some(&cache), &out);
-        assert_eq!(again.unwrap(), false);
+        assert!(!again.unwrap());
 
         // a catalog whose texts changed does not take the embedded vectors
         let t = catalog.tools().next().unwrap();
@@ -317,7 +317,10 @@ mod encoder {
         assert_eq!(back.cosine_all(&q), q8.cosine_all(&q));
     }
 
-    fn metatool() -> Option<(Vec<String>, Vec<String>, Vec<(String, String)>)> {
+    /// Tool names, tool texts (the reference protocol's) and `(query, gold tool)` pairs.
+    type MetaTool = (Vec<String>, Vec<String>, Vec<(String, String)>);
+
+    fn metatool() -> Option<MetaTool> {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/metatool");
         let corpus = std::fs::read_to_string(data.join("plugin_des.json")).ok()?;
         let corpus: serde_json::Map<String, serde_json::Value> =

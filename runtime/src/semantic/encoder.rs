@@ -205,7 +205,7 @@ impl Encoder {
         }
         if cfg.num_attention_heads == 0
             || cfg.hidden_size == 0
-            || cfg.hidden_size % cfg.num_attention_heads != 0
+            || !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads)
         {
             return Err(unsupported(
                 dir,

@@ -441,7 +441,7 @@ pub(crate) fn exp(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     // 1.5 · 2^23: adding it rounds to an integer held in the low mantissa bits.
     const MAGIC: f32 = 12_582_912.0;
-    let x = x.max(-87.0).min(88.0);
+    let x = x.clamp(-87.0, 88.0);
     let r = x * std::f32::consts::LOG2_E + MAGIC;
     let n = r.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
     let nf = r - MAGIC;
@@ -485,11 +485,11 @@ mod tests {
 
     #[test]
     fn erf_matches_known_values() {
-        // erf(0.5), erf(1), erf(2) to 10 digits
+        // erf(0.5), erf(1), erf(2), rounded to f32
         for (x, want) in [
-            (0.5f32, 0.520_499_877_8f32),
-            (1.0, 0.842_700_792_9),
-            (2.0, 0.995_322_265),
+            (0.5f32, 0.520_499_9_f32),
+            (1.0, 0.842_700_8),
+            (2.0, 0.995_322_3),
         ] {
             assert!((erf(x) - want).abs() < 3e-7, "erf({x}) = {}", erf(x));
             assert!((erf(-x) + want).abs() < 3e-7);
