@@ -288,7 +288,10 @@ fn detail(s: &ServerStatus) -> String {
             None => format!("{error} (not retried)"),
         },
         ServerState::NotConnected => "not connected by this command".to_string(),
-        ServerState::Connecting => "still connecting when the wait ended".to_string(),
+        ServerState::Connecting => match &s.last_error {
+            Some(e) => format!("still connecting when the wait ended; the last attempt: {e}"),
+            None => "still connecting when the wait ended".to_string(),
+        },
         ServerState::Ready => match &s.last_error {
             Some(e) => format!("earlier: {e}"),
             None => String::new(),
@@ -706,6 +709,24 @@ mod tests {
 
     fn words(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_server_connecting_again_shows_why_the_last_attempt_failed() {
+        let mut status = ServerStatus {
+            name: "slow".to_string(),
+            transport: "stdio",
+            state: ServerState::Connecting,
+            tools: None,
+            captured_at: None,
+            last_error: None,
+        };
+        assert_eq!(detail(&status), "still connecting when the wait ended");
+        status.last_error = Some("MCP server `slow` did not answer within 300 ms".to_string());
+        assert_eq!(
+            detail(&status),
+            "still connecting when the wait ended; the last attempt: MCP server `slow` did not answer within 300 ms"
+        );
     }
 
     #[test]

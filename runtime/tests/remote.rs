@@ -913,3 +913,152 @@ async fn a_server_killed_from_outside_during_a_call_leaves_it_outcome_unknown() 
         .await;
     assert!(now.result.is_ok(), "{}", now.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_a_server_url_never_appears_in_statuses_errors_or_configurations() {
+    const PASSWORD: &str = "tc-url-password-93b1";
+    // Nothing listens on port 1: the connection is refused, and the error names the url.
+    let url = format!("http://user:{PASSWORD}@127.0.0.1:1/mcp");
+    let (_catalog_dir, c) = catalog(&[
+        format!(
+            "[mcp_server.locked]\ndescription = \"A server behind a password\"\nurl = {}\n",
+            toml_str(&url)
+        ),
+        row(
+            "locked",
+            "open",
+            "read",
+            &json!({"type": "object", "properties": {}}),
+        ),
+    ]);
+    let pool = ServerPool::start(
+        &c,
+        PoolOptions {
+            backoff_initial: Duration::from_secs(120),
+            ..options()
+        },
+    );
+    assert!(pool.wait_ready(Duration::from_secs(30)).await);
+    let status = pool.status().into_iter().next().unwrap();
+    let ServerState::Failed { error, .. } = &status.state else {
+        panic!("{status:?}")
+    };
+    assert!(
+        error.contains("user:[redacted]@127.0.0.1:1"),
+        "the url is named without its password: {error}"
+    );
+    let json = serde_json::to_string(&pool.status()).unwrap();
+    assert!(!json.contains(PASSWORD), "{json}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path())).with_servers(Arc::clone(&pool));
+    let allowed = all(&c);
+    let outcome = co
+        .call(CallRequest::new(
+            c.tool("open").unwrap(),
+            json!({}),
+            &allowed,
+        ))
+        .await;
+    let text = outcome.text();
+    assert!(!text.contains(PASSWORD), "{text}");
+
+    let config = ServerConfig::from_catalog(&c, c.servers().next().unwrap()).unwrap();
+    let shown = format!("{config:?} {}", serde_json::to_string(&config).unwrap());
+    assert!(!shown.contains(PASSWORD), "{shown}");
+    let e = discover(&config, Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(!e.to_string().contains(PASSWORD), "{e}");
+}
+
+fn hostile(mode: &str) -> ServerConfig {
+    ServerConfig::stdio(
+        python(),
+        [test_server("hostile_server.py"), mode.to_string()],
+    )
+    .with_name("hostile")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_that_never_ends_or_is_malformed_fails_naming_the_cause() {
+    // The connect timeout is long: the listing must stop by itself, not by running out of time.
+    let started = Instant::now();
+    let e = discover(&hostile("cursor-loop"), Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("pagination loops") && text.contains("`again`"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "{text}");
+
+    let e = discover(&hostile("no-schema"), Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("not an MCP tool list") && text.contains("`inputSchema`"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_explanation_between_two_dumps_is_shown_and_the_dumps_are_cut() {
+    let config = hostile("buried-error");
+    let schema = remote_schema(&config, "echo").await;
+    let (_catalog_dir, c) = catalog(&[
+        server_entry(&config, &[]),
+        row("hostile", "echo", "read", &schema),
+    ]);
+    let pool = ServerPool::start(&c, options());
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path())).with_servers(Arc::clone(&pool));
+    let allowed = all(&c);
+    let outcome = co
+        .call(CallRequest::new(
+            c.tool("echo").unwrap(),
+            json!({}),
+            &allowed,
+        ))
+        .await;
+    let text = outcome.text();
+    assert!(matches!(outcome.result, Err(CallError::Tool(_))), "{text}");
+    assert!(
+        text.contains("the quota of this account is used up; retry tomorrow"),
+        "{}",
+        &text[..text.len().min(3000)]
+    );
+    assert!(text.len() < 3000, "the dumps are cut: {} bytes", text.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_secret_the_server_echoes_in_a_result_is_redacted() {
+    const VAR: &str = "TOOLCAT_REMOTE_TEST_ECHOED_SECRET";
+    const SECRET: &str = "tc-echoed-secret-5d2e";
+    std::env::set_var(VAR, SECRET);
+    let config = hostile("echo-env");
+    let schema = remote_schema(&config, "echo").await;
+    let (_catalog_dir, c) = catalog(&[
+        server_entry(&config, &[("SECRET_TOKEN", &format!("${{{VAR}}}"))]),
+        row("hostile", "echo", "read", &schema),
+    ]);
+    let pool = ServerPool::start(&c, options());
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path())).with_servers(Arc::clone(&pool));
+    let allowed = all(&c);
+    let outcome = co
+        .call(CallRequest::new(
+            c.tool("echo").unwrap(),
+            json!({}),
+            &allowed,
+        ))
+        .await;
+    let text = outcome.text();
+    assert!(outcome.result.is_ok(), "{text}");
+    assert!(text.contains("token: [redacted]"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+}

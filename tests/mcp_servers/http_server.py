@@ -44,6 +44,9 @@ async def guarded(scope, receive, send):
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 sock.bind(("127.0.0.1", 0))
+# Listening before the port is printed: a client that connects while uvicorn is still starting
+# waits in the backlog instead of being refused.
+sock.listen(128)
 print(sock.getsockname()[1], flush=True)
 config = uvicorn.Config(guarded, log_level="warning", lifespan="on")
 config.app = guarded

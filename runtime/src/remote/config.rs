@@ -18,8 +18,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// every text and are no credential): 4.
 pub const MIN_REDACTED_LEN: usize = 4;
 
-/// How a server is reached.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How a server is reached. Its `Debug` and serialized forms show no `env` or `headers` and no
+/// password of the url.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "transport", rename_all = "kebab-case")]
 pub enum Transport {
     /// A child process speaking MCP over its standard input and output.
@@ -34,12 +35,32 @@ pub enum Transport {
     },
     /// A streamable HTTP endpoint.
     Http {
-        /// The endpoint URL.
+        /// The endpoint URL; a password in its user information (`user:PASSWORD@`) is a
+        /// credential: redacted from texts and serialized as `[redacted]`.
+        #[serde(serialize_with = "serialize_url")]
         url: String,
         /// Headers of every request; values may hold `${VAR}` references.
         #[serde(skip)]
         headers: BTreeMap<String, String>,
     },
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &url_shown(url))
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 /// One MCP server's connection settings: `[mcp_server.NAME]` as the runtime uses it.
@@ -382,7 +403,13 @@ impl ServerConfig {
         };
         let (env, headers) = match &self.transport {
             Transport::Stdio { env, .. } => (resolve_map("env", env)?, Vec::new()),
-            Transport::Http { headers, .. } => (Vec::new(), resolve_map("headers", headers)?),
+            Transport::Http { url, headers } => {
+                let headers = resolve_map("headers", headers)?;
+                if let Some(password) = url_password(url) {
+                    secrets.add(password);
+                }
+                (Vec::new(), headers)
+            }
         };
         Ok(Resolved {
             env,
@@ -390,6 +417,31 @@ impl ServerConfig {
             secrets,
         })
     }
+}
+
+/// The password of `url`'s user information (`scheme://user:PASSWORD@host/...`), if any: a
+/// credential like a header value, redacted from every text that leaves the pool.
+fn url_password(url: &str) -> Option<&str> {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = after_scheme
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    let (userinfo, _host) = authority.rsplit_once('@')?;
+    let (_user, password) = userinfo.split_once(':')?;
+    (!password.is_empty()).then_some(password)
+}
+
+/// `url` with the password of its user information replaced by `[redacted]`, for display.
+fn url_shown(url: &str) -> String {
+    match url_password(url) {
+        Some(password) => url.replacen(&format!(":{password}@"), ":[redacted]@", 1),
+        None => url.to_string(),
+    }
+}
+
+fn serialize_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&url_shown(url))
 }
 
 /// The variable names `${NAME}` references in `value` (well-formed ones only).
@@ -469,6 +521,21 @@ mod tests {
             .unwrap_err()
             .contains("not a variable reference"));
         assert_eq!(references("a ${A} b ${B_2} ${-}"), vec!["A", "B_2"]);
+    }
+
+    #[test]
+    fn a_url_password_is_found_and_hidden() {
+        assert_eq!(
+            url_password("http://user:pw-1234@127.0.0.1:1/mcp?x=a@b"),
+            Some("pw-1234")
+        );
+        assert_eq!(url_password("http://user@host/mcp"), None);
+        assert_eq!(url_password("http://host/a:b@c"), None);
+        assert_eq!(
+            url_shown("https://u:p@ss@h/mcp"),
+            "https://u:[redacted]@h/mcp"
+        );
+        assert_eq!(url_shown("https://h/mcp"), "https://h/mcp");
     }
 
     #[test]

@@ -178,6 +178,46 @@ fn remote_tool(tool: rmcp::model::Tool, secrets: &Secrets) -> RemoteTool {
     }
 }
 
+/// Most pages one `tools/list` may take: 10 000.
+const MAX_PAGES: usize = 10_000;
+
+/// Every page of the server's `tools/list`. A cursor the server already gave (a loop that would
+/// never end) or more than [`MAX_PAGES`] pages end the listing with an error, and so does an
+/// answer that is not a tool list.
+///
+/// # Errors
+/// The reason, for [`RemoteError::List`].
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+    let mut tools = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.clone());
+        let page = peer.list_tools(Some(params)).await.map_err(|e| match e {
+            ServiceError::UnexpectedResponse => "its `tools/list` answer is not an MCP tool list (each tool needs a string `name` and an object `inputSchema`); fix the server's tool definitions".to_string(),
+            other => other.to_string(),
+        })?;
+        tools.extend(page.tools);
+        match page.next_cursor {
+            None => return Ok(tools),
+            Some(next) => {
+                if !seen.insert(next.clone()) {
+                    return Err(format!(
+                        "its `tools/list` pagination loops: the cursor `{}` came back after {} tools; fix the server's `nextCursor`",
+                        cut(&next, 80),
+                        tools.len()
+                    ));
+                }
+                cursor = Some(next);
+            }
+        }
+    }
+    Err(format!(
+        "its `tools/list` did not end after {MAX_PAGES} pages ({} tools); fix the server's `nextCursor`",
+        tools.len()
+    ))
+}
+
 /// The client side of one connection: notices `tools/list_changed`.
 #[derive(Clone)]
 struct Events {
@@ -254,12 +294,11 @@ async fn connect(
     let timeout = config.connect_timeout();
     let attempt = async {
         let service = open(config, resolved, events, &tail).await?;
-        let tools = service
-            .list_all_tools()
+        let tools = list_tools(service.peer())
             .await
-            .map_err(|e| RemoteError::List {
+            .map_err(|message| RemoteError::List {
                 server: config.name.clone(),
-                message: e.to_string(),
+                message,
             })?;
         Ok::<_, RemoteError>((service, tools))
     };
@@ -777,7 +816,14 @@ impl RemoteCall {
             .collect();
         let all_text = !blocks.is_empty() && texts.len() == blocks.len();
         if result.is_error == Some(true) {
-            let mut explanation = texts.join("\n");
+            // Each block gets its share of the room, so a dump before or after the explanation
+            // cannot push it out.
+            let share = (MAX_ERROR_TEXT / texts.len().max(1)).max(200);
+            let mut explanation = texts
+                .iter()
+                .map(|t| cut(t, share))
+                .collect::<Vec<_>>()
+                .join("\n");
             if explanation.is_empty() {
                 explanation = match &result.structured_content {
                     Some(v) => v.to_string(),
@@ -956,8 +1002,7 @@ impl Task {
             };
             if refresh {
                 let listed =
-                    tokio::time::timeout(self.config.connect_timeout(), peer.list_all_tools())
-                        .await;
+                    tokio::time::timeout(self.config.connect_timeout(), list_tools(&peer)).await;
                 match listed {
                     Ok(Ok(tools)) => {
                         let discovery = Discovery {
