@@ -1178,6 +1178,17 @@ owner = "files"
             "{found:?}"
         );
         assert!(compile("command = \"srv\"\nenv = { T = \"x\" }").is_empty());
+        for (body, key) in [("command = \"\"", "command"), ("url = \" \"", "url")] {
+            let found = compile(body);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].0, "E0421");
+            assert!(
+                found[0]
+                    .1
+                    .contains(&format!("`{key}` of `[mcp_server.s]` is empty")),
+                "{found:?}"
+            );
+        }
     }
 
     #[test]

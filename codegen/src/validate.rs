@@ -77,7 +77,8 @@
 //! - `E0420` `requires` leaving a profile: a declared profile owns the tool but not a tool it
 //!   requires — closing over `requires` would either leak the required tool past the profile's
 //!   capability boundary or leave the tool without what it needs.
-//! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), or with `args`
+//! - `E0421` `[mcp_server]` without exactly one transport (`command` or `url`), with an empty
+//!   `command` or `url`, or with `args`
 //!   or `env` but no `command`, or `headers` but no `url` — the runtime could not reach the
 //!   server, or would drop settings it was given.
 //! - `E0424` `[mcp_server.local]` or `[mcp_server.loop]`: `local` and `loop` are the sources of
@@ -631,6 +632,23 @@ impl<'a> Checker<'a> {
                     .with_help("keep one: `command` for stdio or `url` for streamable HTTP"),
                 ),
                 _ => {}
+            }
+            for (key, value) in [("command", &server.command), ("url", &server.url)] {
+                if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0421",
+                            format!("`{key}` of `[mcp_server.{name}]` is empty"),
+                            entry.spans.value(key),
+                        )
+                        .with_label("nothing to start or reach")
+                        .with_help(if key == "command" {
+                            "write the program that starts the server, e.g. `command = \"mcp-server-time\"`, with its arguments in `args`"
+                        } else {
+                            "write the server's endpoint, e.g. `url = \"https://example.com/mcp\"`"
+                        }),
+                    );
+                }
             }
             if server.command.is_none() && !server.args.is_empty() {
                 self.out.push(
