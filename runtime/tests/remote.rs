@@ -1062,3 +1062,35 @@ async fn a_configured_secret_the_server_echoes_in_a_result_is_redacted() {
     assert!(text.contains("token: [redacted]"), "{text}");
     assert!(!text.contains(SECRET), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_message_limit_ends_the_call_naming_why_instead_of_waiting() {
+    let config = hostile("huge-result");
+    let schema = remote_schema(&config, "echo").await;
+    let (_catalog_dir, c) = catalog(&[
+        server_entry(&config, &[]),
+        row("hostile", "echo", "read", &schema),
+    ]);
+    let pool = ServerPool::start(&c, options());
+    assert!(pool.wait_ready(Duration::from_secs(60)).await);
+    let dir = tempfile::tempdir().unwrap();
+    let co = Coordinator::new(&c, ToolContext::new(dir.path())).with_servers(Arc::clone(&pool));
+    let allowed = all(&c);
+    let before = std::time::SystemTime::now();
+    // No call timeout: without the limit the call would wait for an answer that never comes.
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(120),
+        co.call(CallRequest::new(
+            c.tool("echo").unwrap(),
+            json!({}),
+            &allowed,
+        )),
+    )
+    .await
+    .expect("the call ends");
+    let e = outcome.result.as_ref().expect_err("the answer is too long");
+    assert!(matches!(e, CallError::OutcomeUnknown { .. }), "{e}");
+    assert!(e.to_string().contains("a message over 16 MiB"), "{e}");
+    // The server is connected again for the next call.
+    ready_again(&pool, "hostile", before).await;
+}

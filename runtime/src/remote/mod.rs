@@ -31,7 +31,7 @@ pub use config::{ServerConfig, Transport, DEFAULT_CONNECT_TIMEOUT};
 pub use drift::{compare, live_report, LiveReport, SchemaChange, SchemaDrift};
 pub use pool::{
     discover, Discovery, PoolOptions, RemoteTool, ServerPool, ServerState, ServerStatus,
-    MAX_ERROR_TEXT,
+    MAX_ERROR_TEXT, MAX_MESSAGE_BYTES,
 };
 pub(crate) use pool::{Refusal, RemoteCall, RemoteOutcome};
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rmcp::model::SubscriptionFilter;
@@ -13,8 +13,9 @@ use rmcp::model::{
 use rmcp::service::{
     NotificationContext, Peer, RoleClient, RunningService, ServiceError, Subscription,
 };
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -32,6 +33,10 @@ use crate::remote::RemoteError;
 const STDERR_TAIL: usize = 2048;
 /// Characters of a server's error text a failed call shows; the rest is cut, with a note.
 pub const MAX_ERROR_TEXT: usize = 2000;
+/// Longest message a stdio server may send, in bytes (one line of its standard output): 16 MiB,
+/// the limit of the SDK's clients. A longer one ends the connection, naming why, rather than
+/// being dropped while the call waits for it.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How a [`ServerPool`] connects and calls.
 #[derive(Debug, Clone)]
@@ -218,10 +223,72 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, S
     ))
 }
 
-/// The client side of one connection: notices `tools/list_changed`.
+/// The client side of one connection: notices `tools/list_changed`; `cut_off` says why the
+/// server's output was ended, when it sent a message over [`MAX_MESSAGE_BYTES`].
 #[derive(Clone)]
 struct Events {
     list_changed: Arc<Notify>,
+    cut_off: Arc<OnceLock<String>>,
+}
+
+impl Events {
+    fn new(list_changed: Arc<Notify>) -> Self {
+        Events {
+            list_changed,
+            cut_off: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// `why` with the reason the server's output was cut off, if it was.
+    fn explain(&self, why: String) -> String {
+        match self.cut_off.get() {
+            Some(cut) => format!("{why}; {cut}"),
+            None => why,
+        }
+    }
+}
+
+/// A stdio server's standard output as the connection reads it: ended (as if the server had
+/// closed it) at the first line longer than [`MAX_MESSAGE_BYTES`], with the reason kept in
+/// `cut_off`. It owns the process, which is killed when the connection drops it.
+struct BoundedStdout {
+    stdout: tokio::process::ChildStdout,
+    line: usize,
+    cut_off: Arc<OnceLock<String>>,
+    _child: tokio::process::Child,
+}
+
+impl tokio::io::AsyncRead for BoundedStdout {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.cut_off.get().is_some() {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut this.stdout).poll_read(cx, buf))?;
+        let mut whole = before;
+        for (i, b) in buf.filled()[before..].iter().enumerate() {
+            if *b == b'\n' {
+                this.line = 0;
+                whole = before + i + 1;
+            } else {
+                this.line += 1;
+                if this.line > MAX_MESSAGE_BYTES {
+                    let _ = this.cut_off.set(format!(
+                        "the server sent a message over {} MiB, more than a client reads, and its connection was closed; make the answer smaller (e.g. a page of it)",
+                        MAX_MESSAGE_BYTES / (1024 * 1024)
+                    ));
+                    buf.set_filled(whole);
+                    break;
+                }
+            }
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 impl ClientHandler for Events {
@@ -291,6 +358,7 @@ async fn connect(
     events: Events,
 ) -> Result<(Service, Discovery), RemoteError> {
     let tail = StderrTail::default();
+    let cut_off = Arc::clone(&events.cut_off);
     let timeout = config.connect_timeout();
     let attempt = async {
         let service = open(config, resolved, events, &tail).await?;
@@ -321,6 +389,9 @@ async fn connect(
             Ok((service, discovery))
         }
         Err(mut e) => {
+            if let (RemoteError::List { message, .. }, Some(cut)) = (&mut e, cut_off.get()) {
+                message.push_str(&format!("; {cut}"));
+            }
             let stderr = tail.text(Duration::from_millis(300)).await;
             if !stderr.is_empty() {
                 let note = format!("; its standard error ended with: {stderr}");
@@ -369,18 +440,39 @@ async fn open(
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args)
                 .envs(resolved.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .kill_on_drop(true);
-            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            let mut child = cmd
                 .spawn()
                 .map_err(|e| failed(format!("cannot start `{command}`: {e}")))?;
-            if let Some(stderr) = stderr {
+            if let Some(stderr) = child.stderr.take() {
                 tail.follow(stderr);
             }
-            events
-                .serve(transport)
-                .await
-                .map_err(|e| failed(format!("`initialize` failed: {e}")))
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(failed(format!(
+                    "`{command}` started without its standard input and output"
+                )));
+            };
+            let stdout = BoundedStdout {
+                stdout,
+                line: 0,
+                cut_off: Arc::clone(&events.cut_off),
+                _child: child,
+            };
+            // The length of a message is bounded by `BoundedStdout`, which says why it ends the
+            // connection; the transport's own limit would drop the message and keep waiting.
+            let transport = AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin)
+                .with_max_line_length(usize::MAX);
+            let cut_off = Arc::clone(&events.cut_off);
+            events.serve(transport).await.map_err(|e| {
+                let why = format!("`initialize` failed: {e}");
+                failed(match cut_off.get() {
+                    Some(cut) => format!("{why}; {cut}"),
+                    None => why,
+                })
+            })
         }
         Transport::Http { url, .. } => {
             let mut headers = HashMap::new();
@@ -419,9 +511,7 @@ async fn open(
 pub async fn discover(config: &ServerConfig, timeout: Duration) -> Result<Discovery, RemoteError> {
     let resolved = config.resolve()?;
     let config = config.clone().with_connect_timeout(timeout);
-    let events = Events {
-        list_changed: Arc::new(Notify::new()),
-    };
+    let events = Events::new(Arc::new(Notify::new()));
     let (mut service, discovery) = connect(&config, &resolved, events).await?;
     let _ = service.close_with_timeout(Duration::from_secs(2)).await;
     Ok(discovery)
@@ -434,6 +524,8 @@ struct Inner {
     discovery: Option<Arc<Discovery>>,
     last_error: Option<String>,
     secrets: Secrets,
+    /// Why the current connection's server output was cut off, once it was.
+    cut_off: Arc<OnceLock<String>>,
 }
 
 enum Phase {
@@ -574,6 +666,7 @@ impl ServerPool {
                     peer: None,
                     discovery: None,
                     secrets: Secrets::default(),
+                    cut_off: Arc::default(),
                 }),
             });
             if let (Ok(config), true, Some(runtime)) = (config, selected, &runtime) {
@@ -719,6 +812,7 @@ impl ServerPool {
             server: server.to_string(),
             tool: tool.to_string(),
             secrets: inner.secrets.clone(),
+            cut_off: Arc::clone(&inner.cut_off),
             timeout: self.options.call_timeout,
         })
     }
@@ -738,6 +832,7 @@ pub(crate) struct RemoteCall {
     server: String,
     tool: String,
     secrets: Secrets,
+    cut_off: Arc<OnceLock<String>>,
     timeout: Option<Duration>,
 }
 
@@ -796,10 +891,16 @@ impl RemoteCall {
                     self.server, self.tool, e.message, e.code.0
                 )))))
             }
-            Err(e) => RemoteOutcome::Unknown(self.secrets.redact(&format!(
-                "lost its connection to MCP server `{}` after the request was sent ({e})",
-                self.server
-            ))),
+            Err(e) => {
+                let mut why = format!(
+                    "lost its connection to MCP server `{}` after the request was sent ({e})",
+                    self.server
+                );
+                if let Some(cut) = self.cut_off.get() {
+                    why = format!("{why}; {cut}");
+                }
+                RemoteOutcome::Unknown(self.secrets.redact(&why))
+            }
         }
     }
 
@@ -894,9 +995,8 @@ impl Task {
                 }
                 Ok(resolved) => {
                     let list_changed = Arc::new(Notify::new());
-                    let events = Events {
-                        list_changed: Arc::clone(&list_changed),
-                    };
+                    let events = Events::new(Arc::clone(&list_changed));
+                    let explain = events.clone();
                     let attempt = tokio::select! {
                         _ = self.shutdown.cancelled() => return,
                         r = connect(&self.config, &resolved, events) => r,
@@ -912,12 +1012,13 @@ impl Task {
                                 i.peer = Some(peer.clone());
                                 i.discovery = Some(Arc::new(discovery));
                                 i.secrets = secrets;
+                                i.cut_off = Arc::clone(&explain.cut_off);
                             });
                             let why = self.serve(service, peer, &list_changed, &resolved).await;
                             self.update(|i| i.peer = None);
                             match why {
                                 None => return,
-                                Some(why) => why,
+                                Some(why) => explain.explain(why),
                             }
                         }
                     }
