@@ -491,6 +491,14 @@ pub fn import_from_servers(
     let output = import::import_live(&live, &command)?;
     print!("{}", output.text);
     eprint!("{}", output.report);
+    if !output.report.renamed.is_empty() {
+        // A row has one name, which is also the name a call sends; a renamed tool's row cannot
+        // reach the tool the server serves.
+        eprintln!(
+            "warning: {} renamed tool(s) cannot be called through their rows: a call sends the row's `name`, which the server does not serve, so it is refused (tool missing) and `toolcat check --live` lists the tool as added and the row as removed; rename the tool on the server to fit `[a-zA-Z0-9_-]`, at most 64 characters with the namespace, unique",
+            output.report.renamed.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

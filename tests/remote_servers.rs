@@ -739,3 +739,45 @@ fn a_server_killed_during_a_call_leaves_it_outcome_unknown_and_the_others_serve(
     assert_eq!(time["outcome"], "ran", "{time}");
     assert!(time["result"].as_str().unwrap().contains("UTC"), "{time}");
 }
+
+#[test]
+fn hostile_tool_names_and_descriptions_import_to_a_valid_catalog_and_renames_are_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!(
+        "hostile={} {} odd-names",
+        python(),
+        test_server("hostile_server.py")
+    );
+    let o = toolcat_in(dir.path(), &["import", "--from-server", &server], None);
+    let catalog = ok(&o, "toolcat import --from-server (odd names)");
+    let report = text(&o.stderr);
+    assert!(
+        report.contains("`dotted.name` → `dotted_name`") && report.contains("`héllo` → `hllo`"),
+        "{report}"
+    );
+    assert!(
+        report.contains("warning: 2 renamed tool(s) cannot be called through their rows"),
+        "{report}"
+    );
+    let path = dir.path().join("odd.toml");
+    std::fs::write(&path, &catalog).unwrap();
+    let o = toolcat_in(
+        dir.path(),
+        &["check", "--catalog", path.to_str().unwrap()],
+        None,
+    );
+    ok(&o, "toolcat check of the imported catalog");
+    // The description with quotes, triple quotes, a newline and control characters is kept
+    // exactly.
+    let doc: toml_edit::DocumentMut = catalog.parse().expect("the imported text is TOML");
+    let echo = doc["tool"]
+        .as_array_of_tables()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("name").and_then(|n| n.as_str()) == Some("echo"))
+        .expect("the `echo` row");
+    assert_eq!(
+        echo["description"].as_str(),
+        Some("say \"hi\" \\ \"\"\" end\nnext line \u{0} \u{7} \u{1b}[31m")
+    );
+}

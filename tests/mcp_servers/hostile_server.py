@@ -3,6 +3,8 @@ by hand (one message a line), as the SDK would refuse to send these answers:
 
 - `cursor-loop`: `tools/list` pages never end: every page gives the same `nextCursor`;
 - `no-schema`: `tools/list` has a tool without `inputSchema`;
+- `odd-names`: `tools/list` has tools named `dotted.name` and `héllo` (not row names) beside `echo`,
+  whose description holds TOML-breaking text (quotes, triple quotes, a newline, control characters);
 - `buried-error`: `tools/call` of `echo` answers `isError: true` with the explanation between two
   100 000-character dumps;
 - `echo-env`: `tools/call` of `echo` answers the value of its `SECRET_TOKEN` environment variable;
@@ -31,6 +33,9 @@ def send(message):
 def tools_page(cursor):
     if MODE == "cursor-loop":
         return {"tools": [dict(ECHO, name="echo" + str(cursor))], "nextCursor": "again"}
+    if MODE == "odd-names":
+        hostile = 'say "hi" \\ """ end\nnext line \x00 \x07 \x1b[31m'
+        return {"tools": [dict(ECHO, description=hostile), dict(ECHO, name="dotted.name"), dict(ECHO, name="h\u00e9llo")]}
     if MODE == "no-schema":
         return {"tools": [ECHO, {"name": "shapeless", "description": "No input schema"}]}
     return {"tools": [ECHO]}
