@@ -28,9 +28,9 @@ pub mod coordinator;
 pub mod error;
 pub mod eval;
 pub mod export;
-pub mod fusion;
 #[cfg(test)]
 mod fixture;
+pub mod fusion;
 pub mod handler;
 #[cfg(feature = "mcp")]
 pub mod mcp;
