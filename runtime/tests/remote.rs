@@ -1094,3 +1094,30 @@ async fn an_answer_over_the_message_limit_ends_the_call_naming_why_instead_of_wa
     // The server is connected again for the next call.
     ready_again(&pool, "hostile", before).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_cut_by_the_start_of_the_standard_error_tail_is_still_redacted() {
+    const VAR: &str = "TOOLCAT_REMOTE_TEST_CUT_SECRET";
+    const SECRET: &str = "tc-secret-cut-7a3f9e21";
+    std::env::set_var(VAR, SECRET);
+    // The secret, then 2040 bytes: the last 2 KiB of standard error start inside the secret.
+    let leaky = ServerConfig::stdio(
+        "sh",
+        [
+            "-c",
+            "printf 'token=%s' \"$TOKEN\" >&2; head -c 2040 /dev/zero | tr '\\0' x >&2; exit 3",
+        ],
+    )
+    .with_name("leaky")
+    .with_env("TOKEN", format!("${{{VAR}}}"));
+    let e = discover(&leaky, Duration::from_secs(30)).await.unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("xxxxxxxx"),
+        "the standard error is shown: {text}"
+    );
+    assert!(
+        !text.contains(&SECRET[SECRET.len() - 8..]),
+        "no part of the secret is shown: {text}"
+    );
+}

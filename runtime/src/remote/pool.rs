@@ -31,6 +31,9 @@ use crate::remote::RemoteError;
 
 /// Bytes of a server's standard error kept for error messages: its last 2 KiB.
 const STDERR_TAIL: usize = 2048;
+/// Bytes read before the tail, so that a configured value cut by the tail's start is still
+/// whole when texts are redacted (the tail is cut after redaction): 1 KiB.
+const STDERR_OVERLAP: usize = 1024;
 /// Characters of a server's error text a failed call shows; the rest is cut, with a note.
 pub const MAX_ERROR_TEXT: usize = 2000;
 /// Longest message a stdio server may send, in bytes (one line of its standard output): 16 MiB,
@@ -323,7 +326,7 @@ impl StderrTail {
                     Ok(n) => {
                         let mut bytes = lock(&tail.bytes);
                         bytes.extend_from_slice(&buf[..n]);
-                        let excess = bytes.len().saturating_sub(STDERR_TAIL);
+                        let excess = bytes.len().saturating_sub(STDERR_TAIL + STDERR_OVERLAP);
                         bytes.drain(..excess);
                     }
                 }
@@ -334,14 +337,20 @@ impl StderrTail {
         });
     }
 
-    /// The tail, once the stream ended or `within` passed.
-    async fn text(&self, within: Duration) -> String {
+    /// The tail (its last [`STDERR_TAIL`] bytes) with `secrets` redacted, once the stream ended
+    /// or `within` passed.
+    async fn text(&self, within: Duration, secrets: &Secrets) -> String {
         let done = self.done.notified();
         if !self.finished.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = tokio::time::timeout(within, done).await;
         }
         let bytes = lock(&self.bytes).clone();
-        String::from_utf8_lossy(&bytes).trim().to_string()
+        let text = secrets.redact(&String::from_utf8_lossy(&bytes));
+        let mut start = text.len().saturating_sub(STDERR_TAIL);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        text[start..].trim().to_string()
     }
 }
 
@@ -392,7 +401,9 @@ async fn connect(
             if let (RemoteError::List { message, .. }, Some(cut)) = (&mut e, cut_off.get()) {
                 message.push_str(&format!("; {cut}"));
             }
-            let stderr = tail.text(Duration::from_millis(300)).await;
+            let stderr = tail
+                .text(Duration::from_millis(300), &resolved.secrets)
+                .await;
             if !stderr.is_empty() {
                 let note = format!("; its standard error ended with: {stderr}");
                 match &mut e {
