@@ -641,7 +641,7 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             if clean {
                 Ok(ExitCode::SUCCESS)
             } else {
-                eprintln!("{path}: the declared rows differ from what the MCP servers serve now, or a server cannot be reached; update the rows (`toolcat import --from-server NAME`) or the server");
+                eprintln!("{path}: the declared rows differ from what the MCP servers serve now, or a server cannot be reached; update the changed rows (`toolcat import --from-server NAME` prints that server's rows alone: copy them over the old ones, do not redirect it onto the catalog) or the server");
                 Ok(ExitCode::FAILURE)
             }
         }

@@ -240,7 +240,7 @@ mod semantic {
     use anyhow::Context as _;
     use serde_json::json;
     use toolcat::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
-    use toolcat::fusion::{model_dir, no_model_notice, DenseWeight, SemanticSearch};
+    use toolcat::fusion::{model_dir, DenseWeight, SemanticSearch};
     use toolcat::semantic::{Encoder, ToolVectors};
     use toolcat::{Catalog, Hit};
 
@@ -274,8 +274,8 @@ mod semantic {
     ) -> anyhow::Result<ExitCode> {
         let Some((dir, _)) = model_dir(a.model.as_deref()) else {
             anyhow::bail!(
-                "{}; `toolcat eval --semantic` measures the model, so it needs one",
-                no_model_notice()
+                "semantic evaluation needs a model: pass --model DIR or set {}; `runtime/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
+                toolcat::fusion::MODEL_DIR_ENV
             );
         };
         let start = Instant::now();

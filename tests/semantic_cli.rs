@@ -131,8 +131,9 @@ fn dense_weight_outside_0_to_1_is_a_usage_error_and_needs_semantic() {
     assert_eq!(o.status.code(), Some(1));
     let stderr = text(&o.stderr);
     assert!(
-        stderr.contains("semantic search: no model configured")
-            && stderr.contains("`toolcat eval --semantic` measures the model, so it needs one"),
+        stderr.contains(
+            "semantic evaluation needs a model: pass --model DIR or set TOOLCAT_MODEL_DIR"
+        ) && !stderr.contains("using BM25"),
         "{stderr}"
     );
 }

@@ -213,7 +213,7 @@ pub enum CallError {
     },
     /// The server's input schema of the tool is no longer the row's `input_schema` (or the
     /// server no longer lists the tool); nothing was sent.
-    #[error("tool `{tool}` of MCP server `{server}` changed since its row was checked: {change}; nothing ran; refresh the row from the server (`toolcat check --live` shows the change, `toolcat import --from-server` writes the new schema), then reload the catalog")]
+    #[error("tool `{tool}` of MCP server `{server}` changed since its row was checked: {change}; nothing ran; refresh the row from the server (`toolcat check --live` shows the change; `toolcat import --from-server {server}` prints that server's rows alone, to copy over the old ones — do not redirect it onto tools.toml), then reload the catalog")]
     SchemaDrift {
         tool: String,
         server: String,

@@ -772,13 +772,13 @@ impl ServerPool {
             (Phase::Ready, _) => {
                 return Err(Refusal::NotConnected {
                     status: "reconnecting (its connection just closed)".to_string(),
-                    hint: "try again in a moment; `toolcat servers` shows its state".to_string(),
+                    hint: "try again in a moment, or give the servers longer to connect before the first call (`--wait MS`; `PoolOptions::wait_budget`)".to_string(),
                 })
             }
             (Phase::Connecting, _) => {
                 return Err(Refusal::NotConnected {
                     status: "still connecting".to_string(),
-                    hint: "try again in a moment; `toolcat servers` shows its state".to_string(),
+                    hint: "try again in a moment, or give the servers longer to connect before the first call (`--wait MS`; `PoolOptions::wait_budget`)".to_string(),
                 })
             }
             (Phase::Failed { error, retry_at }, _) => {
