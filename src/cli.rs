@@ -68,6 +68,19 @@ pub enum Command {
     Servers(crate::servers::ServersArgs),
 }
 
+/// The model options of `search --semantic` and `eval --semantic`.
+#[cfg(feature = "semantic")]
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
+    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    #[arg(long, value_name = "DIR", requires = "semantic")]
+    pub model: Option<PathBuf>,
+    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
+    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
+    pub dense_weight: toolcat::fusion::DenseWeight,
+}
+
 /// Which catalog a command reads.
 #[derive(Debug, Args)]
 pub struct CatalogArg {
@@ -210,15 +223,10 @@ pub struct SearchArgs {
     #[cfg(feature = "semantic")]
     #[arg(long)]
     pub semantic: bool,
-    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
-    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    /// `--model` and `--dense-weight`, with `--semantic`.
     #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "DIR", requires = "semantic")]
-    pub model: Option<PathBuf>,
-    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
-    #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
-    pub dense_weight: toolcat::fusion::DenseWeight,
+    #[command(flatten)]
+    pub model_args: ModelArgs,
     /// What the tool should do, or its name.
     #[arg(required = true, value_name = "QUERY")]
     pub query: Vec<String>,
@@ -795,14 +803,20 @@ fn semantic_search(
     a: &SearchArgs,
 ) -> anyhow::Result<Vec<toolcat::Hit>> {
     use toolcat::fusion::{model_dir, no_model_notice, SemanticSearch};
-    let Some((dir, _)) = model_dir(a.model.as_deref()) else {
+    let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
         eprintln!("{}", no_model_notice());
         return Ok(c.search(query, p, limit)?);
     };
     let cache = toolcat::semantic::default_cache_dir();
     let semantic = SemanticSearch::load(c, &dir, cache.as_deref())
         .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
-    let found = semantic.search_in(c, query, c.profile_tools(p), limit, a.dense_weight)?;
+    let found = semantic.search_in(
+        c,
+        query,
+        c.profile_tools(p),
+        limit,
+        a.model_args.dense_weight,
+    )?;
     if let Some(why) = &found.fallback {
         eprintln!("{why}");
     }

@@ -6,6 +6,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[cfg(feature = "semantic")]
+use crate::cli::ModelArgs;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use toolcat::eval::{self, QuerySet};
@@ -72,15 +74,10 @@ pub struct EvalArgs {
     #[cfg(feature = "semantic")]
     #[arg(long, conflicts_with = "token_economy")]
     pub semantic: bool,
-    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
-    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    /// `--model` and `--dense-weight`, with `--semantic`.
     #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "DIR", requires = "semantic")]
-    pub model: Option<PathBuf>,
-    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
-    #[cfg(feature = "semantic")]
-    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
-    pub dense_weight: toolcat::fusion::DenseWeight,
+    #[command(flatten)]
+    pub model_args: ModelArgs,
 }
 
 /// Runs `toolcat eval`.
@@ -272,7 +269,7 @@ mod semantic {
         chosen: Vec<&Query>,
         out: &mut impl Write,
     ) -> anyhow::Result<ExitCode> {
-        let Some((dir, _)) = model_dir(a.model.as_deref()) else {
+        let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
             anyhow::bail!(
                 "semantic evaluation needs a model: pass --model DIR or set {}; `runtime/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
                 toolcat::fusion::MODEL_DIR_ENV
@@ -309,7 +306,13 @@ mod semantic {
                 .cosines(&q.text)
                 .with_context(|| format!("cannot embed the query `{}`", q.text))?;
             let encoded = start.elapsed();
-            let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, a.dense_weight)?;
+            let hits = c.search_fused_in(
+                &q.text,
+                all,
+                EVAL_DEPTH,
+                &cosines,
+                a.model_args.dense_weight,
+            )?;
             let took = start.elapsed();
             fused.add(&names(c, &hits), &gold, took);
             encode_total += encoded;
@@ -327,7 +330,7 @@ mod semantic {
         latencies.sort();
         let (p50, p99) = (percentile(&latencies, 50.0), percentile(&latencies, 99.0));
         let encode_us = encode_total.as_secs_f64() * 1e6 / f.queries as f64;
-        let weight = a.dense_weight.get();
+        let weight = a.model_args.dense_weight.get();
         if a.json {
             let mut v = serde_json::to_value(f)?;
             v["system"] = json!(format!(
