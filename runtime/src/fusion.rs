@@ -12,8 +12,8 @@
 //! so a list whose scores are all equal (a query no BM25 term matches) contributes nothing. Tools
 //! are ranked by the fused score, best first; equal scores keep catalog order. `w` = 0 ranks as
 //! BM25 does (ties aside: tools no term matches follow in catalog order), `w` = 1 as the cosine
-//! does. The default weight, [`DEFAULT_DENSE_WEIGHT`] (0.7), is the one the peer measurement of
-//! the semantic-search issue fixes (`peer_dense.py`, "sum w_dense=0.7").
+//! does. The default weight, [`DEFAULT_DENSE_WEIGHT`] (0.7), is the one the reference measurement
+//! script fixes (`../shared/bench/peer_dense.py`, "sum w_dense=0.7").
 //!
 //! [`Catalog::search_fused_in`] applies this after the exact-name step of
 //! [`Catalog::search_in`]: exact-name matches still come first, deprecated tools and meta-tools

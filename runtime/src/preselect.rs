@@ -6,7 +6,7 @@
 //! search over the message) and [`FnPreselector`] (built with [`from_fn`]: an adapter for the
 //! host's own model, any async closure that returns tool names).
 //!
-//! [`run`] applies the rules of the discovery-loop issue to whatever a preselector returns:
+//! [`run`] applies the rules of the discovery loop to whatever a preselector returns:
 //!
 //! - it runs under a timeout ([`DEFAULT_TIMEOUT`], 2 s); a preselector that takes longer is
 //!   cancelled (its future is dropped) and adds nothing;

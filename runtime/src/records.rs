@@ -1,7 +1,7 @@
 //! Durable call records: every tool call gets a [`CallId`] and a row in an embedded SQLite store
 //! that moves through [`CallState`]s, written to disk *before* the side effect it describes.
 //!
-//! The lifecycle (issue "one way to run a tool", item 2):
+//! The lifecycle:
 //!
 //! ```text
 //! not_started ──► running ──► committed ──► succeeded | failed | outcome_unknown
