@@ -79,6 +79,29 @@ pub struct ModelArgs {
     /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
     #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
     pub dense_weight: toolcat::fusion::DenseWeight,
+    /// `--semantic`: threads that embed one query (default: the cores, at most
+    /// `toolcat::semantic::MAX_DEFAULT_THREADS`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "semantic")]
+    pub threads: Option<u32>,
+}
+
+#[cfg(feature = "semantic")]
+impl ModelArgs {
+    /// The encoder in `dir` with `--threads` applied.
+    ///
+    /// # Errors
+    /// When the model cannot be loaded, naming the directory.
+    pub fn load_encoder(
+        &self,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<toolcat::semantic::Encoder> {
+        let encoder = toolcat::semantic::Encoder::load(dir)
+            .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+        Ok(match self.threads {
+            Some(n) => encoder.with_threads(n as usize),
+            None => encoder,
+        })
+    }
 }
 
 /// Which catalog a command reads.
@@ -205,7 +228,7 @@ pub struct SearchArgs {
     /// Search only this profile's tools (default: `full`).
     #[arg(long, value_name = "P")]
     pub profile: Option<String>,
-    /// How many hits to return: 1 to [`MAX_SEARCH_LIMIT`] (10 000); anything else is a usage
+    /// How many hits to return: 1 to 10 000 (`MAX_SEARCH_LIMIT`); anything else is a usage
     /// error (exit 2).
     #[arg(
         long,
@@ -808,8 +831,10 @@ fn semantic_search(
         return Ok(c.search(query, p, limit)?);
     };
     let cache = toolcat::semantic::default_cache_dir();
-    let semantic = SemanticSearch::load(c, &dir, cache.as_deref())
-        .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+    let encoder = a.model_args.load_encoder(&dir)?;
+    let vectors = toolcat::semantic::ToolVectors::for_catalog(c, &encoder, cache.as_deref())
+        .context("cannot embed the catalog's tools")?;
+    let semantic = SemanticSearch::new(encoder, vectors);
     let found = semantic.search_in(
         c,
         query,

@@ -70,7 +70,7 @@ pub struct EvalArgs {
     pub hits: usize,
     /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
     /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
-    /// search, one at a time, one thread): mean, p50 and p99.
+    /// search, one at a time, on `--threads` threads): mean, p50 and p99.
     #[cfg(feature = "semantic")]
     #[arg(long, conflicts_with = "token_economy")]
     pub semantic: bool,
@@ -238,7 +238,7 @@ mod semantic {
     use serde_json::json;
     use toolcat::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
     use toolcat::fusion::{model_dir, DenseWeight, SemanticSearch};
-    use toolcat::semantic::{Encoder, ToolVectors};
+    use toolcat::semantic::ToolVectors;
     use toolcat::{Catalog, Hit};
 
     use super::{no_gold, EvalArgs};
@@ -276,8 +276,7 @@ mod semantic {
             );
         };
         let start = Instant::now();
-        let encoder = Encoder::load(&dir)
-            .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+        let encoder = a.model_args.load_encoder(&dir)?;
         let load = start.elapsed();
         let start = Instant::now();
         let vectors = ToolVectors::for_catalog(c, &encoder, None)
@@ -331,6 +330,7 @@ mod semantic {
         let (p50, p99) = (percentile(&latencies, 50.0), percentile(&latencies, 99.0));
         let encode_us = encode_total.as_secs_f64() * 1e6 / f.queries as f64;
         let weight = a.model_args.dense_weight.get();
+        let threads = semantic.encoder().threads();
         if a.json {
             let mut v = serde_json::to_value(f)?;
             v["system"] = json!(format!(
@@ -345,6 +345,7 @@ mod semantic {
                 "model_load_ms": load.as_secs_f64() * 1e3,
                 "tool_vectors_ms": embed.as_secs_f64() * 1e3,
                 "encode_us_per_query": encode_us,
+                "threads": threads,
                 "latency_us": {"mean": f.us_per_query, "p50": p50, "p99": p99},
                 "bm25": b,
                 "dense": d,
@@ -383,7 +384,8 @@ mod semantic {
         }
         writeln!(
             out,
-            "fused query latency (embedding + search, one thread): mean {:.0} µs, p50 {p50:.0} µs, p99 {p99:.0} µs (embedding {encode_us:.0} µs)",
+            "fused query latency (embedding + search, {threads} thread{}): mean {:.0} µs, p50 {p50:.0} µs, p99 {p99:.0} µs (embedding {encode_us:.0} µs)",
+            if threads == 1 { "" } else { "s" },
             f.us_per_query
         )?;
         Ok(ExitCode::SUCCESS)

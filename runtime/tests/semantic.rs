@@ -117,6 +117,66 @@ mod encoder {
         assert_eq!(enc.encode_one("It's so sunny outside!").unwrap(), e[1]);
     }
 
+    /// The fast kernels (integer or half-float products, several threads) against the f32 `gemm`
+    /// reference on real tool texts: the reference catalog's tools, and MetaTool's tools and
+    /// queries when the data is beside the workspace (short queries and long descriptions up to
+    /// the 128-token limit). Every embedding stays within cosine 0.9999 of the reference's.
+    #[test]
+    fn fast_kernels_embed_like_the_f32_reference() {
+        let fast = encoder();
+        let reference = Encoder::load_reference(&model_dir())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_threads(1);
+        let catalog = reference_catalog(|s| s);
+        let mut texts: Vec<String> = catalog
+            .tools()
+            .map(|t| toolcat::semantic::tool_text(&catalog, t))
+            .collect();
+        if let Some((_, tools, queries)) = metatool() {
+            texts.extend(tools.into_iter().step_by(4));
+            texts.extend(queries.into_iter().step_by(500).map(|(q, _)| q));
+        }
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (want, got) = (
+            reference.encode(&refs).unwrap(),
+            fast.encode(&refs).unwrap(),
+        );
+        let (worst, at) = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| cos(g, w))
+            .enumerate()
+            .fold(
+                (1.0f32, 0),
+                |(m, at), (i, c)| if c < m { (c, i) } else { (m, at) },
+            );
+        let tokens: Vec<usize> = refs
+            .iter()
+            .map(|t| fast.token_ids(t).unwrap().len())
+            .collect();
+        eprintln!(
+            "fast kernels ({} threads) against the f32 reference: {} texts ({} to {} tokens), \
+             min cosine {worst:.6} (`{}`)",
+            fast.threads(),
+            texts.len(),
+            tokens.iter().min().unwrap(),
+            tokens.iter().max().unwrap(),
+            refs[at].chars().take(60).collect::<String>()
+        );
+        assert!(worst >= 0.9999, "cosine {worst} for `{}`", refs[at]);
+        // the split over threads changes no bit: each output column is computed the same way
+        // whichever thread runs it
+        let alone = Encoder::load(&model_dir()).unwrap().with_threads(1);
+        let two = Encoder::load(&model_dir()).unwrap().with_threads(2);
+        for t in refs.iter().step_by(7) {
+            assert_eq!(
+                alone.encode_one(t).unwrap(),
+                two.encode_one(t).unwrap(),
+                "`{t}`"
+            );
+        }
+    }
+
     /// Token ids as the Python `tokenizers` package gives them for this `tokenizer.json`
     /// (`no_padding()`, `enable_truncation(128)`).
     #[test]

