@@ -96,6 +96,7 @@ mod encoder {
             .unwrap();
         for (i, j, want) in [(0, 1, 0.6660f32), (0, 2, 0.1046), (1, 2, 0.1411)] {
             let got = cos(&e[i], &e[j]);
+            eprintln!("sim({i},{j}) = {got:.5}, reference {want}");
             assert!(
                 (got - want).abs() < 2e-3,
                 "sim({i},{j}) = {got:.4}, reference {want}"

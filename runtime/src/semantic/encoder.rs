@@ -30,9 +30,10 @@ pub fn default_threads() -> usize {
 }
 
 /// The cap of [`default_threads`]. A query of ~30 tokens splits into ~70 steps of 5–200 µs per
-/// pass, so each added thread buys less and spins more; two threads took the p50 latency of a
-/// LiveMCPBench query from 9.1–10.5 ms to 5.7–7.6 ms on a 2-core AMD EPYC (Zen 3) shared with
-/// other builds, the only count measured, so more are left to [`Encoder::with_threads`].
+/// pass, so each added thread buys less and spins more. On a 2-core AMD EPYC (Zen 3), the only
+/// machine measured, two threads cut the p50 latency of a LiveMCPBench query 1.7–1.85× when a
+/// core was free (and brought nothing while other processes kept both cores busy: see the
+/// module docs); more are left to [`Encoder::with_threads`].
 pub const MAX_DEFAULT_THREADS: usize = 2;
 
 /// The files of a model directory the encoder reads, relative to it.
