@@ -809,6 +809,8 @@ impl<'c> Session<'c> {
                 hits
             }
             None => match match &dense {
+                // Without the feature there are never cosines: the fused ranking is compiled out.
+                #[cfg(feature = "semantic")]
                 Some(Ok(cosines)) => self.catalog.search_fused_in(
                     query,
                     &self.reachable,
