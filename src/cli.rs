@@ -832,8 +832,15 @@ fn semantic_search(
     };
     let cache = toolcat::semantic::default_cache_dir();
     let encoder = a.model_args.load_encoder(&dir)?;
-    let vectors = toolcat::semantic::ToolVectors::for_catalog(c, &encoder, cache.as_deref())
-        .context("cannot embed the catalog's tools")?;
+    // The vectors compiled in for the reference catalog serve when they match `c` and the model;
+    // otherwise they come from the cache or are encoded now.
+    let vectors = toolcat::semantic::ToolVectors::load(
+        c,
+        &encoder,
+        Some(crate::REFERENCE_VECTORS),
+        cache.as_deref(),
+    )
+    .context("cannot embed the catalog's tools")?;
     let semantic = SemanticSearch::new(encoder, vectors);
     let found = semantic.search_in(
         c,

@@ -180,3 +180,82 @@ fn with_the_model_search_fuses_and_weight_zero_is_bm25_order() {
     let w0 = run(&["--semantic", "--model", model, "--dense-weight", "0"]);
     assert_eq!(names(&w0), names(&bm25));
 }
+
+/// The `.tcvec` files in the vector cache under `home` (`TOOLCAT_CACHE_DIR=home/cache`).
+fn cached_vector_files(home: &Path) -> usize {
+    std::fs::read_dir(home.join("cache/vectors"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "tcvec"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// With `TOOLCAT_MODEL_DIR` set for the build, the binary carries the reference catalog's tool
+/// vectors: searching the embedded catalog encodes no tool and writes no cache file, while a
+/// catalog whose tool texts differ is encoded at run time and cached. Without a model for the
+/// build, the embedded catalog is encoded at run time and cached too.
+#[test]
+fn tool_vectors_come_from_the_build_when_a_model_was_configured_for_it() {
+    let model = model_dir();
+    let model = model.to_str().expect("UTF-8 path");
+    let search = |home: &Path, extra: &[&str]| {
+        let mut args = vec!["search", "--semantic", "--model", model, "--json"];
+        args.extend_from_slice(extra);
+        args.push(QUERY);
+        let o = without_model(&args, home);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        v
+    };
+    let home = tempfile::tempdir().expect("temp dir");
+    let embedded_catalog = search(home.path(), &[]);
+    let built_with_model = option_env!("TOOLCAT_MODEL_DIR").is_some_and(|d| !d.is_empty());
+    assert_eq!(
+        cached_vector_files(home.path()),
+        usize::from(!built_with_model),
+        "built with TOOLCAT_MODEL_DIR={:?}",
+        option_env!("TOOLCAT_MODEL_DIR")
+    );
+    // The same catalog read from its file: same tool texts, so the same vectors and the same
+    // hits (names; the index built at load scores BM25 a few thousandths apart from the
+    // compiled-in one).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let from_file = search(
+        home.path(),
+        &[
+            "--catalog",
+            root.join("tools.toml").to_str().expect("UTF-8"),
+        ],
+    );
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|h| h["name"].as_str().expect("name").to_string())
+            .collect()
+    };
+    assert_eq!(names(&from_file), names(&embedded_catalog));
+    assert!(!names(&from_file).is_empty());
+    assert_eq!(
+        cached_vector_files(home.path()),
+        usize::from(!built_with_model)
+    );
+    // One description changed: the compiled-in vectors no longer match, so they are encoded.
+    let source = std::fs::read_to_string(root.join("tools.toml")).expect("tools.toml");
+    let changed = source.replacen(
+        "name = \"tool_search\"\ndescription = \"",
+        "name = \"tool_search\"\ndescription = \"Changed. ",
+        1,
+    );
+    assert_ne!(changed, source);
+    let path = home.path().join("changed.toml");
+    std::fs::write(&path, changed).expect("written");
+    search(home.path(), &["--catalog", path.to_str().expect("UTF-8")]);
+    assert_eq!(
+        cached_vector_files(home.path()),
+        usize::from(!built_with_model) + 1
+    );
+}
