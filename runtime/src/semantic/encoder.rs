@@ -445,7 +445,7 @@ impl Encoder {
         let dh = h / heads;
         let inter = self.intermediate;
         let vocab = self.word.len() / h;
-        s.x.clear();
+        let x = s.x.reset(n * h);
         for (pos, &id) in ids.iter().take(n).enumerate() {
             // An id outside the vocabulary cannot come from the model's own tokenizer; `[PAD]`
             // (row 0) stands in rather than reading out of bounds.
@@ -456,16 +456,12 @@ impl Encoder {
             };
             let w = &self.word[id * h..(id + 1) * h];
             let p = &self.position[pos * h..(pos + 1) * h];
-            s.x.extend(
-                w.iter()
-                    .zip(p)
-                    .zip(&self.token_type0)
-                    .map(|((a, b), c)| a + b + c),
-            );
+            let row = &mut x[pos * h..(pos + 1) * h];
+            for (((o, a), b), c) in row.iter_mut().zip(w).zip(p).zip(&self.token_type0) {
+                *o = a + b + c;
+            }
         }
-        if ids.is_empty() {
-            s.x.resize(h, 0.0);
-        }
+        // without ids, the one row stays zero
         for row in s.x.chunks_exact_mut(h) {
             layer_norm(row, &self.emb_ln_w, &self.emb_ln_b, self.eps);
         }
@@ -478,8 +474,7 @@ impl Encoder {
             (&mut s.inter, n * inter),
             (&mut s.scores, heads * n * n),
         ] {
-            buf.clear();
-            buf.resize(len, 0.0);
+            buf.reset(len);
         }
         let row_chunks = n.div_ceil(LN_ROWS);
         for ly in &self.layers {
@@ -601,12 +596,8 @@ fn linear_step(
     assert!(dst.len >= m * n && a.len() >= m * k);
     let input = match w.quantized_inputs() {
         Some(kq) => {
-            for (buf, len) in [(&mut quant.q, m * kq)] {
-                buf.clear();
-                buf.resize(len, 0);
-            }
-            quant.scales.clear();
-            quant.scales.resize(m, 0.0);
+            quant.q.reset(m * kq);
+            quant.scales.reset(m);
             let (q, scales) = (Out::of(&mut quant.q), Out::of(&mut quant.scales));
             team.run(m.div_ceil(LN_ROWS), |i| {
                 for r in i * LN_ROWS..((i + 1) * LN_ROWS).min(m) {
@@ -719,21 +710,63 @@ impl<T> Out<T> {
 /// The input rows of a [`Kernel::Int16`] product, quantized ([`quantize_row`]).
 #[derive(Default)]
 struct Quantized {
-    q: Vec<i16>,
-    scales: Vec<f32>,
+    q: Buf<i16>,
+    scales: Buf<f32>,
 }
 
 /// Per-call buffers of the forward pass, reused across the texts of one [`Encoder::encode`].
 #[derive(Default)]
 struct Scratch {
-    x: Vec<f32>,
-    qkv: Vec<f32>,
-    ctx: Vec<f32>,
-    att: Vec<f32>,
-    inter: Vec<f32>,
+    x: Buf,
+    qkv: Buf,
+    ctx: Buf,
+    att: Buf,
+    inter: Buf,
     /// One `n × n` block per attention head.
-    scores: Vec<f32>,
+    scores: Buf,
     quant: Quantized,
+}
+
+/// The alignment of a [`Buf`]: 128 bytes, the pair of cache lines the L2 prefetcher moves
+/// together.
+const ALIGN_BYTES: usize = 128;
+
+/// A buffer (f32 or i16) whose first element starts on a 128-byte boundary. The threads of a
+/// step write disjoint 32-column chunks of each row (or disjoint rows); with rows of a multiple
+/// of 128 bytes that start aligned, no two threads write the same pair of cache lines, which
+/// would otherwise bounce between the cores at every chunk boundary of every row (measured: 10%
+/// of a two-thread query).
+#[derive(Default)]
+struct Buf<T = f32> {
+    v: Vec<T>,
+    off: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> Buf<T> {
+    /// `len` zeros (`T::default()`), aligned; the allocation is kept between calls.
+    fn reset(&mut self, len: usize) -> &mut [T] {
+        let size = std::mem::size_of::<T>();
+        self.v.clear();
+        self.v.resize(len + ALIGN_BYTES / size, T::default());
+        let addr = self.v.as_ptr() as usize;
+        self.off = (addr.next_multiple_of(ALIGN_BYTES) - addr) / size;
+        self.len = len;
+        &mut self.v[self.off..self.off + len]
+    }
+}
+
+impl<T> std::ops::Deref for Buf<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.v[self.off..self.off + self.len]
+    }
+}
+
+impl<T> std::ops::DerefMut for Buf<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.v[self.off..self.off + self.len]
+    }
 }
 
 /// The tensors of `model.safetensors`, taken out one by one as f32 vectors.

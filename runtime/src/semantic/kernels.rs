@@ -149,23 +149,28 @@ pub(crate) enum Kernel {
     /// with `vpmaddwd` (16 multiply-adds per instruction against 8 for an f32 FMA), summing in
     /// i32 over [`K_CHUNK`] inputs at a time and in f32 across them (AVX2).
     Int16,
+    /// [`Kernel::Int16`]'s layout and arithmetic on AVX-512: one 512-bit register holds a whole
+    /// 16-column panel's input pair, and `vpdpwssd` (AVX512-VNNI) multiplies and adds into the
+    /// i32 sums in one instruction (32 multiply-adds), over blocks of up to 16 rows. The i32
+    /// partial sums are exact and converted and added in the same order, so its results are
+    /// bit for bit those of [`Kernel::Int16`].
+    Int16Wide,
 }
 
 impl Kernel {
-    /// The fastest kernel this build runs on this machine: [`Kernel::Int16`] on x86-64 with
-    /// AVX2 in an optimised build, else [`Kernel::Gemm`]. Debug builds take `gemm` (kept
+    /// The fastest kernel this build runs on this machine, in an optimised build on x86-64:
+    /// [`Kernel::Int16Wide`] with AVX-512 (F, BW, VNNI), else [`Kernel::Int16`] with AVX2 and
+    /// FMA; [`Kernel::Gemm`] elsewhere. Debug builds take `gemm` (kept
     /// optimised by the workspace's dev profile) because the kernels' intrinsics are slow
     /// unoptimised; unit tests check every kernel against it.
     pub fn fastest() -> Kernel {
         if cfg!(debug_assertions) {
             return Kernel::Gemm;
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return Kernel::Int16;
-        }
-        Kernel::Gemm
+        [Kernel::Int16Wide, Kernel::Int16]
+            .into_iter()
+            .find(|k| k.available())
+            .unwrap_or(Kernel::Gemm)
     }
 
     /// Whether this machine runs the kernel.
@@ -176,6 +181,13 @@ impl Kernel {
             match self {
                 Kernel::Gemm => true,
                 Kernel::Int16 => has!("avx2") && has!("fma"),
+                Kernel::Int16Wide => {
+                    has!("avx2")
+                        && has!("fma")
+                        && has!("avx512f")
+                        && has!("avx512bw")
+                        && has!("avx512vnni")
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -272,7 +284,7 @@ impl Linear {
         let panels = n.div_ceil(16);
         match kernel {
             Kernel::Gemm => layer.w = w,
-            Kernel::Int16 => {
+            Kernel::Int16 | Kernel::Int16Wide => {
                 let kq = k.next_multiple_of(2);
                 layer.scales = vec![0.0f32; panels * 16];
                 for (j, s) in layer.scales.iter_mut().enumerate().take(n) {
@@ -307,7 +319,7 @@ impl Linear {
     /// The length of a quantized input row ([`Input::q`]) for a [`Kernel::Int16`] layer (its
     /// inputs rounded up to even); `None` when the kernel reads f32 inputs alone.
     pub fn quantized_inputs(&self) -> Option<usize> {
-        (self.kernel == Kernel::Int16).then(|| self.k.next_multiple_of(2))
+        (self.kernel != Kernel::Gemm).then(|| self.k.next_multiple_of(2))
     }
 
     /// How many column chunks [`Linear::acc_chunk`] splits the outputs into.
@@ -379,15 +391,20 @@ impl Linear {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Kernel::Int16 => {
+            Kernel::Int16 | Kernel::Int16Wide => {
                 let kq = k.next_multiple_of(2);
                 assert!(input.q.len() >= m * kq && input.scales.len() >= m);
-                // SAFETY: `new` checked AVX2 and FMA; `q` holds `m × kq` integers and `scales`
-                // `m` floats (assert above), the panels `ceil(n / 16) × kq × 16` integers and
-                // `16 · ceil(n / 16)` scales, the caller vouches for `dst`, and the panels
-                // `panels.0..panels.1` are chunk `c`'s columns.
+                let run = if self.kernel == Kernel::Int16Wide {
+                    x86::int_acc_wide
+                } else {
+                    x86::int_acc
+                };
+                // SAFETY: `new` checked the kernel's instruction sets (`available`); `q` holds
+                // `m × kq` integers and `scales` `m` floats (assert above), the panels
+                // `ceil(n / 16) × kq × 16` integers and `16 · ceil(n / 16)` scales, the caller
+                // vouches for `dst`, and the panels `panels.0..panels.1` are chunk `c`'s columns.
                 unsafe {
-                    x86::int_acc(
+                    run(
                         m,
                         n,
                         kq,
@@ -598,6 +615,99 @@ mod x86 {
         }
         store_block::<R>(&sum, dst, ldd, cols);
     }
+
+    /// Rows per block of [`int_acc_wide`]: 16 i32 sums in registers, half of the 32.
+    const WIDE_ROWS: usize = 16;
+
+    /// [`int_acc`] on AVX-512: the same panels, rows in blocks of up to [`WIDE_ROWS`], `vpdpwssd` for the
+    /// multiply-adds. Results are bit for bit [`int_acc`]'s: the i32 partial sums over each
+    /// [`K_CHUNK`] inputs are exact (see there), then converted, summed, scaled and added to
+    /// `dst` in the same order.
+    ///
+    /// # Safety
+    /// As [`int_acc`], with AVX-512 F, BW and VNNI available.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn int_acc_wide(
+        m: usize,
+        n: usize,
+        kq: usize,
+        q: *const i16,
+        q_scale: *const f32,
+        w: *const i16,
+        w_scale: *const f32,
+        dst: *mut f32,
+        from: usize,
+        to: usize,
+    ) {
+        for p in from..to {
+            let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
+            let cols = (n - p * 16).min(16);
+            // Blocks of at most WIDE_ROWS rows, of equal size (±1): each block streams the
+            // panel's weights once, and a short block would wait on `vpdpwssd`'s latency.
+            let blocks = m.div_ceil(WIDE_ROWS);
+            let mut r0 = 0;
+            for b in 0..blocks {
+                let rows = (m - r0).div_ceil(blocks - b);
+                let (qr, sr, dr) = (q.add(r0 * kq), q_scale.add(r0), dst.add(r0 * n + p * 16));
+                macro_rules! dispatch {
+                    ($($r:literal)*) => {
+                        match rows {
+                            $($r => wide_block::<$r>(kq, qr, sr, wp, ws, dr, n, cols),)*
+                            _ => unreachable!("a block has 1 to WIDE_ROWS rows"),
+                        }
+                    };
+                }
+                dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+                r0 += rows;
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn wide_block<const R: usize>(
+        kq: usize,
+        q: *const i16,
+        q_scale: *const f32,
+        wp: *const i16,
+        w_scale: *const f32,
+        dst: *mut f32,
+        ldd: usize,
+        cols: usize,
+    ) {
+        let mut sum = [_mm512_setzero_ps(); R];
+        let mut k0 = 0;
+        while k0 < kq {
+            let k1 = (k0 + K_CHUNK).min(kq);
+            let mut acc = [_mm512_setzero_si512(); R];
+            let mut kk = k0;
+            while kk < k1 {
+                // the panel's 16 columns × the input pair (kk, kk + 1)
+                let wv = _mm512_loadu_si512(wp.add(kk * 16) as *const __m512i);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_epi32((q.add(r * kq + kk) as *const i32).read_unaligned());
+                    *acc = _mm512_dpwssd_epi32(*acc, x, wv);
+                }
+                kk += 2;
+            }
+            for (sum, acc) in sum.iter_mut().zip(&acc) {
+                *sum = _mm512_add_ps(*sum, _mm512_cvtepi32_ps(*acc));
+            }
+            k0 = k1;
+        }
+        let s = _mm512_loadu_ps(w_scale);
+        // all 16 lanes when the panel is full, else the first `cols`
+        let mask: __mmask16 = if cols >= 16 { !0 } else { (1u16 << cols) - 1 };
+        for (r, sum) in sum.iter().enumerate() {
+            let sr = _mm512_set1_ps(*q_scale.add(r));
+            let v = _mm512_mul_ps(*sum, _mm512_mul_ps(sr, s));
+            let d = dst.add(r * ldd);
+            let old = _mm512_maskz_loadu_ps(mask, d);
+            _mm512_mask_storeu_ps(d, mask, _mm512_add_ps(old, v));
+        }
+    }
 }
 
 /// The dot product of two equally long slices (eight running sums, so it vectorises).
@@ -642,14 +752,27 @@ pub(crate) fn softmax_row(x: &mut [f32]) {
     x.iter_mut().for_each(|v| *v *= inv);
 }
 
-/// GELU in its erf form, `0.5 · x · (1 + erf(x / √2))` (the BERT `gelu`), in place; 8 lanes
-/// at a time where AVX2 is available.
+/// GELU in its erf form, `0.5 · x · (1 + erf(x / √2))` (the BERT `gelu`), in place; 16 lanes
+/// at a time where AVX-512 is available, 8 with AVX2 (the same operations per element, so the
+/// same results).
 pub(crate) fn gelu_erf(x: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available.
-        return unsafe { gelu_erf_avx2(x) };
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512 F is available.
+            return unsafe { gelu_erf_avx512(x) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available.
+            return unsafe { gelu_erf_avx2(x) };
+        }
     }
+    gelu_erf_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+unsafe fn gelu_erf_avx512(x: &mut [f32]) {
     gelu_erf_body(x)
 }
 
@@ -824,6 +947,31 @@ mod tests {
             }
             let rms = (sq / got.len() as f64).sqrt();
             assert!(rms < bound as f64 / 4.0, "{m}x{k}x{n}: rms error {rms}");
+        }
+    }
+
+    /// The AVX-512 kernel gives exactly the AVX2 kernel's results (same integers, same order of
+    /// the f32 steps), on shapes with row blocks of many sizes up to 16 and partial panels.
+    #[test]
+    fn wide_int_kernel_equals_the_avx2_one_bit_for_bit() {
+        if !Kernel::Int16Wide.available() {
+            eprintln!("no AVX-512 VNNI on this machine: Kernel::Int16Wide not checked");
+            return;
+        }
+        let mut next = random(23);
+        for (m, k, n) in SHAPES.into_iter().chain([(25, 384, 1536), (12, 1536, 384)]) {
+            let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+            let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
+            let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
+            let (mut narrow, mut wide) = (init.clone(), init);
+            Linear::new(w.clone(), k, n, Kernel::Int16).acc(m, &a, &mut narrow);
+            Linear::new(w, k, n, Kernel::Int16Wide).acc(m, &a, &mut wide);
+            let differ = narrow
+                .iter()
+                .zip(&wide)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert_eq!(differ, 0, "{m}x{k}x{n}: {differ} outputs differ");
         }
     }
 
