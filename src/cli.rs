@@ -841,6 +841,11 @@ fn semantic_search(
         cache.as_deref(),
     )
     .context("cannot embed the catalog's tools")?;
+    if let Some(why) = vectors.cache_error() {
+        eprintln!(
+            "semantic search: the tool vectors were computed but not cached ({why}), so every run computes them again; set TOOLCAT_CACHE_DIR to a writable folder"
+        );
+    }
     let semantic = SemanticSearch::new(encoder, vectors);
     let found = semantic.search_in(
         c,

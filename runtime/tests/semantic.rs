@@ -260,6 +260,75 @@ mod encoder {
         );
     }
 
+    /// Settings a BERT model cannot have are refused at load, naming the key, instead of a panic
+    /// at the first query or embeddings that are silently wrong.
+    #[test]
+    fn impossible_settings_are_refused_naming_the_key() {
+        for (from, to, want) in [
+            (
+                "\"max_position_embeddings\": 512",
+                "\"max_position_embeddings\": 0",
+                "`max_position_embeddings` 0",
+            ),
+            (
+                "\"layer_norm_eps\": 1e-12",
+                "\"layer_norm_eps\": -1e30",
+                "`layer_norm_eps` -1e30",
+            ),
+            (
+                "\"intermediate_size\": 1536",
+                "\"intermediate_size\": 0",
+                "`intermediate_size` 0",
+            ),
+        ] {
+            let (_tmp, dir) = broken_model(|dir| {
+                let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+                assert!(cfg.contains(from), "{from}");
+                std::fs::write(dir.join("config.json"), cfg.replace(from, to)).unwrap();
+                std::fs::write(dir.join("model.safetensors"), b"").unwrap();
+            });
+            let msg = Encoder::load(&dir).unwrap_err().to_string();
+            assert!(msg.contains("config.json`") && msg.contains(want), "{msg}");
+        }
+    }
+
+    /// A config that reads fewer layers than the weights hold, and weights holding a NaN, are
+    /// refused: either would embed with the wrong model and no error.
+    #[test]
+    fn weights_that_do_not_fit_the_config_or_are_not_finite_are_refused() {
+        let weights = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+        let (_tmp, dir) = broken_model(|dir| {
+            let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+            let cfg = cfg.replace("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5");
+            std::fs::write(dir.join("config.json"), cfg).unwrap();
+            std::fs::write(dir.join("model.safetensors"), &weights).unwrap();
+        });
+        let msg = Encoder::load(&dir).unwrap_err().to_string();
+        assert!(
+            msg.contains("`num_hidden_layers` 5") && msg.contains("encoder.layer.5."),
+            "{msg}"
+        );
+
+        let st = safetensors::SafeTensors::deserialize(&weights).unwrap();
+        let name = st
+            .names()
+            .into_iter()
+            .find(|n| n.ends_with("embeddings.LayerNorm.weight"))
+            .expect("the LayerNorm weight")
+            .to_string();
+        let at = st.tensor(&name).unwrap().data().as_ptr() as usize - weights.as_ptr() as usize;
+        let mut damaged = weights.clone();
+        damaged[at + 8..at + 12].copy_from_slice(&f32::NAN.to_le_bytes());
+        let (_tmp, dir) = broken_model(|dir| {
+            std::fs::write(dir.join("model.safetensors"), &damaged).unwrap();
+        });
+        let msg = Encoder::load(&dir).unwrap_err().to_string();
+        assert!(
+            msg.contains("embeddings.LayerNorm.weight") && msg.contains("NaN at element 2"),
+            "{msg}"
+        );
+    }
+
     fn reference_catalog(source_edit: impl FnOnce(String) -> String) -> Catalog {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml");
         let source = std::fs::read_to_string(path).unwrap();

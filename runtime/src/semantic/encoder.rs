@@ -253,6 +253,30 @@ impl Encoder {
             ));
         }
 
+        for (key, value) in [
+            ("num_hidden_layers", cfg.num_hidden_layers),
+            ("intermediate_size", cfg.intermediate_size),
+            ("max_position_embeddings", cfg.max_position_embeddings),
+        ] {
+            if value == 0 {
+                return Err(unsupported(
+                    dir,
+                    "config.json",
+                    format!("`{key}` 0 (a BERT model has at least 1)"),
+                ));
+            }
+        }
+        if !(cfg.layer_norm_eps.is_finite() && cfg.layer_norm_eps > 0.0) {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`layer_norm_eps` {:e} (it must be a positive number, 1e-12 for BERT models)",
+                    cfg.layer_norm_eps
+                ),
+            ));
+        }
+
         let pool: PoolingConfig = parse_json(dir, "1_Pooling/config.json", pooling)?;
         if !pool.pooling_mode_mean_tokens
             || pool.pooling_mode_cls_token
@@ -289,6 +313,17 @@ impl Encoder {
         let h = cfg.hidden_size;
         let i = cfg.intermediate_size;
         let word = w.take("embeddings.word_embeddings.weight", &[0, h])?;
+        let vocab = tokenizer.get_vocab_size(true);
+        if vocab > word.len() / h {
+            return Err(SemanticError::Weights {
+                path: w.path.clone(),
+                what: format!(
+                    "`embeddings.word_embeddings.weight` has {} rows but tokenizer.json has {vocab} \
+                     tokens: the tokenizer is not this model's",
+                    word.len() / h
+                ),
+            });
+        }
         let position = w.take(
             "embeddings.position_embeddings.weight",
             &[cfg.max_position_embeddings, h],
@@ -341,6 +376,20 @@ impl Encoder {
                 ln2_w: w.take(&format!("{p}output.LayerNorm.weight"), &[h])?,
                 ln2_b: w.take(&format!("{p}output.LayerNorm.bias"), &[h])?,
             });
+        }
+
+        // A tensor of a layer past `num_hidden_layers` means config.json does not describe the
+        // weights; reading fewer layers would embed with part of the model, silently.
+        if let Some(extra) = w.tensors.keys().find(|k| k.starts_with("encoder.layer.")) {
+            return Err(unsupported(
+                dir,
+                "config.json",
+                format!(
+                    "`num_hidden_layers` {} while model.safetensors also holds `{extra}`: the \
+                     config is not this model's",
+                    cfg.num_hidden_layers
+                ),
+            ));
         }
 
         Ok(Encoder {
@@ -828,6 +877,15 @@ impl Weights {
             return Err(SemanticError::Weights {
                 path: self.path.clone(),
                 what: format!("tensor `{name}` has shape {got:?}, expected {shape:?}"),
+            });
+        }
+        if let Some(at) = data.iter().position(|v| !v.is_finite()) {
+            return Err(SemanticError::Weights {
+                path: self.path.clone(),
+                what: format!(
+                    "tensor `{name}` holds {} at element {at}: the file is damaged",
+                    data[at]
+                ),
             });
         }
         Ok(data)

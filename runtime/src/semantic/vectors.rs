@@ -506,8 +506,9 @@ pub const VECTORS_FILE: &str = "toolcat_tool_vectors.bin";
 /// `CARGO_MANIFEST_DIR`, or absolute) is loaded, its tool vectors are encoded (through the cache
 /// of [`default_cache_dir`], so a rebuild with unchanged texts encodes nothing) and written to
 /// `OUT_DIR/`[`VECTORS_FILE`] in the stored form, int8-quantized when `TOOLCAT_VECTORS=int8`
-/// (f32 otherwise: `f32` or unset). Without `TOOLCAT_MODEL_DIR` the file is written empty, so the
-/// `include_bytes!` still compiles and [`ToolVectors::load`] falls back to the run-time path.
+/// (f32 otherwise: `f32` or unset; any other value is an error). Without `TOOLCAT_MODEL_DIR` the
+/// file is written empty, so the `include_bytes!` still compiles and [`ToolVectors::load`] falls
+/// back to the run-time path.
 /// The file is rewritten only when its content changes. Returns the `cargo::` lines to print
 /// (rerun triggers, and a warning or error naming what failed); the caller prints them.
 ///
@@ -515,6 +516,10 @@ pub const VECTORS_FILE: &str = "toolcat_tool_vectors.bin";
 /// ```toml
 /// [build-dependencies]
 /// toolcat = { version = "0.1", features = ["semantic"] }
+///
+/// # Build dependencies are compiled without optimisation; the encoder wants it.
+/// [profile.release.package.toolcat]
+/// opt-level = 3
 /// ```
 pub fn embed_catalog_vectors(catalog: &str) -> Vec<String> {
     let mut lines = vec![
@@ -542,10 +547,24 @@ pub fn embed_catalog_vectors(catalog: &str) -> Vec<String> {
             PathBuf::from(model).display()
         ));
     }
-    let precision = if std::env::var("TOOLCAT_VECTORS").is_ok_and(|v| v == "int8") {
-        VectorPrecision::Int8
-    } else {
-        VectorPrecision::F32
+    let precision = match std::env::var("TOOLCAT_VECTORS").as_deref() {
+        Ok("int8") => VectorPrecision::Int8,
+        Ok("f32") | Ok("") | Err(std::env::VarError::NotPresent) => VectorPrecision::F32,
+        Ok(other) => {
+            lines.push(format!(
+                "cargo::error=TOOLCAT_VECTORS is `{}`; set it to `f32` or `int8`, or unset it \
+                 (f32)",
+                other.replace(['\r', '\n'], " ")
+            ));
+            return lines;
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            lines.push(
+                "cargo::error=TOOLCAT_VECTORS is not UTF-8; set it to `f32` or `int8`, or unset it"
+                    .to_string(),
+            );
+            return lines;
+        }
     };
     let cache = default_cache_dir();
     if let Err(e) = write_catalog_vectors(
@@ -555,8 +574,14 @@ pub fn embed_catalog_vectors(catalog: &str) -> Vec<String> {
         cache.as_deref(),
         &out_file,
     ) {
+        let fix = if model.is_some() && !matches!(e, SemanticError::Catalog(_)) {
+            " (the model directory comes from TOOLCAT_MODEL_DIR: point it at a \
+             sentence-transformers model, or unset it to build without compiled-in tool vectors)"
+        } else {
+            ""
+        };
         lines.push(format!(
-            "cargo::error={}",
+            "cargo::error={}{fix}",
             e.to_string().replace(['\r', '\n'], " ")
         ));
     }
