@@ -260,6 +260,29 @@ mod encoder {
         );
     }
 
+    /// A query of only special tokens, control characters or zero-width spaces has no embedding
+    /// worth ranking by: `encode_query` refuses it (search then falls back to BM25), and embeds
+    /// any other query exactly as `encode_one`.
+    #[test]
+    fn queries_without_words_are_refused_and_others_embedded_as_texts() {
+        let enc = encoder();
+        for q in [
+            "",
+            "\u{1}\u{2}\u{7}",
+            "\u{200b}\u{200b}",
+            "[PAD] [SEP] [CLS] [MASK]",
+        ] {
+            assert_eq!(enc.encode_query(q), Err(SemanticError::NoWords), "{q:?}");
+        }
+        for q in ["send an email", "日本語", "[SEP] read a file"] {
+            assert_eq!(
+                enc.encode_query(q).unwrap(),
+                enc.encode_one(q).unwrap(),
+                "{q:?}"
+            );
+        }
+    }
+
     /// Settings a BERT model cannot have are refused at load, naming the key, instead of a panic
     /// at the first query or embeddings that are silently wrong.
     #[test]

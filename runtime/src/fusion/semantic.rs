@@ -154,9 +154,10 @@ impl SemanticSearch {
     /// The cosine of `query`'s embedding with every tool (catalog order).
     ///
     /// # Errors
-    /// [`SemanticError::Tokenize`] when the query cannot be tokenized.
+    /// [`SemanticError::Tokenize`] when the query cannot be tokenized, [`SemanticError::NoWords`]
+    /// when it holds no word the model knows ([`crate::semantic::Encoder::encode_query`]).
     pub fn cosines(&self, query: &str) -> Result<Vec<f32>, SemanticError> {
-        let q = self.shared.encoder.encode_one(query)?;
+        let q = self.shared.encoder.encode_query(query)?;
         Ok(self.shared.vectors.cosine_all(&q))
     }
 

@@ -129,6 +129,9 @@ pub struct Encoder {
     layers: Vec<Layer>,
     model_id: String,
     threads: usize,
+    /// Ids of the tokenizer's special tokens and of `[UNK]`: no word of a query
+    /// ([`Encoder::encode_query`]).
+    not_words: Vec<u32>,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -392,7 +395,15 @@ impl Encoder {
             ));
         }
 
+        let mut not_words: Vec<u32> = tokenizer
+            .get_added_tokens_decoder()
+            .iter()
+            .filter(|(_, t)| t.special)
+            .map(|(&id, _)| id)
+            .collect();
+        not_words.extend(tokenizer.token_to_id("[UNK]"));
         Ok(Encoder {
+            not_words,
             tokenizer,
             hidden: h,
             heads: cfg.num_attention_heads,
@@ -482,6 +493,32 @@ impl Encoder {
         let mut scratch = Scratch::default();
         Ok(with_team(self.threads, |team| {
             self.forward(&ids, &mut scratch, team)
+        }))
+    }
+
+    /// [`Encoder::encode_one`] for a search query: a query whose tokens are all special tokens
+    /// or the unknown token (control characters, zero-width spaces, `[SEP]` typed as text) is
+    /// refused, since its embedding says nothing about it yet would still rank tools.
+    ///
+    /// # Errors
+    /// [`SemanticError::NoWords`] for such a query; [`SemanticError::Tokenize`] when the
+    /// tokenizer fails.
+    pub fn encode_query(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
+        let enc = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| SemanticError::Tokenize(e.to_string()))?;
+        let words = enc
+            .get_ids()
+            .iter()
+            .zip(enc.get_special_tokens_mask())
+            .any(|(id, &special)| special == 0 && !self.not_words.contains(id));
+        if !words {
+            return Err(SemanticError::NoWords);
+        }
+        let mut scratch = Scratch::default();
+        Ok(with_team(self.threads, |team| {
+            self.forward(enc.get_ids(), &mut scratch, team)
         }))
     }
 

@@ -111,6 +111,11 @@ pub enum SemanticError {
     /// The tokenizer failed on a text.
     #[error("tokenizing failed: {0}")]
     Tokenize(String),
+    /// A query holds no token the model knows: only special tokens (`[CLS]`, `[SEP]`, …) and
+    /// `[UNK]`, so its embedding would be the same for every such query
+    /// ([`Encoder::encode_query`]).
+    #[error("the query holds no word the model knows")]
+    NoWords,
     /// The catalog to embed does not load (build-time embedding).
     #[error("{0}")]
     Catalog(String),
