@@ -250,7 +250,8 @@ impl Encoder {
                 dir,
                 "config.json",
                 format!(
-                    "`hidden_size` {} is not a multiple of `num_attention_heads` {}",
+                    "`hidden_size` {} with `num_attention_heads` {} (the hidden size must be a \
+                     positive multiple of the head count)",
                     cfg.hidden_size, cfg.num_attention_heads
                 ),
             ));
