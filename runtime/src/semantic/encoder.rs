@@ -490,11 +490,13 @@ impl Encoder {
     /// # Errors
     /// [`SemanticError::Tokenize`] when the tokenizer fails.
     pub fn encode_one(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
-        let ids = self.token_ids(text)?;
+        Ok(self.embed_ids(&self.token_ids(text)?))
+    }
+
+    /// The embedding of one text's token ids, its forward pass split over the encoder's threads.
+    fn embed_ids(&self, ids: &[u32]) -> Vec<f32> {
         let mut scratch = Scratch::default();
-        Ok(with_team(self.threads, |team| {
-            self.forward(&ids, &mut scratch, team)
-        }))
+        with_team(self.threads, |team| self.forward(ids, &mut scratch, team))
     }
 
     /// [`Encoder::encode_one`] for a search query: a query whose tokens are all special tokens
@@ -517,10 +519,7 @@ impl Encoder {
         if !words {
             return Err(SemanticError::NoWords);
         }
-        let mut scratch = Scratch::default();
-        Ok(with_team(self.threads, |team| {
-            self.forward(enc.get_ids(), &mut scratch, team)
-        }))
+        Ok(self.embed_ids(enc.get_ids()))
     }
 
     /// The forward pass of one sequence of token ids: the pooled, L2-normalised embedding.
