@@ -593,13 +593,7 @@ impl Encoder {
                 };
             });
             // attention output: x + bias + ctx · W_o, then LayerNorm
-            let (x, out_b) = (&s.x[..], &ly.out_b);
-            let init = |r: usize, cols: Range<usize>, out: &mut [f32]| {
-                let (x, b) = (&x[r * h..][cols.clone()], &out_b[cols]);
-                for ((o, x), b) in out.iter_mut().zip(x).zip(b) {
-                    *o = x + b;
-                }
-            };
+            let init = residual(&s.x, &ly.out_b, h);
             let att = Out::of(&mut s.att);
             linear_step(team, &ly.out_w, n, &s.ctx, &mut s.quant, att, init, false);
             layer_norm_step(
@@ -627,13 +621,7 @@ impl Encoder {
                 init,
                 true,
             );
-            let (att, ffn_b) = (&s.att[..], &ly.ffn_b);
-            let init = |r: usize, cols: Range<usize>, out: &mut [f32]| {
-                let (a, b) = (&att[r * h..][cols.clone()], &ffn_b[cols]);
-                for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
-                    *o = a + b;
-                }
-            };
+            let init = residual(&s.att, &ly.ffn_b, h);
             let x = Out::of(&mut s.x);
             linear_step(team, &ly.ffn_w, n, &s.inter, &mut s.quant, x, init, false);
             layer_norm_step(
@@ -658,6 +646,21 @@ impl Encoder {
         let norm = dot(&pooled, &pooled).sqrt().max(1e-12);
         pooled.iter_mut().for_each(|p| *p /= norm);
         pooled
+    }
+}
+
+/// The `init` of a [`linear_step`] that adds a residual: columns `cols` of row `r` start as
+/// `src[r][cols] + bias[cols]` (`src` is row-major with `h` columns).
+fn residual<'a>(
+    src: &'a [f32],
+    bias: &'a [f32],
+    h: usize,
+) -> impl Fn(usize, Range<usize>, &mut [f32]) + Sync + 'a {
+    move |r, cols, out| {
+        let (x, b) = (&src[r * h..][cols.clone()], &bias[cols]);
+        for ((o, x), b) in out.iter_mut().zip(x).zip(b) {
+            *o = x + b;
+        }
     }
 }
 
