@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::kernels::{
-    dot, gelu_erf, layer_norm, quantize_row, softmax_row, Input, Kernel, Linear, MatMul, View,
+    dot, gelu_erf, layer_norm, quantize_block_part, row_blocks, softmax_row, Input, Kernel, Linear,
+    MatMul, View, PART_PAIRS,
 };
 use super::team::{with_team, Team};
 use super::SemanticError;
@@ -689,11 +690,25 @@ fn linear_step(
             quant.q.reset(m * kq);
             quant.scales.reset(m);
             let (q, scales) = (Out::of(&mut quant.q), Out::of(&mut quant.scales));
-            team.run(m.div_ceil(LN_ROWS), |i| {
-                for r in i * LN_ROWS..((i + 1) * LN_ROWS).min(m) {
-                    // SAFETY: index `i` alone uses rows `i·LN_ROWS ..` of `q` and `scales`.
-                    let (qr, sr) = unsafe { (q.part(r * kq, kq), scales.part(r, 1)) };
-                    sr[0] = quantize_row(&a[r * k..(r + 1) * k], qr);
+            // one index per part of a row block: its integers are contiguous
+            let blocks: Vec<(usize, usize)> = row_blocks(m).collect();
+            let parts = (kq / 2).div_ceil(PART_PAIRS);
+            team.run(blocks.len() * parts, |i| {
+                let (block, part) = (blocks[i / parts], i % parts);
+                let pairs = part * PART_PAIRS..((part + 1) * PART_PAIRS).min(kq / 2);
+                // SAFETY: `q` holds `m × kq` integers and `scales` `m` floats (reset above);
+                // index `i` alone writes the pairs `pairs` of the block's rows, and only its
+                // part 0 writes their scales.
+                unsafe {
+                    quantize_block_part(
+                        a,
+                        k,
+                        kq,
+                        block,
+                        pairs,
+                        q.base(),
+                        (part == 0).then(|| scales.base()),
+                    )
                 }
             });
             Input {
@@ -797,7 +812,7 @@ impl<T> Out<T> {
     }
 }
 
-/// The input rows of a [`Kernel::Int16`] product, quantized ([`quantize_row`]).
+/// The input rows of a [`Kernel::Int16`] product, quantized pair-major ([`super::kernels::Input`]).
 #[derive(Default)]
 struct Quantized {
     q: Buf<i16>,

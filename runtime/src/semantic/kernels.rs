@@ -145,7 +145,7 @@ pub(crate) enum Kernel {
     Gemm,
     /// Weights as integers of at most [`W_MAX`] with one f32 scale per output column, in
     /// 16-column panels of interleaved input pairs; each product quantizes its input rows to
-    /// integers of at most [`A_MAX`] with one scale per row ([`quantize_row`]) and multiplies
+    /// integers of at most [`A_MAX`] with one scale per row ([`row_scale`]) and multiplies
     /// with `vpmaddwd` (16 multiply-adds per instruction against 8 for an f32 FMA), summing in
     /// i32 over [`K_CHUNK`] inputs at a time and in f32 across them (AVX2).
     Int16,
@@ -199,7 +199,7 @@ impl Kernel {
 
 /// The largest magnitude of a weight quantized for [`Kernel::Int16`] (13 bits and a sign).
 pub(crate) const W_MAX: i32 = 4095;
-/// The largest magnitude of an input quantized by [`quantize_row`] (13 bits and a sign).
+/// The largest magnitude of a quantized input ([`row_scale`]) (13 bits and a sign).
 pub(crate) const A_MAX: i32 = 8191;
 /// Inputs per i32 partial sum of [`Kernel::Int16`]. A product of a quantized input and weight is
 /// at most `A_MAX · W_MAX = 33_542_145` in magnitude; `vpmaddwd` adds two of them (at most
@@ -208,39 +208,127 @@ pub(crate) const A_MAX: i32 = 8191;
 /// overflows (checked at compile time below). Each partial sum is then converted to f32
 /// (relative rounding 2^-24) and added in f32.
 pub(crate) const K_CHUNK: usize = 64;
-const _: () =
-    assert!(K_CHUNK % 2 == 0 && K_CHUNK as i64 * A_MAX as i64 * W_MAX as i64 <= i32::MAX as i64);
+const _: () = assert!(
+    K_CHUNK.is_multiple_of(2) && K_CHUNK as i64 * A_MAX as i64 * W_MAX as i64 <= i32::MAX as i64
+);
 
-/// Quantizes one input row for [`Kernel::Int16`]: `q[i] = round(row[i] / s)` with
-/// `s = max |row| / A_MAX`, so `|q[i]| ≤ A_MAX`; returns `s` (0 for an all-zero row). `q` may be
-/// longer than `row` (the layer's inputs rounded up to even): the rest is set to 0.
+/// The scale of one input row for [`Kernel::Int16`], `s = max |row| / A_MAX`, and its inverse,
+/// both 0 for a row of zeros (or holding a non-finite value); [`quantize_values`] then sets
+/// `q[i] = round(row[i] / s)`, so `|q[i]| ≤ A_MAX`.
+fn row_scale(row: &[f32]) -> (f32, f32) {
+    #[cfg(target_arch = "x86_64")]
+    let max = if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available.
+        unsafe { x86::max_abs(row) }
+    } else {
+        row.iter().fold(0.0f32, |m, v| m.max(v.abs()))
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if max > 0.0 && max.is_finite() {
+        (max / A_MAX as f32, A_MAX as f32 / max)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+/// `q[i] = round(row[i] · inv)` clamped to `±A_MAX`, ties to even; the rest of `q` set to 0.
 ///
 /// # Panics
 /// When `q` is shorter than `row`.
-pub(crate) fn quantize_row(row: &[f32], q: &mut [i16]) -> f32 {
+fn quantize_values(row: &[f32], inv: f32, q: &mut [i16]) {
     assert!(q.len() >= row.len());
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available; `q` is at least as long as `row` (assert above).
-        return unsafe { x86::quantize_row(row, q) };
+        return unsafe { x86::quantize_values(row, inv, q) };
     }
-    let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let (scale, inv) = if max > 0.0 && max.is_finite() {
-        (max / A_MAX as f32, A_MAX as f32 / max)
-    } else {
-        (0.0, 0.0)
-    };
     let limit = A_MAX as f32;
     for (q, v) in q.iter_mut().zip(row) {
         *q = (v * inv).round_ties_even().clamp(-limit, limit) as i16;
     }
     q[row.len()..].fill(0);
-    scale
+}
+
+/// Rows per block of a quantized input ([`Input::q`]): the AVX-512 kernel keeps one i32 sum
+/// register per row of a block (16 of its 32 registers).
+pub(crate) const BLOCK_ROWS: usize = 16;
+
+/// The row blocks of an `m`-row quantized input, in order, as `(first row, rows)`: at most
+/// [`BLOCK_ROWS`] rows each and of equal size (±1), so no block is much shorter than the rest (a
+/// short block leaves the multiply units waiting on `vpdpwssd`'s latency).
+pub(crate) fn row_blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = m.div_ceil(BLOCK_ROWS);
+    (0..blocks).scan(0, move |r0, b| {
+        let rows = (m - *r0).div_ceil(blocks - b);
+        let block = (*r0, rows);
+        *r0 += rows;
+        Some(block)
+    })
+}
+
+/// Input pairs per part of [`quantize_block_part`]: a 384-input layer's block is quantized in 2
+/// parts, a 1536-input one in 6, so threads share the step.
+pub(crate) const PART_PAIRS: usize = 128;
+
+/// Quantizes the input pairs `pairs` (`(2i, 2i + 1)` for `i` in it, within `0..kq / 2`) of the
+/// rows of one block (`block` = `(first row, rows)` of [`row_blocks`]) of `a` (`m × k` f32,
+/// row-major) into the layout of [`Input::q`] ([`row_scale`] and [`quantize_values`], each
+/// row's scale from the whole row); when `scales` is given, also writes the rows' scales there (`scales[r]` for
+/// row `r`). The integers written are contiguous (`block.1 · pairs.len()` pairs), so threads
+/// quantizing other parts do not share their cache lines but at the edges.
+///
+/// # Safety
+/// `q` must be valid for writes of `m × kq` integers, and `scales` (when given) of `m` floats;
+/// `kq ≥ k` even, the block one of [`row_blocks`]`(m)`, `a` at least `m × k` long; no other
+/// thread may access these integers or scales during the call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn quantize_block_part(
+    a: &[f32],
+    k: usize,
+    kq: usize,
+    block: (usize, usize),
+    pairs: std::ops::Range<usize>,
+    q: *mut i16,
+    scales: Option<*mut f32>,
+) {
+    let (r0, rows) = block;
+    debug_assert!(
+        kq >= k && kq.is_multiple_of(2) && pairs.end <= kq / 2 && r0 + rows <= a.len() / k
+    );
+    let mut tmp = [0i16; 2 * PART_PAIRS];
+    for r in r0..r0 + rows {
+        let row = &a[r * k..(r + 1) * k];
+        let (scale, inv) = row_scale(row);
+        if let Some(scales) = scales {
+            // SAFETY: `r < m`; the caller vouches for the scales.
+            unsafe { scales.add(r).write(scale) };
+        }
+        for pair0 in pairs.clone().step_by(PART_PAIRS) {
+            let pair1 = (pair0 + PART_PAIRS).min(pairs.end);
+            // the inputs of these pairs that exist (an odd `k` pads its last pair with 0)
+            let values = &row[(2 * pair0).min(k)..(2 * pair1).min(k)];
+            let part = &mut tmp[..2 * (pair1 - pair0)];
+            quantize_values(values, inv, part);
+            for (i, pair) in (pair0..pair1).zip(part.chunks_exact(2)) {
+                // SAFETY: `r0 · kq + 2 · (i · rows + r - r0) + 1 < (r0 + rows) · kq ≤ m · kq`.
+                unsafe {
+                    let at = q.add(r0 * kq + 2 * (i * rows + r - r0));
+                    at.write(pair[0]);
+                    at.add(1).write(pair[1]);
+                }
+            }
+        }
+    }
 }
 
 /// The input rows of one product, as the layer's kernel reads them: `a` (`m × k` f32,
-/// row-major), and for [`Kernel::Int16`] the same rows quantized by [`quantize_row`] (`q`,
-/// `m × kq` with `kq` = [`Linear::quantized_inputs`], and one scale per row in `scales`).
+/// row-major), and for [`Kernel::Int16`] the same rows quantized ([`row_scale`]) in `q` and
+/// one scale per row in `scales`. `q` holds `m × kq` integers (`kq` =
+/// [`Linear::quantized_inputs`]) by row blocks ([`row_blocks`]), one after the other; within the
+/// block of `rows` rows from row `r0`, pair-major: the input pair `(2i, 2i + 1)` of row `r` is
+/// at `q[r0 · kq + 2 · (i · rows + r - r0)..][..2]`, so the kernels find the pairs of a block's
+/// rows side by side ([`quantize_block_part`] writes it).
 #[derive(Clone, Copy)]
 pub(crate) struct Input<'a> {
     pub a: &'a [f32],
@@ -339,11 +427,21 @@ impl Linear {
         let (mut q, mut scales) = (Vec::new(), Vec::new());
         if let Some(kq) = self.quantized_inputs() {
             q = vec![0i16; m * kq];
-            scales = a[..m * self.k]
-                .chunks_exact(self.k)
-                .zip(q.chunks_exact_mut(kq))
-                .map(|(row, q)| quantize_row(row, q))
-                .collect();
+            scales = vec![0.0f32; m];
+            for block in row_blocks(m) {
+                // SAFETY: `q` holds `m × kq` integers and `scales` `m` floats; one thread.
+                unsafe {
+                    quantize_block_part(
+                        a,
+                        self.k,
+                        kq,
+                        block,
+                        0..kq / 2,
+                        q.as_mut_ptr(),
+                        Some(scales.as_mut_ptr()),
+                    )
+                };
+            }
         }
         let input = Input {
             a,
@@ -433,27 +531,14 @@ const CHUNK_COLS: usize = 32;
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::K_CHUNK;
+    use super::{BLOCK_ROWS, K_CHUNK};
 
-    /// Calls `block::<R>` for the rows of `m` in blocks of up to 6, for each panel of `from..to`.
-    macro_rules! row_blocks {
-        ($m:expr, |$r0:ident, $rows:ident| $call:expr) => {{
-            let mut $r0 = 0;
-            while $r0 < $m {
-                let $rows = ($m - $r0).min(6);
-                $call;
-                $r0 += $rows;
-            }
-        }};
-    }
-
-    /// [`super::quantize_row`], 8 lanes at a time (`vcvtps2dq` rounds to nearest even, as
-    /// `round_ties_even` does).
+    /// The largest magnitude in `row`, 8 lanes at a time.
     ///
     /// # Safety
-    /// AVX2 must be available; `q` must be at least as long as `row`.
+    /// AVX2 must be available.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn quantize_row(row: &[f32], q: &mut [i16]) -> f32 {
+    pub(super) unsafe fn max_abs(row: &[f32]) -> f32 {
         let len = row.len();
         let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
         let mut maxv = _mm256_setzero_ps();
@@ -467,15 +552,20 @@ mod x86 {
         }
         let mut lanes = [0.0f32; 8];
         _mm256_storeu_ps(lanes.as_mut_ptr(), maxv);
-        let max = lanes
+        lanes
             .iter()
             .chain(&row[i..])
-            .fold(0.0f32, |m, v| m.max(v.abs()));
-        let (scale, inv) = if max > 0.0 && max.is_finite() {
-            (max / super::A_MAX as f32, super::A_MAX as f32 / max)
-        } else {
-            (0.0, 0.0)
-        };
+            .fold(0.0f32, |m, v| m.max(v.abs()))
+    }
+
+    /// [`super::quantize_values`], 8 lanes at a time (`vcvtps2dq` rounds to nearest even, as
+    /// `round_ties_even` does).
+    ///
+    /// # Safety
+    /// AVX2 must be available; `q` must be at least as long as `row`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_values(row: &[f32], inv: f32, q: &mut [i16]) {
+        let len = row.len();
         let (invv, lim) = (_mm256_set1_ps(inv), _mm256_set1_ps(super::A_MAX as f32));
         let mut i = 0;
         while i + 8 <= len {
@@ -499,7 +589,6 @@ mod x86 {
             q[j] = (row[j] * inv).round_ties_even().clamp(-limit, limit) as i16;
         }
         q[len..].fill(0);
-        scale
     }
 
     /// Adds the `R × 16` block `acc` (times `scale[r]` per row when given) to `dst`, whose rows
@@ -556,17 +645,24 @@ mod x86 {
         for p in from..to {
             let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
             let cols = (n - p * 16).min(16);
-            row_blocks!(m, |r0, rows| {
-                let (qr, sr, dr) = (q.add(r0 * kq), q_scale.add(r0), dst.add(r0 * n + p * 16));
-                match rows {
-                    6 => int_block::<6>(kq, qr, sr, wp, ws, dr, n, cols),
-                    5 => int_block::<5>(kq, qr, sr, wp, ws, dr, n, cols),
-                    4 => int_block::<4>(kq, qr, sr, wp, ws, dr, n, cols),
-                    3 => int_block::<3>(kq, qr, sr, wp, ws, dr, n, cols),
-                    2 => int_block::<2>(kq, qr, sr, wp, ws, dr, n, cols),
-                    _ => int_block::<1>(kq, qr, sr, wp, ws, dr, n, cols),
+            for (b0, b_rows) in super::row_blocks(m) {
+                // rows of the block in groups of up to 6 (12 of the 16 registers for sums)
+                let mut r0 = 0;
+                while r0 < b_rows {
+                    let rows = (b_rows - r0).min(6);
+                    let qr = q.add(b0 * kq + 2 * r0);
+                    let (sr, dr) = (q_scale.add(b0 + r0), dst.add((b0 + r0) * n + p * 16));
+                    match rows {
+                        6 => int_block::<6>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        5 => int_block::<5>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        4 => int_block::<4>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        3 => int_block::<3>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        2 => int_block::<2>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        _ => int_block::<1>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                    }
+                    r0 += rows;
                 }
-            });
+            }
         }
     }
 
@@ -574,6 +670,7 @@ mod x86 {
     #[inline]
     #[allow(clippy::too_many_arguments)]
     unsafe fn int_block<const R: usize>(
+        stride: usize,
         kq: usize,
         q: *const i16,
         q_scale: *const f32,
@@ -593,9 +690,11 @@ mod x86 {
                 let wv = wp.add(kk * 16);
                 let w0 = _mm256_loadu_si256(wv as *const __m256i);
                 let w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
+                // the input pairs (kk, kk + 1) of the block's rows, side by side
+                let pairs = q.add(kk * stride) as *const i32;
                 for (r, acc) in acc.iter_mut().enumerate() {
                     // the input pair (kk, kk + 1) of row r in every 32-bit lane
-                    let x = _mm256_set1_epi32((q.add(r * kq + kk) as *const i32).read_unaligned());
+                    let x = _mm256_set1_epi32(pairs.add(r).read());
                     acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
                     acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
                 }
@@ -616,10 +715,7 @@ mod x86 {
         store_block::<R>(&sum, dst, ldd, cols);
     }
 
-    /// Rows per block of [`int_acc_wide`]: 16 i32 sums in registers, half of the 32.
-    const WIDE_ROWS: usize = 16;
-
-    /// [`int_acc`] on AVX-512: the same panels, rows in blocks of up to [`WIDE_ROWS`], `vpdpwssd` for the
+    /// [`int_acc`] on AVX-512: the same panels, rows in the blocks of [`super::row_blocks`], `vpdpwssd` for the
     /// multiply-adds. Results are bit for bit [`int_acc`]'s: the i32 partial sums over each
     /// [`K_CHUNK`] inputs are exact (see there), then converted, summed, scaled and added to
     /// `dst` in the same order.
@@ -643,23 +739,18 @@ mod x86 {
         for p in from..to {
             let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
             let cols = (n - p * 16).min(16);
-            // Blocks of at most WIDE_ROWS rows, of equal size (±1): each block streams the
-            // panel's weights once, and a short block would wait on `vpdpwssd`'s latency.
-            let blocks = m.div_ceil(WIDE_ROWS);
-            let mut r0 = 0;
-            for b in 0..blocks {
-                let rows = (m - r0).div_ceil(blocks - b);
+            // each row block streams the panel's weights once
+            for (r0, rows) in super::row_blocks(m) {
                 let (qr, sr, dr) = (q.add(r0 * kq), q_scale.add(r0), dst.add(r0 * n + p * 16));
                 macro_rules! dispatch {
                     ($($r:literal)*) => {
                         match rows {
                             $($r => wide_block::<$r>(kq, qr, sr, wp, ws, dr, n, cols),)*
-                            _ => unreachable!("a block has 1 to WIDE_ROWS rows"),
+                            _ => unreachable!("a block has 1 to BLOCK_ROWS rows"),
                         }
                     };
                 }
                 dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-                r0 += rows;
             }
         }
     }
@@ -681,18 +772,36 @@ mod x86 {
         let mut k0 = 0;
         while k0 < kq {
             let k1 = (k0 + K_CHUNK).min(kq);
-            let mut acc = [_mm512_setzero_si512(); R];
+            // BLOCK_ROWS accumulators; only the first R are used (the guards are constants)
+            let mut acc = [_mm512_setzero_si512(); BLOCK_ROWS];
             let mut kk = k0;
             while kk < k1 {
                 // the panel's 16 columns × the input pair (kk, kk + 1)
                 let wv = _mm512_loadu_si512(wp.add(kk * 16) as *const __m512i);
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_epi32((q.add(r * kq + kk) as *const i32).read_unaligned());
-                    *acc = _mm512_dpwssd_epi32(*acc, x, wv);
+                // the input pairs (kk, kk + 1) of the block's rows, side by side
+                let pairs = q.add(kk * R);
+                // `vpdpwssd` with the row's pair broadcast from memory at a constant offset:
+                // one micro-op per 32 multiply-adds. (The intrinsic is not used: LLVM's generic
+                // tuning splits it into `vpmaddwd` + `vpaddd`, and the broadcast into its own
+                // load, which made this loop ~1.6× slower.)
+                macro_rules! rows {
+                    ($($r:literal)*) => {$(
+                        if $r < R {
+                            std::arch::asm!(
+                                "vpdpwssd {acc}, {w}, dword ptr [{x} + {off}]{{1to16}}",
+                                acc = inout(zmm_reg) acc[$r],
+                                w = in(zmm_reg) wv,
+                                x = in(reg) pairs,
+                                off = const 4 * $r,
+                                options(pure, readonly, nostack, preserves_flags),
+                            );
+                        }
+                    )*};
                 }
+                rows!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
                 kk += 2;
             }
-            for (sum, acc) in sum.iter_mut().zip(&acc) {
+            for (sum, acc) in sum.iter_mut().zip(&acc[..R]) {
                 *sum = _mm512_add_ps(*sum, _mm512_cvtepi32_ps(*acc));
             }
             k0 = k1;
@@ -876,6 +985,87 @@ mod tests {
         let mut dst = [0.0f32; 4];
         MatMul.run((2, 2, 2), a, a.t(), &mut dst, 2, false, 0.5);
         assert_eq!(dst, [2.5, 5.5, 5.5, 12.5]);
+    }
+
+    /// Quantizing a block in parts (as the encoder's threads do) writes what quantizing it
+    /// whole writes; every pair sits where [`Input::q`] says, an odd input count's last pair
+    /// padded with 0; and the row blocks cover the rows in order, 1 to 16 rows each, of equal
+    /// size (±1).
+    #[test]
+    fn quantized_blocks_are_laid_out_pair_major_and_split_into_parts_alike() {
+        for m in [1, 15, 16, 17, 33, 128] {
+            let blocks: Vec<(usize, usize)> = row_blocks(m).collect();
+            assert_eq!(blocks.iter().map(|b| b.1).sum::<usize>(), m);
+            assert!(blocks.windows(2).all(|w| w[1].0 == w[0].0 + w[0].1));
+            let (lo, hi) = (
+                blocks.iter().map(|b| b.1).min(),
+                blocks.iter().map(|b| b.1).max(),
+            );
+            assert!(
+                hi.unwrap() <= BLOCK_ROWS && hi.unwrap() - lo.unwrap() <= 1,
+                "{m}: {blocks:?}"
+            );
+        }
+        let mut next = random(5);
+        for (m, k) in [(3, 7), (18, 384), (37, 1535)] {
+            let kq = k + k % 2;
+            let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+            let (mut whole, mut split) = (vec![7i16; m * kq], vec![7i16; m * kq]);
+            let (mut s_whole, mut s_split) = (vec![0.0f32; m], vec![0.0f32; m]);
+            for block in row_blocks(m) {
+                // SAFETY: the buffers hold `m × kq` integers and `m` scales; one thread.
+                unsafe {
+                    quantize_block_part(
+                        a.as_slice(),
+                        k,
+                        kq,
+                        block,
+                        0..kq / 2,
+                        whole.as_mut_ptr(),
+                        Some(s_whole.as_mut_ptr()),
+                    );
+                    for p0 in (0..kq / 2).step_by(PART_PAIRS) {
+                        let scales = (p0 == 0).then_some(s_split.as_mut_ptr());
+                        let pairs = p0..(p0 + PART_PAIRS).min(kq / 2);
+                        quantize_block_part(
+                            a.as_slice(),
+                            k,
+                            kq,
+                            block,
+                            pairs,
+                            split.as_mut_ptr(),
+                            scales,
+                        );
+                    }
+                }
+            }
+            assert_eq!(whole, split, "{m}x{k}");
+            assert_eq!(s_whole, s_split, "{m}x{k}");
+            for (r0, rows) in row_blocks(m) {
+                for r in r0..r0 + rows {
+                    let mut row = vec![0i16; kq];
+                    assert_eq!(quantize_row(&a[r * k..(r + 1) * k], &mut row), s_whole[r]);
+                    for i in 0..kq / 2 {
+                        let at = r0 * kq + 2 * (i * rows + r - r0);
+                        assert_eq!(
+                            &whole[at..at + 2],
+                            &row[2 * i..2 * i + 2],
+                            "{m}x{k} row {r} pair {i}"
+                        );
+                    }
+                    if k % 2 == 1 {
+                        assert_eq!(whole[r0 * kq + 2 * ((kq / 2 - 1) * rows + r - r0) + 1], 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One row quantized whole: its scale ([`row_scale`]) and integers ([`quantize_values`]).
+    fn quantize_row(row: &[f32], q: &mut [i16]) -> f32 {
+        let (scale, inv) = row_scale(row);
+        quantize_values(row, inv, q);
+        scale
     }
 
     fn random(seed: u32) -> impl FnMut() -> f32 {
