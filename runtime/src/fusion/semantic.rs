@@ -402,16 +402,6 @@ mod tests {
             .await
             .expect("runs");
         assert_eq!(fused, found);
-        // No time to embed: BM25, and the reason.
-        let late = semantic
-            .search_in_async(&c, q, all, 3, DenseWeight::default(), Duration::ZERO)
-            .await
-            .expect("runs");
-        assert_eq!(late.hits, c.search_in(q, all, 3).expect("runs"));
-        assert_eq!(
-            late.fallback.as_deref(),
-            Some("semantic search: encoding the query took over 0 ms; using BM25")
-        );
         // Vectors of another catalog: BM25, and the reason.
         let enc = encoder();
         let other = ToolVectors::for_texts(&["one tool", "another"], &enc, None).expect("encodes");
@@ -426,6 +416,44 @@ mod tests {
                 "semantic search: the tool vectors hold 2 tools, the catalog {}; using BM25",
                 c.len()
             ))
+        );
+    }
+
+    /// An encoding that does not finish within the timeout (here: queued behind a busy
+    /// blocking pool of one thread) gives BM25 hits and the reason.
+    #[test]
+    fn a_query_not_embedded_in_time_falls_back_to_bm25() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .max_blocking_threads(1)
+            .build()
+            .expect("a runtime");
+        let c = fixture::catalog();
+        let enc = encoder();
+        let vectors = ToolVectors::for_catalog(&c, &enc, None).expect("encodes");
+        let semantic = SemanticSearch::new(enc, vectors);
+        let all = c.profile_tools(c.full_profile());
+        let q = "remove a file from the disk";
+        let late = rt.block_on(async {
+            let busy = tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(2)));
+            let late = semantic
+                .search_in_async(
+                    &c,
+                    q,
+                    all,
+                    3,
+                    DenseWeight::default(),
+                    Duration::from_millis(50),
+                )
+                .await
+                .expect("runs");
+            busy.await.expect("the busy task ends");
+            late
+        });
+        assert_eq!(late.hits, c.search_in(q, all, 3).expect("runs"));
+        assert_eq!(
+            late.fallback.as_deref(),
+            Some("semantic search: encoding the query took over 50 ms; using BM25")
         );
     }
 

@@ -11,7 +11,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::kernels::{
     dot, gelu_erf, layer_norm, quantize_block_part, row_blocks, softmax_row, Input, Kernel, Linear,
-    MatMul, View, PART_PAIRS,
+    MatMul, View,
 };
 use super::team::{with_team, Team};
 use super::SemanticError;
@@ -690,12 +690,15 @@ fn linear_step(
             quant.q.reset(m * kq);
             quant.scales.reset(m);
             let (q, scales) = (Out::of(&mut quant.q), Out::of(&mut quant.scales));
-            // one index per part of a row block: its integers are contiguous
+            // One index per part of a row block (its integers are contiguous). Each part finds
+            // the scales of its block's rows anew, so a block is split only when there are
+            // fewer blocks than threads.
             let blocks: Vec<(usize, usize)> = row_blocks(m).collect();
-            let parts = (kq / 2).div_ceil(PART_PAIRS);
+            let parts = team.threads().div_ceil(blocks.len()).max(1);
+            let per_part = (kq / 2).div_ceil(parts);
             team.run(blocks.len() * parts, |i| {
                 let (block, part) = (blocks[i / parts], i % parts);
-                let pairs = part * PART_PAIRS..((part + 1) * PART_PAIRS).min(kq / 2);
+                let pairs = (part * per_part).min(kq / 2)..((part + 1) * per_part).min(kq / 2);
                 // SAFETY: `q` holds `m × kq` integers and `scales` `m` floats (reset above);
                 // index `i` alone writes the pairs `pairs` of the block's rows, and only its
                 // part 0 writes their scales.

@@ -267,9 +267,8 @@ pub(crate) fn row_blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
-/// Input pairs per part of [`quantize_block_part`]: a 384-input layer's block is quantized in 2
-/// parts, a 1536-input one in 6, so threads share the step.
-pub(crate) const PART_PAIRS: usize = 128;
+/// Input pairs [`quantize_block_part`] converts at a time (a buffer on the stack).
+const CHUNK_PAIRS: usize = 128;
 
 /// Quantizes the input pairs `pairs` (`(2i, 2i + 1)` for `i` in it, within `0..kq / 2`) of the
 /// rows of one block (`block` = `(first row, rows)` of [`row_blocks`]) of `a` (`m × k` f32,
@@ -296,7 +295,7 @@ pub(crate) unsafe fn quantize_block_part(
     debug_assert!(
         kq >= k && kq.is_multiple_of(2) && pairs.end <= kq / 2 && r0 + rows <= a.len() / k
     );
-    let mut tmp = [0i16; 2 * PART_PAIRS];
+    let mut tmp = [0i16; 2 * CHUNK_PAIRS];
     for r in r0..r0 + rows {
         let row = &a[r * k..(r + 1) * k];
         let (scale, inv) = row_scale(row);
@@ -304,8 +303,8 @@ pub(crate) unsafe fn quantize_block_part(
             // SAFETY: `r < m`; the caller vouches for the scales.
             unsafe { scales.add(r).write(scale) };
         }
-        for pair0 in pairs.clone().step_by(PART_PAIRS) {
-            let pair1 = (pair0 + PART_PAIRS).min(pairs.end);
+        for pair0 in pairs.clone().step_by(CHUNK_PAIRS) {
+            let pair1 = (pair0 + CHUNK_PAIRS).min(pairs.end);
             // the inputs of these pairs that exist (an odd `k` pads its last pair with 0)
             let values = &row[(2 * pair0).min(k)..(2 * pair1).min(k)];
             let part = &mut tmp[..2 * (pair1 - pair0)];
@@ -1024,9 +1023,9 @@ mod tests {
                         whole.as_mut_ptr(),
                         Some(s_whole.as_mut_ptr()),
                     );
-                    for p0 in (0..kq / 2).step_by(PART_PAIRS) {
+                    for p0 in (0..kq / 2).step_by(100) {
                         let scales = (p0 == 0).then_some(s_split.as_mut_ptr());
-                        let pairs = p0..(p0 + PART_PAIRS).min(kq / 2);
+                        let pairs = p0..(p0 + 100).min(kq / 2);
                         quantize_block_part(
                             a.as_slice(),
                             k,

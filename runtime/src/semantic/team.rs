@@ -117,6 +117,8 @@ impl Slot {
 pub(crate) struct Team<'t> {
     slot: Option<&'t Slot>,
     generation: Cell<u64>,
+    /// The calling thread and its helpers.
+    threads: usize,
 }
 
 impl Team<'_> {
@@ -125,7 +127,13 @@ impl Team<'_> {
         Team {
             slot: None,
             generation: Cell::new(0),
+            threads: 1,
         }
+    }
+
+    /// The threads that share a step: the calling thread and its helpers.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Runs `f(0)`, …, `f(count - 1)`, each exactly once, spread over the team's threads, and
@@ -229,6 +237,7 @@ pub(crate) fn with_team<R>(threads: usize, f: impl FnOnce(&Team<'_>) -> R) -> R 
         let team = Team {
             slot: (helpers > 0).then_some(&slot),
             generation: Cell::new(0),
+            threads: 1 + helpers,
         };
         let out = f(&team);
         drop(quit);
