@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::kernels::{
-    dot, gelu_erf, layer_norm, quantize_block_part, row_blocks, softmax_row, Input, Kernel, Linear,
-    MatMul, View,
+    dot, gelu_erf, layer_norm, part_pairs, quantize_block_part, row_blocks, softmax_row, Input,
+    Kernel, Linear, MatMul, View,
 };
 use super::team::{with_team, Team};
 use super::SemanticError;
@@ -671,7 +671,8 @@ const LN_ROWS: usize = 4;
 /// `dst = init + a · W` (then GELU when `gelu`) for the `m` rows of `a` (`m × k`) into `dst`
 /// (`m × n`), split over `team` by column chunks: `init(r, cols, out)` first sets `out`, the
 /// columns `cols` of row `r`. A [`Kernel::Int16`] layer's input rows are first quantized into
-/// `quant`, split over `team` by rows.
+/// `quant`, split over `team` by row block ([`row_blocks`]), and within a block by ranges of
+/// input pairs when there are fewer blocks than threads.
 #[allow(clippy::too_many_arguments)]
 fn linear_step(
     team: &Team<'_>,
@@ -694,11 +695,10 @@ fn linear_step(
             // the scales of its block's rows anew, so a block is split only when there are
             // fewer blocks than threads.
             let blocks: Vec<(usize, usize)> = row_blocks(m).collect();
-            let parts = team.threads().div_ceil(blocks.len()).max(1);
-            let per_part = (kq / 2).div_ceil(parts);
+            let parts = team.threads().div_ceil(blocks.len().max(1)).max(1);
             team.run(blocks.len() * parts, |i| {
                 let (block, part) = (blocks[i / parts], i % parts);
-                let pairs = (part * per_part).min(kq / 2)..((part + 1) * per_part).min(kq / 2);
+                let pairs = part_pairs(kq, parts, part);
                 // SAFETY: `q` holds `m × kq` integers and `scales` `m` floats (reset above);
                 // index `i` alone writes the pairs `pairs` of the block's rows, and only its
                 // part 0 writes their scales.

@@ -267,20 +267,31 @@ pub(crate) fn row_blocks(m: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
+/// Part `part` of `parts` of the input pairs `0..kq / 2` of a row block: equal ranges in order
+/// (the last may be shorter, or empty when there are more parts than pairs), covering them all.
+pub(crate) fn part_pairs(kq: usize, parts: usize, part: usize) -> std::ops::Range<usize> {
+    let per_part = (kq / 2).div_ceil(parts.max(1));
+    (part * per_part).min(kq / 2)..((part + 1) * per_part).min(kq / 2)
+}
+
 /// Input pairs [`quantize_block_part`] converts at a time (a buffer on the stack).
 const CHUNK_PAIRS: usize = 128;
 
 /// Quantizes the input pairs `pairs` (`(2i, 2i + 1)` for `i` in it, within `0..kq / 2`) of the
 /// rows of one block (`block` = `(first row, rows)` of [`row_blocks`]) of `a` (`m × k` f32,
 /// row-major) into the layout of [`Input::q`] ([`row_scale`] and [`quantize_values`], each
-/// row's scale from the whole row); when `scales` is given, also writes the rows' scales there (`scales[r]` for
-/// row `r`). The integers written are contiguous (`block.1 · pairs.len()` pairs), so threads
-/// quantizing other parts do not share their cache lines but at the edges.
+/// row's scale from the whole row); when `scales` is given, also writes the rows' scales there
+/// (`scales[r]` for row `r`). The integers written are contiguous (`block.1 · pairs.len()`
+/// pairs), so threads quantizing other parts share cache lines only at the edges.
 ///
 /// # Safety
 /// `q` must be valid for writes of `m × kq` integers, and `scales` (when given) of `m` floats;
-/// `kq ≥ k` even, the block one of [`row_blocks`]`(m)`, `a` at least `m × k` long; no other
-/// thread may access these integers or scales during the call.
+/// the block one of [`row_blocks`]`(m)`; no other thread may access these integers or scales
+/// during the call.
+///
+/// # Panics
+/// When `kq` is odd or below `k`, `pairs` reaches past `kq / 2`, or `a` holds fewer than the
+/// block's rows.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn quantize_block_part(
     a: &[f32],
@@ -292,8 +303,12 @@ pub(crate) unsafe fn quantize_block_part(
     scales: Option<*mut f32>,
 ) {
     let (r0, rows) = block;
-    debug_assert!(
-        kq >= k && kq.is_multiple_of(2) && pairs.end <= kq / 2 && r0 + rows <= a.len() / k
+    assert!(
+        kq >= k && kq.is_multiple_of(2) && pairs.end <= kq / 2 && (r0 + rows) * k <= a.len(),
+        "quantize_block_part: {kq} integers per row for {k} inputs, pairs {pairs:?}, rows \
+         {r0}..{} of {} inputs",
+        r0 + rows,
+        a.len(),
     );
     let mut tmp = [0i16; 2 * CHUNK_PAIRS];
     for r in r0..r0 + rows {
@@ -462,8 +477,9 @@ impl Linear {
     /// no other thread may access the elements of chunk `c`'s columns during the call.
     ///
     /// # Panics
-    /// When `input` holds fewer than `m` rows (of `k` floats, or for [`Kernel::Int16`] of
-    /// [`Linear::quantized_inputs`] integers and a scale) or `c` is not a chunk.
+    /// When `input` holds fewer than `m` rows (of `k` floats, or for [`Kernel::Int16`] a scale
+    /// each), when its quantized rows are not exactly `m` × [`Linear::quantized_inputs`]
+    /// integers (their layout depends on `m`: [`Input::q`]), or when `c` is not a chunk.
     pub unsafe fn acc_chunk(&self, c: usize, m: usize, input: Input<'_>, dst: *mut f32) {
         let (k, n) = (self.k, self.n);
         assert!(c < self.chunks());
@@ -490,14 +506,14 @@ impl Linear {
             #[cfg(target_arch = "x86_64")]
             Kernel::Int16 | Kernel::Int16Wide => {
                 let kq = k.next_multiple_of(2);
-                assert!(input.q.len() >= m * kq && input.scales.len() >= m);
+                assert!(input.q.len() == m * kq && input.scales.len() >= m);
                 let run = if self.kernel == Kernel::Int16Wide {
                     x86::int_acc_wide
                 } else {
                     x86::int_acc
                 };
                 // SAFETY: `new` checked the kernel's instruction sets (`available`); `q` holds
-                // `m × kq` integers and `scales` `m` floats (assert above), the panels
+                // the `m × kq` integers of `m` rows laid out as `Input::q` says and `scales` `m` floats (assert above), the panels
                 // `ceil(n / 16) × kq × 16` integers and `16 · ceil(n / 16)` scales, the caller
                 // vouches for `dst`, and the panels `panels.0..panels.1` are chunk `c`'s columns.
                 unsafe {
@@ -617,13 +633,16 @@ mod x86 {
     }
 
     /// `dst += (q · W) · scales` over the panels `from..to` of `W`, integers packed in 16-column
-    /// panels of interleaved input pairs (see [`super::Linear`]): per panel, blocks of up to 6
-    /// rows sum `vpmaddwd` products in 12 i32 registers over [`K_CHUNK`] inputs, add them to f32
-    /// sums, and finally add the sums times the row scale times the column scale to `dst`.
+    /// panels of interleaved input pairs (see [`super::Linear`]): per panel and row block
+    /// ([`super::row_blocks`]), groups of up to 6 of the block's rows (read with the block's row
+    /// count as the stride between pairs) sum `vpmaddwd` products in 12 i32 registers over
+    /// [`K_CHUNK`] inputs, add them to f32 sums, and finally add the sums times the row scale
+    /// times the column scale to `dst`.
     ///
     /// # Safety
     /// AVX2 and FMA must be available; `kq` is even; `q` holds `m × kq` integers of magnitude at
-    /// most [`super::A_MAX`] and `q_scale` `m` floats; `w` holds `ceil(n / 16) × kq × 16`
+    /// most [`super::A_MAX`], laid out for `m` rows as [`super::Input::q`] says, and `q_scale`
+    /// `m` floats; `w` holds `ceil(n / 16) × kq × 16`
     /// integers of magnitude at most [`super::W_MAX`] and `w_scale` `16 · ceil(n / 16)` floats;
     /// `dst` holds `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get
     /// disjoint panel ranges.
@@ -693,7 +712,7 @@ mod x86 {
                 let pairs = q.add(kk * stride) as *const i32;
                 for (r, acc) in acc.iter_mut().enumerate() {
                     // the input pair (kk, kk + 1) of row r in every 32-bit lane
-                    let x = _mm256_set1_epi32(pairs.add(r).read());
+                    let x = _mm256_set1_epi32(pairs.add(r).read_unaligned());
                     acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
                     acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
                 }
@@ -1023,9 +1042,12 @@ mod tests {
                         whole.as_mut_ptr(),
                         Some(s_whole.as_mut_ptr()),
                     );
-                    for p0 in (0..kq / 2).step_by(100) {
-                        let scales = (p0 == 0).then_some(s_split.as_mut_ptr());
-                        let pairs = p0..(p0 + 100).min(kq / 2);
+                    // as the encoder splits a block: 3 parts, and for 7 inputs 5 parts (4 pairs:
+                    // the last part empty)
+                    let parts = if k < 8 { 5 } else { 3 };
+                    for part in 0..parts {
+                        let scales = (part == 0).then_some(s_split.as_mut_ptr());
+                        let pairs = part_pairs(kq, parts, part);
                         quantize_block_part(
                             a.as_slice(),
                             k,

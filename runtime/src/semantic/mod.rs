@@ -28,22 +28,25 @@
 //! broadcasts the row's input pair from memory at a constant offset. That instruction is
 //! written as inline assembly: compiled for a generic x86-64 target, LLVM splits the
 //! `_mm512_dpwssd_epi32` intrinsic into `vpmaddwd` + `vpaddd` and loads each broadcast
-//! separately, three times the micro-ops, and the product layers ran ~1.6× slower. The embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
+//! separately, three times the micro-ops, and the product layers ran ~1.6× slower. The
+//! embeddings stay within cosine 0.9999 of the f32 `gemm` path on real tool texts
 //! ([`Encoder::load_reference`]; the test suite measures 0.999998 at worst). Elsewhere, and in
 //! debug builds, the products run through `gemm`.
 //!
 //! Each forward pass is split over [`default_threads`] threads (at most
 //! [`MAX_DEFAULT_THREADS`]; [`Encoder::with_threads`], `--threads`): the calling thread and
 //! helpers started once per [`Encoder::encode`] call share its ~70 steps (column chunks of the
-//! products, attention heads, row chunks of the LayerNorms, parts of the quantized inputs), claiming work
-//! from one atomic word, so no step waits for a helper that has not started. The buffers the
-//! threads write start on 128-byte boundaries, so two threads never write the same pair of cache
-//! lines (unaligned, that cost 10% of a two-thread query).
+//! products, attention heads, row chunks of the LayerNorms, row blocks of the quantized inputs),
+//! claiming work from one atomic word, so no step waits for a helper that has not started. The
+//! buffers the threads write start on 128-byte boundaries, so the threads write the same pair of
+//! cache lines only where their parts meet (unaligned buffers cost 10% of a two-thread query).
 //!
-//! Measured on an idle 2-core Intel Xeon (Sapphire Rapids, AVX-512) VM, each query alone
-//! (encode + fused search), p50 / p99 in ms, MetaTool single-tool sampled to 1,803 queries:
-//! toolcat by `toolcat eval --semantic --threads N --limit 2000` (two runs: their range), the
-//! numpy peer by three `bench/compare --semantic --limit 2000` runs minutes before (one thread):
+//! Measured on a 2-core Intel Xeon (Sapphire Rapids, AVX-512) VM running nothing else (its host
+//! is shared: both sides ran ~1.5× slower than in the same VM's earlier runs, where one thread
+//! took 3.8 ms on MetaTool single-tool against a 12.5 ms peer), each query alone (encode + fused
+//! search), p50 / p99 in ms, MetaTool single-tool sampled to 1,803 queries: toolcat by
+//! `toolcat eval --semantic --threads N --limit 2000` (two runs: their range), the numpy peer by
+//! three `bench/compare --semantic --limit 2000` runs minutes before (one thread):
 //!
 //! | data set | numpy peer | toolcat, 1 thread | toolcat, 2 threads |
 //! |---|---|---|---|
