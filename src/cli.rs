@@ -237,7 +237,8 @@ pub struct SearchArgs {
         value_parser = clap::value_parser!(u64).range(1..=MAX_SEARCH_LIMIT)
     )]
     pub limit: u64,
-    /// Print `[{"name": ..., "score": ...}]`, best first.
+    /// Print `[{"name": ..., "score": ..., "match": "name" | "bm25" | "fused"}]`, best first (an
+    /// exact-name hit's score is the largest f32, 3.4028235e38: it ranks first by rule).
     #[arg(long)]
     pub json: bool,
     /// Rank by BM25 fused with a local sentence-embedding model (exact names still first);
@@ -788,7 +789,7 @@ fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let rows: Vec<_> = hits
             .iter()
-            .map(|h| json!({"name": c.exported_name(h.tool), "score": h.score}))
+            .map(|h| json!({"name": c.exported_name(h.tool), "score": h.score, "match": h.kind}))
             .collect();
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
@@ -799,15 +800,27 @@ fn search(a: &SearchArgs) -> anyhow::Result<ExitCode> {
                 c.profile_name(p)
             );
         }
+        // names padded to the longest (at least 40 columns), so the scores line up
+        let width = hits
+            .iter()
+            .map(|h| c.exported_name(h.tool).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(40);
         for (rank, h) in hits.iter().enumerate() {
             let first_line = c.description(h.tool).lines().next().unwrap_or("");
             let short: String = first_line.chars().take(100).collect();
+            // an exact-name hit has no score to compare: it is first by rule
+            let score = match h.kind {
+                toolcat::HitKind::Name => "name".to_string(),
+                _ => format!("{:.3}", h.score),
+            };
             writeln!(
                 out,
-                "{:>2}. {:<40} {:>8.3}  {}",
+                "{:>2}. {:<width$} {:>8}  {}",
                 rank + 1,
                 c.exported_name(h.tool),
-                h.score,
+                score,
                 short
             )?;
         }

@@ -150,6 +150,44 @@ fn search_json_is_best_first_and_stays_in_the_profile() {
 }
 
 #[test]
+fn an_exact_name_hit_says_name_instead_of_a_score_and_the_scores_line_up() {
+    let o = toolcat(&["search", "create_pull_request"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let json = toolcat(&["search", "--json", "create_pull_request"]);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&stdout(&json)).expect("JSON");
+    assert!(hits.len() > 1, "{hits:?}");
+    assert_eq!(hits[0]["name"], "github__create_pull_request");
+    assert_eq!(hits[0]["match"], "name");
+    assert!(hits[1..].iter().all(|h| h["match"] == "bm25"), "{hits:?}");
+    // `rank. name score  description`: names padded to the longest (at least 40 columns), so
+    // every score ends in the same column
+    let width = hits
+        .iter()
+        .map(|h| h["name"].as_str().expect("a name").chars().count())
+        .max()
+        .expect("hits")
+        .max(40);
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    assert_eq!(lines.len(), hits.len(), "{text}");
+    for (line, hit) in lines.iter().zip(&hits) {
+        let score: String = line[4 + width + 1..4 + width + 9].iter().collect();
+        if hit["match"] == "name" {
+            assert_eq!(score.trim_start(), "name", "{text}");
+        } else {
+            let printed: f64 = score.trim_start().parse().expect("a score");
+            let json = hit["score"].as_f64().expect("a score");
+            assert!(
+                (printed - json).abs() <= 0.0006,
+                "{printed} vs {json}: {text}"
+            );
+        }
+        assert_eq!(line[4 + width + 9..4 + width + 11], [' ', ' '], "{text}");
+    }
+    assert!(!text.contains("e38") && !text.contains("340282"), "{text}");
+}
+
+#[test]
 fn list_by_exposure_scope_nests() {
     let count = |scope: &str| {
         let o = toolcat(&["list", "--exposure", scope, "--json"]);
