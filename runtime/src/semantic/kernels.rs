@@ -155,19 +155,23 @@ pub(crate) enum Kernel {
     /// partial sums are exact and converted and added in the same order, so its results are
     /// bit for bit those of [`Kernel::Int16`].
     Int16Wide,
+    /// [`Kernel::Int16`] with AVX-VNNI (Intel cores since Alder Lake, including those without
+    /// AVX-512): the VEX-encoded 256-bit `vpdpwssd` multiplies and adds in one instruction where
+    /// AVX2 needs `vpmaddwd` and `vpaddd`; bit for bit the results of [`Kernel::Int16`].
+    Int16Vnni,
 }
 
 impl Kernel {
     /// The fastest kernel this build runs on this machine, in an optimised build on x86-64:
-    /// [`Kernel::Int16Wide`] with AVX-512 (F, BW, VNNI), else [`Kernel::Int16`] with AVX2 and
-    /// FMA; [`Kernel::Gemm`] elsewhere. Debug builds take `gemm` (kept
+    /// [`Kernel::Int16Wide`] with AVX-512 (F, BW, VNNI), else [`Kernel::Int16Vnni`] with
+    /// AVX-VNNI, else [`Kernel::Int16`] with AVX2 and FMA; [`Kernel::Gemm`] elsewhere. Debug builds take `gemm` (kept
     /// optimised by the workspace's dev profile) because the kernels' intrinsics are slow
     /// unoptimised; unit tests check every kernel against it.
     pub fn fastest() -> Kernel {
         if cfg!(debug_assertions) {
             return Kernel::Gemm;
         }
-        [Kernel::Int16Wide, Kernel::Int16]
+        [Kernel::Int16Wide, Kernel::Int16Vnni, Kernel::Int16]
             .into_iter()
             .find(|k| k.available())
             .unwrap_or(Kernel::Gemm)
@@ -181,6 +185,7 @@ impl Kernel {
             match self {
                 Kernel::Gemm => true,
                 Kernel::Int16 => has!("avx2") && has!("fma"),
+                Kernel::Int16Vnni => has!("avx2") && has!("fma") && has!("avxvnni"),
                 Kernel::Int16Wide => {
                     has!("avx2")
                         && has!("fma")
@@ -386,7 +391,7 @@ impl Linear {
         let panels = n.div_ceil(16);
         match kernel {
             Kernel::Gemm => layer.w = w,
-            Kernel::Int16 | Kernel::Int16Wide => {
+            Kernel::Int16 | Kernel::Int16Wide | Kernel::Int16Vnni => {
                 let kq = k.next_multiple_of(2);
                 layer.scales = vec![0.0f32; panels * 16];
                 for (j, s) in layer.scales.iter_mut().enumerate().take(n) {
@@ -504,13 +509,13 @@ impl Linear {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Kernel::Int16 | Kernel::Int16Wide => {
+            Kernel::Int16 | Kernel::Int16Wide | Kernel::Int16Vnni => {
                 let kq = k.next_multiple_of(2);
                 assert!(input.q.len() == m * kq && input.scales.len() >= m);
-                let run = if self.kernel == Kernel::Int16Wide {
-                    x86::int_acc_wide
-                } else {
-                    x86::int_acc
+                let run = match self.kernel {
+                    Kernel::Int16Wide => x86::int_acc_wide,
+                    Kernel::Int16Vnni => x86::int_acc_vnni,
+                    _ => x86::int_acc,
                 };
                 // SAFETY: `new` checked the kernel's instruction sets (`available`); `q` holds
                 // the `m × kq` integers of `m` rows laid out as `Input::q` says and `scales` `m` floats (assert above), the panels
@@ -632,106 +637,156 @@ mod x86 {
         }
     }
 
-    /// `dst += (q · W) · scales` over the panels `from..to` of `W`, integers packed in 16-column
-    /// panels of interleaved input pairs (see [`super::Linear`]): per panel and row block
-    /// ([`super::row_blocks`]), groups of up to 6 of the block's rows (read with the block's row
-    /// count as the stride between pairs) sum `vpmaddwd` products in 12 i32 registers over
-    /// [`K_CHUNK`] inputs, add them to f32 sums, and finally add the sums times the row scale
-    /// times the column scale to `dst`.
-    ///
-    /// # Safety
-    /// AVX2 and FMA must be available; `kq` is even; `q` holds `m × kq` integers of magnitude at
-    /// most [`super::A_MAX`], laid out for `m` rows as [`super::Input::q`] says, and `q_scale`
-    /// `m` floats; `w` holds `ceil(n / 16) × kq × 16`
-    /// integers of magnitude at most [`super::W_MAX`] and `w_scale` `16 · ceil(n / 16)` floats;
-    /// `dst` holds `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get
-    /// disjoint panel ranges.
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn int_acc(
-        m: usize,
-        n: usize,
-        kq: usize,
-        q: *const i16,
-        q_scale: *const f32,
-        w: *const i16,
-        w_scale: *const f32,
-        dst: *mut f32,
-        from: usize,
-        to: usize,
-    ) {
-        for p in from..to {
-            let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
-            let cols = (n - p * 16).min(16);
-            for (b0, b_rows) in super::row_blocks(m) {
-                // rows of the block in groups of up to 6 (12 of the 16 registers for sums)
-                let mut r0 = 0;
-                while r0 < b_rows {
-                    let rows = (b_rows - r0).min(6);
-                    let qr = q.add(b0 * kq + 2 * r0);
-                    let (sr, dr) = (q_scale.add(b0 + r0), dst.add((b0 + r0) * n + p * 16));
-                    match rows {
-                        6 => int_block::<6>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                        5 => int_block::<5>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                        4 => int_block::<4>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                        3 => int_block::<3>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                        2 => int_block::<2>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                        _ => int_block::<1>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+    /// Defines an AVX2-width integer kernel `$acc_fn` (with its row-group function `$block_fn`)
+    /// for the target features `$features`, whose multiply-add step `$madd` adds the products of
+    /// the input pair `$x` (broadcast) and the panel's two halves `$w0`, `$w1` into the two i32
+    /// registers `$acc` of a row: [`int_acc`] and [`int_acc_vnni`] differ only there.
+    macro_rules! int_kernel {
+        ($(#[$doc:meta])* $acc_fn:ident, $block_fn:ident, $features:literal,
+         |$acc:ident, $x:ident, $w0:ident, $w1:ident| $madd:block) => {
+            $(#[$doc])*
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        pub(super) unsafe fn $acc_fn(
+            m: usize,
+            n: usize,
+            kq: usize,
+            q: *const i16,
+            q_scale: *const f32,
+            w: *const i16,
+            w_scale: *const f32,
+            dst: *mut f32,
+            from: usize,
+            to: usize,
+        ) {
+            for p in from..to {
+                let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
+                let cols = (n - p * 16).min(16);
+                for (b0, b_rows) in super::row_blocks(m) {
+                    // rows of the block in groups of up to 6 (12 of the 16 registers for sums)
+                    let mut r0 = 0;
+                    while r0 < b_rows {
+                        let rows = (b_rows - r0).min(6);
+                        let qr = q.add(b0 * kq + 2 * r0);
+                        let (sr, dr) = (q_scale.add(b0 + r0), dst.add((b0 + r0) * n + p * 16));
+                        match rows {
+                            6 => $block_fn::<6>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            5 => $block_fn::<5>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            4 => $block_fn::<4>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            3 => $block_fn::<3>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            2 => $block_fn::<2>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            _ => $block_fn::<1>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                        }
+                        r0 += rows;
                     }
-                    r0 += rows;
                 }
             }
         }
+
+        #[target_feature(enable = $features)]
+        #[inline]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $block_fn<const R: usize>(
+            stride: usize,
+            kq: usize,
+            q: *const i16,
+            q_scale: *const f32,
+            wp: *const i16,
+            w_scale: *const f32,
+            dst: *mut f32,
+            ldd: usize,
+            cols: usize,
+        ) {
+            let mut sum = [[_mm256_setzero_ps(); 2]; R];
+            let mut k0 = 0;
+            while k0 < kq {
+                let k1 = (k0 + K_CHUNK).min(kq);
+                let mut acc = [[_mm256_setzero_si256(); 2]; R];
+                let mut kk = k0;
+                while kk < k1 {
+                    let wv = wp.add(kk * 16);
+                    let $w0 = _mm256_loadu_si256(wv as *const __m256i);
+                    let $w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
+                    // the input pairs (kk, kk + 1) of the block's rows, side by side
+                    let pairs = q.add(kk * stride) as *const i32;
+                    for (r, $acc) in acc.iter_mut().enumerate() {
+                        // the input pair (kk, kk + 1) of row r in every 32-bit lane
+                        let $x = _mm256_set1_epi32(pairs.add(r).read_unaligned());
+                        $madd
+                    }
+                    kk += 2;
+                }
+                for (sum, acc) in sum.iter_mut().zip(&acc) {
+                    sum[0] = _mm256_add_ps(sum[0], _mm256_cvtepi32_ps(acc[0]));
+                    sum[1] = _mm256_add_ps(sum[1], _mm256_cvtepi32_ps(acc[1]));
+                }
+                k0 = k1;
+            }
+            let (s0, s1) = (_mm256_loadu_ps(w_scale), _mm256_loadu_ps(w_scale.add(8)));
+            for (r, sum) in sum.iter_mut().enumerate() {
+                let sr = _mm256_set1_ps(*q_scale.add(r));
+                sum[0] = _mm256_mul_ps(sum[0], _mm256_mul_ps(sr, s0));
+                sum[1] = _mm256_mul_ps(sum[1], _mm256_mul_ps(sr, s1));
+            }
+            store_block::<R>(&sum, dst, ldd, cols);
+        }
+        };
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn int_block<const R: usize>(
-        stride: usize,
-        kq: usize,
-        q: *const i16,
-        q_scale: *const f32,
-        wp: *const i16,
-        w_scale: *const f32,
-        dst: *mut f32,
-        ldd: usize,
-        cols: usize,
-    ) {
-        let mut sum = [[_mm256_setzero_ps(); 2]; R];
-        let mut k0 = 0;
-        while k0 < kq {
-            let k1 = (k0 + K_CHUNK).min(kq);
-            let mut acc = [[_mm256_setzero_si256(); 2]; R];
-            let mut kk = k0;
-            while kk < k1 {
-                let wv = wp.add(kk * 16);
-                let w0 = _mm256_loadu_si256(wv as *const __m256i);
-                let w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
-                // the input pairs (kk, kk + 1) of the block's rows, side by side
-                let pairs = q.add(kk * stride) as *const i32;
-                for (r, acc) in acc.iter_mut().enumerate() {
-                    // the input pair (kk, kk + 1) of row r in every 32-bit lane
-                    let x = _mm256_set1_epi32(pairs.add(r).read_unaligned());
-                    acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
-                    acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
-                }
-                kk += 2;
-            }
-            for (sum, acc) in sum.iter_mut().zip(&acc) {
-                sum[0] = _mm256_add_ps(sum[0], _mm256_cvtepi32_ps(acc[0]));
-                sum[1] = _mm256_add_ps(sum[1], _mm256_cvtepi32_ps(acc[1]));
-            }
-            k0 = k1;
+    int_kernel!(
+        /// `dst += (q · W) · scales` over the panels `from..to` of `W`, integers packed in 16-column
+        /// panels of interleaved input pairs (see [`super::Linear`]): per panel and row block
+        /// ([`super::row_blocks`]), groups of up to 6 of the block's rows (read with the block's row
+        /// count as the stride between pairs) sum `vpmaddwd` products in 12 i32 registers over
+        /// [`K_CHUNK`] inputs, add them to f32 sums, and finally add the sums times the row scale
+        /// times the column scale to `dst`.
+        ///
+        /// # Safety
+        /// AVX2 and FMA must be available; `kq` is even; `q` holds `m × kq` integers of magnitude at
+        /// most [`super::A_MAX`], laid out for `m` rows as [`super::Input::q`] says, and `q_scale`
+        /// `m` floats; `w` holds `ceil(n / 16) × kq × 16`
+        /// integers of magnitude at most [`super::W_MAX`] and `w_scale` `16 · ceil(n / 16)` floats;
+        /// `dst` holds `m × n` floats; `to` is at most `ceil(n / 16)`; threads running at once get
+        /// disjoint panel ranges.
+        int_acc,
+        int_block,
+        "avx2,fma",
+        |acc, x, w0, w1| {
+            acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
+            acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
         }
-        let (s0, s1) = (_mm256_loadu_ps(w_scale), _mm256_loadu_ps(w_scale.add(8)));
-        for (r, sum) in sum.iter_mut().enumerate() {
-            let sr = _mm256_set1_ps(*q_scale.add(r));
-            sum[0] = _mm256_mul_ps(sum[0], _mm256_mul_ps(sr, s0));
-            sum[1] = _mm256_mul_ps(sum[1], _mm256_mul_ps(sr, s1));
+    );
+
+    int_kernel!(
+        /// [`int_acc`] with AVX-VNNI (the VEX-encoded 256-bit `vpdpwssd` of Intel cores since
+        /// Alder Lake, also on those without AVX-512): one instruction multiplies and adds into
+        /// the i32 sums where AVX2 needs `vpmaddwd` and `vpaddd`. The i32 sums are exact, so the
+        /// results are bit for bit [`int_acc`]'s.
+        ///
+        /// # Safety
+        /// As [`int_acc`], with AVX-VNNI available.
+        int_acc_vnni,
+        vnni_block,
+        "avx2,fma,avxvnni",
+        |acc, x, w0, w1| {
+            // As inline assembly: LLVM's generic tuning splits the intrinsic into
+            // `vpmaddwd` + `vpaddd`.
+            std::arch::asm!(
+                "{{vex}} vpdpwssd {a}, {x}, {w}",
+                a = inout(ymm_reg) acc[0],
+                x = in(ymm_reg) x,
+                w = in(ymm_reg) w0,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+            std::arch::asm!(
+                "{{vex}} vpdpwssd {a}, {x}, {w}",
+                a = inout(ymm_reg) acc[1],
+                x = in(ymm_reg) x,
+                w = in(ymm_reg) w1,
+                options(pure, nomem, nostack, preserves_flags),
+            );
         }
-        store_block::<R>(&sum, dst, ldd, cols);
-    }
+    );
 
     /// [`int_acc`] on AVX-512: the same panels, rows in the blocks of [`super::row_blocks`], `vpdpwssd` for the
     /// multiply-adds. Results are bit for bit [`int_acc`]'s: the i32 partial sums over each
@@ -1161,29 +1216,35 @@ mod tests {
         }
     }
 
-    /// The AVX-512 kernel gives exactly the AVX2 kernel's results (same integers, same order of
-    /// the f32 steps), on shapes with row blocks of many sizes up to 16 and partial panels.
+    /// The AVX-512 and AVX-VNNI kernels give exactly the AVX2 kernel's results (same integers,
+    /// same order of the f32 steps), on shapes with row blocks of many sizes up to 16 and
+    /// partial panels.
     #[test]
-    fn wide_int_kernel_equals_the_avx2_one_bit_for_bit() {
-        if !Kernel::Int16Wide.available() {
-            eprintln!("no AVX-512 VNNI on this machine: Kernel::Int16Wide not checked");
-            return;
+    fn vnni_int_kernels_equal_the_avx2_one_bit_for_bit() {
+        let mut checked = 0;
+        for kernel in [Kernel::Int16Wide, Kernel::Int16Vnni] {
+            if !kernel.available() {
+                eprintln!("{kernel:?} does not run on this machine: not checked");
+                continue;
+            }
+            checked += 1;
+            let mut next = random(23);
+            for (m, k, n) in SHAPES.into_iter().chain([(25, 384, 1536), (12, 1536, 384)]) {
+                let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+                let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
+                let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
+                let (mut narrow, mut vnni) = (init.clone(), init);
+                Linear::new(w.clone(), k, n, Kernel::Int16).acc(m, &a, &mut narrow);
+                Linear::new(w, k, n, kernel).acc(m, &a, &mut vnni);
+                let differ = narrow
+                    .iter()
+                    .zip(&vnni)
+                    .filter(|(x, y)| x.to_bits() != y.to_bits())
+                    .count();
+                assert_eq!(differ, 0, "{kernel:?} {m}x{k}x{n}: {differ} outputs differ");
+            }
         }
-        let mut next = random(23);
-        for (m, k, n) in SHAPES.into_iter().chain([(25, 384, 1536), (12, 1536, 384)]) {
-            let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
-            let w: Vec<f32> = (0..k * n).map(|_| next()).collect();
-            let init: Vec<f32> = (0..m * n).map(|_| next()).collect();
-            let (mut narrow, mut wide) = (init.clone(), init);
-            Linear::new(w.clone(), k, n, Kernel::Int16).acc(m, &a, &mut narrow);
-            Linear::new(w, k, n, Kernel::Int16Wide).acc(m, &a, &mut wide);
-            let differ = narrow
-                .iter()
-                .zip(&wide)
-                .filter(|(x, y)| x.to_bits() != y.to_bits())
-                .count();
-            assert_eq!(differ, 0, "{m}x{k}x{n}: {differ} outputs differ");
-        }
+        eprintln!("{checked} of 2 VNNI kernels checked");
     }
 
     #[test]
