@@ -368,6 +368,13 @@ mod tests {
         Encoder::load(dir).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The model with the tool vectors of `c`.
+    fn fused_search(c: &Catalog) -> SemanticSearch {
+        let enc = encoder();
+        let vectors = ToolVectors::for_catalog(c, &enc, None).expect("encodes");
+        SemanticSearch::new(enc, vectors)
+    }
+
     fn session<'c>(c: &'c Catalog, semantic: SemanticSearch) -> Session<'c> {
         let sets: Vec<ToolsetId> = c.toolsets().collect();
         Session::new(c, c.full_profile(), sets, ToolContext::new("."))
@@ -378,9 +385,7 @@ mod tests {
     #[tokio::test]
     async fn fused_search_and_its_bm25_fallbacks_say_why() {
         let c = fixture::catalog();
-        let enc = encoder();
-        let vectors = ToolVectors::for_catalog(&c, &enc, None).expect("encodes");
-        let semantic = SemanticSearch::new(enc, vectors);
+        let semantic = fused_search(&c);
         let all = c.profile_tools(c.full_profile());
         let q = "remove a file from the disk";
         let found = semantic
@@ -429,9 +434,7 @@ mod tests {
             .build()
             .expect("a runtime");
         let c = fixture::catalog();
-        let enc = encoder();
-        let vectors = ToolVectors::for_catalog(&c, &enc, None).expect("encodes");
-        let semantic = SemanticSearch::new(enc, vectors);
+        let semantic = fused_search(&c);
         let all = c.profile_tools(c.full_profile());
         let q = "remove a file from the disk";
         let late = rt.block_on(async {
@@ -460,9 +463,7 @@ mod tests {
     #[tokio::test]
     async fn tool_search_fuses_in_a_session_and_notes_a_fallback() {
         let c = fixture::catalog();
-        let enc = encoder();
-        let vectors = ToolVectors::for_catalog(&c, &enc, None).expect("encodes");
-        let mut s = session(&c, SemanticSearch::new(enc, vectors));
+        let mut s = session(&c, fused_search(&c));
         s.begin_turn("tidy up the workspace").await;
         let r = s
             .handle_call(

@@ -461,11 +461,14 @@ impl Encoder {
     /// # Errors
     /// [`SemanticError::Tokenize`] when the tokenizer fails.
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, SemanticError> {
-        let enc = self
-            .tokenizer
+        Ok(self.encoding(text)?.get_ids().to_vec())
+    }
+
+    /// The tokenizer's encoding of `text` (special tokens added, truncated as configured).
+    fn encoding(&self, text: &str) -> Result<tokenizers::Encoding, SemanticError> {
+        self.tokenizer
             .encode(text, true)
-            .map_err(|e| SemanticError::Tokenize(e.to_string()))?;
-        Ok(enc.get_ids().to_vec())
+            .map_err(|e| SemanticError::Tokenize(e.to_string()))
     }
 
     /// Embeds each text: one L2-normalised vector of [`Encoder::dim`] floats per text, in order.
@@ -508,10 +511,7 @@ impl Encoder {
     /// [`SemanticError::NoWords`] for such a query; [`SemanticError::Tokenize`] when the
     /// tokenizer fails.
     pub fn encode_query(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
-        let enc = self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| SemanticError::Tokenize(e.to_string()))?;
+        let enc = self.encoding(text)?;
         let words = enc
             .get_ids()
             .iter()
@@ -694,10 +694,10 @@ fn linear_step(
             // One index per part of a row block (its integers are contiguous). Each part finds
             // the scales of its block's rows anew, so a block is split only when there are
             // fewer blocks than threads.
-            let blocks: Vec<(usize, usize)> = row_blocks(m).collect();
-            let parts = team.threads().div_ceil(blocks.len().max(1)).max(1);
-            team.run(blocks.len() * parts, |i| {
-                let (block, part) = (blocks[i / parts], i % parts);
+            let blocks = row_blocks(m).count();
+            let parts = team.threads().div_ceil(blocks.max(1)).max(1);
+            team.run(blocks * parts, |i| {
+                let (block, part) = (row_blocks(m).nth(i / parts).expect("a block"), i % parts);
                 let pairs = part_pairs(kq, parts, part);
                 // SAFETY: `q` holds `m × kq` integers and `scales` `m` floats (reset above);
                 // index `i` alone writes the pairs `pairs` of the block's rows, and only its

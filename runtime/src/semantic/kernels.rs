@@ -164,9 +164,9 @@ pub(crate) enum Kernel {
 impl Kernel {
     /// The fastest kernel this build runs on this machine, in an optimised build on x86-64:
     /// [`Kernel::Int16Wide`] with AVX-512 (F, BW, VNNI), else [`Kernel::Int16Vnni`] with
-    /// AVX-VNNI, else [`Kernel::Int16`] with AVX2 and FMA; [`Kernel::Gemm`] elsewhere. Debug builds take `gemm` (kept
-    /// optimised by the workspace's dev profile) because the kernels' intrinsics are slow
-    /// unoptimised; unit tests check every kernel against it.
+    /// AVX-VNNI, else [`Kernel::Int16`] with AVX2 and FMA; [`Kernel::Gemm`] elsewhere. Debug
+    /// builds take `gemm` (kept optimised by the workspace's dev profile) because the kernels'
+    /// intrinsics are slow unoptimised; unit tests check every kernel against it.
     pub fn fastest() -> Kernel {
         if cfg!(debug_assertions) {
             return Kernel::Gemm;
@@ -518,8 +518,8 @@ impl Linear {
                     _ => x86::int_acc,
                 };
                 // SAFETY: `new` checked the kernel's instruction sets (`available`); `q` holds
-                // the `m × kq` integers of `m` rows laid out as `Input::q` says and `scales` `m` floats (assert above), the panels
-                // `ceil(n / 16) × kq × 16` integers and `16 · ceil(n / 16)` scales, the caller
+                // the `m × kq` integers of `m` rows laid out as `Input::q` says and `scales` `m`
+                // floats (assert above), the panels `ceil(n / 16) × kq × 16` integers and `16 · ceil(n / 16)` scales, the caller
                 // vouches for `dst`, and the panels `panels.0..panels.1` are chunk `c`'s columns.
                 unsafe {
                     run(
@@ -645,91 +645,91 @@ mod x86 {
         ($(#[$doc:meta])* $acc_fn:ident, $block_fn:ident, $features:literal,
          |$acc:ident, $x:ident, $w0:ident, $w1:ident| $madd:block) => {
             $(#[$doc])*
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        pub(super) unsafe fn $acc_fn(
-            m: usize,
-            n: usize,
-            kq: usize,
-            q: *const i16,
-            q_scale: *const f32,
-            w: *const i16,
-            w_scale: *const f32,
-            dst: *mut f32,
-            from: usize,
-            to: usize,
-        ) {
-            for p in from..to {
-                let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
-                let cols = (n - p * 16).min(16);
-                for (b0, b_rows) in super::row_blocks(m) {
-                    // rows of the block in groups of up to 6 (12 of the 16 registers for sums)
-                    let mut r0 = 0;
-                    while r0 < b_rows {
-                        let rows = (b_rows - r0).min(6);
-                        let qr = q.add(b0 * kq + 2 * r0);
-                        let (sr, dr) = (q_scale.add(b0 + r0), dst.add((b0 + r0) * n + p * 16));
-                        match rows {
-                            6 => $block_fn::<6>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                            5 => $block_fn::<5>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                            4 => $block_fn::<4>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                            3 => $block_fn::<3>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                            2 => $block_fn::<2>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
-                            _ => $block_fn::<1>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(super) unsafe fn $acc_fn(
+                m: usize,
+                n: usize,
+                kq: usize,
+                q: *const i16,
+                q_scale: *const f32,
+                w: *const i16,
+                w_scale: *const f32,
+                dst: *mut f32,
+                from: usize,
+                to: usize,
+            ) {
+                for p in from..to {
+                    let (wp, ws) = (w.add(p * kq * 16), w_scale.add(p * 16));
+                    let cols = (n - p * 16).min(16);
+                    for (b0, b_rows) in super::row_blocks(m) {
+                        // rows of the block in groups of up to 6 (12 of the 16 registers for sums)
+                        let mut r0 = 0;
+                        while r0 < b_rows {
+                            let rows = (b_rows - r0).min(6);
+                            let qr = q.add(b0 * kq + 2 * r0);
+                            let (sr, dr) = (q_scale.add(b0 + r0), dst.add((b0 + r0) * n + p * 16));
+                            match rows {
+                                6 => $block_fn::<6>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                                5 => $block_fn::<5>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                                4 => $block_fn::<4>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                                3 => $block_fn::<3>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                                2 => $block_fn::<2>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                                _ => $block_fn::<1>(b_rows, kq, qr, sr, wp, ws, dr, n, cols),
+                            }
+                            r0 += rows;
                         }
-                        r0 += rows;
                     }
                 }
             }
-        }
 
-        #[target_feature(enable = $features)]
-        #[inline]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $block_fn<const R: usize>(
-            stride: usize,
-            kq: usize,
-            q: *const i16,
-            q_scale: *const f32,
-            wp: *const i16,
-            w_scale: *const f32,
-            dst: *mut f32,
-            ldd: usize,
-            cols: usize,
-        ) {
-            let mut sum = [[_mm256_setzero_ps(); 2]; R];
-            let mut k0 = 0;
-            while k0 < kq {
-                let k1 = (k0 + K_CHUNK).min(kq);
-                let mut acc = [[_mm256_setzero_si256(); 2]; R];
-                let mut kk = k0;
-                while kk < k1 {
-                    let wv = wp.add(kk * 16);
-                    let $w0 = _mm256_loadu_si256(wv as *const __m256i);
-                    let $w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
-                    // the input pairs (kk, kk + 1) of the block's rows, side by side
-                    let pairs = q.add(kk * stride) as *const i32;
-                    for (r, $acc) in acc.iter_mut().enumerate() {
-                        // the input pair (kk, kk + 1) of row r in every 32-bit lane
-                        let $x = _mm256_set1_epi32(pairs.add(r).read_unaligned());
-                        $madd
+            #[target_feature(enable = $features)]
+            #[inline]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn $block_fn<const R: usize>(
+                stride: usize,
+                kq: usize,
+                q: *const i16,
+                q_scale: *const f32,
+                wp: *const i16,
+                w_scale: *const f32,
+                dst: *mut f32,
+                ldd: usize,
+                cols: usize,
+            ) {
+                let mut sum = [[_mm256_setzero_ps(); 2]; R];
+                let mut k0 = 0;
+                while k0 < kq {
+                    let k1 = (k0 + K_CHUNK).min(kq);
+                    let mut acc = [[_mm256_setzero_si256(); 2]; R];
+                    let mut kk = k0;
+                    while kk < k1 {
+                        let wv = wp.add(kk * 16);
+                        let $w0 = _mm256_loadu_si256(wv as *const __m256i);
+                        let $w1 = _mm256_loadu_si256(wv.add(16) as *const __m256i);
+                        // the input pairs (kk, kk + 1) of the block's rows, side by side
+                        let pairs = q.add(kk * stride) as *const i32;
+                        for (r, $acc) in acc.iter_mut().enumerate() {
+                            // the input pair (kk, kk + 1) of row r in every 32-bit lane
+                            let $x = _mm256_set1_epi32(pairs.add(r).read_unaligned());
+                            $madd
+                        }
+                        kk += 2;
                     }
-                    kk += 2;
+                    for (sum, acc) in sum.iter_mut().zip(&acc) {
+                        sum[0] = _mm256_add_ps(sum[0], _mm256_cvtepi32_ps(acc[0]));
+                        sum[1] = _mm256_add_ps(sum[1], _mm256_cvtepi32_ps(acc[1]));
+                    }
+                    k0 = k1;
                 }
-                for (sum, acc) in sum.iter_mut().zip(&acc) {
-                    sum[0] = _mm256_add_ps(sum[0], _mm256_cvtepi32_ps(acc[0]));
-                    sum[1] = _mm256_add_ps(sum[1], _mm256_cvtepi32_ps(acc[1]));
+                let (s0, s1) = (_mm256_loadu_ps(w_scale), _mm256_loadu_ps(w_scale.add(8)));
+                for (r, sum) in sum.iter_mut().enumerate() {
+                    let sr = _mm256_set1_ps(*q_scale.add(r));
+                    sum[0] = _mm256_mul_ps(sum[0], _mm256_mul_ps(sr, s0));
+                    sum[1] = _mm256_mul_ps(sum[1], _mm256_mul_ps(sr, s1));
                 }
-                k0 = k1;
+                store_block::<R>(&sum, dst, ldd, cols);
             }
-            let (s0, s1) = (_mm256_loadu_ps(w_scale), _mm256_loadu_ps(w_scale.add(8)));
-            for (r, sum) in sum.iter_mut().enumerate() {
-                let sr = _mm256_set1_ps(*q_scale.add(r));
-                sum[0] = _mm256_mul_ps(sum[0], _mm256_mul_ps(sr, s0));
-                sum[1] = _mm256_mul_ps(sum[1], _mm256_mul_ps(sr, s1));
-            }
-            store_block::<R>(&sum, dst, ldd, cols);
-        }
         };
     }
 
