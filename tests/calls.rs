@@ -610,3 +610,183 @@ fn a_store_this_user_cannot_write_is_listed_read_only_and_runs_no_call() {
         "{err}"
     );
 }
+
+/// The `content` argument of a call record (`arguments` is the JSON object, or its text).
+fn content_argument(row: &Value) -> String {
+    let arguments = match &row["arguments"] {
+        Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        other => other.clone(),
+    };
+    arguments["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Starts `toolcat call TOOL --approve` in `work` with its own store, one process per `args`,
+/// all at once, and waits for them: (exit status success, stderr) per process, in order.
+fn parallel_calls(tool: &str, args: &[String], work: &Path, store: &Path) -> Vec<(bool, String)> {
+    let children: Vec<Reaped> = args
+        .iter()
+        .map(|a| {
+            Reaped(
+                Command::new(env!("CARGO_BIN_EXE_toolcat"))
+                    .args(["call", tool, "--approve", "--args", a])
+                    .arg("--store")
+                    .arg(store)
+                    .arg("--workspace")
+                    .arg(work)
+                    .current_dir(work)
+                    .env_remove("TOOLCAT_STORE")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("toolcat call starts"),
+            )
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut child| {
+            let mut err = String::new();
+            use std::io::Read as _;
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = stderr.read_to_string(&mut err);
+            }
+            let status = child.wait().expect("toolcat call ends");
+            (status.success(), err)
+        })
+        .collect()
+}
+
+/// Many `toolcat call memory_store` processes on one workspace, each adding one memory: every
+/// call recorded `succeeded` has its memory on disk (no update is lost across processes), and
+/// every process whose memory is not on disk failed, with a record saying why.
+#[test]
+fn parallel_processes_storing_memories_never_lose_a_succeeded_update() {
+    const PROCESSES: usize = 50;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let args: Vec<String> = (0..PROCESSES)
+        .map(|i| serde_json::json!({ "content": format!("memory number {i}") }).to_string())
+        .collect();
+    let outcomes = parallel_calls("memory_store", &args, &work, &store);
+
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(work.join(".toolcat/memory.json")).expect("memory.json"),
+    )
+    .expect("memory.json is JSON");
+    let on_disk: Vec<&str> = file["memories"]
+        .as_array()
+        .expect("memories")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
+    let rows = calls_json(&store, dir.path());
+    assert_eq!(rows.len(), PROCESSES, "one record per process: {rows:?}");
+    let mut succeeded = 0;
+    for row in &rows {
+        let content = content_argument(row);
+        match row["state"].as_str().unwrap_or_default() {
+            "succeeded" => {
+                succeeded += 1;
+                assert!(
+                    on_disk.contains(&content.as_str()),
+                    "`{content}` is recorded succeeded but is not on disk"
+                );
+            }
+            "failed" => {
+                assert!(
+                    !on_disk.contains(&content.as_str()),
+                    "`{content}` is recorded failed but is on disk"
+                );
+                let detail = row["detail"].as_str().unwrap_or_default();
+                assert!(!detail.is_empty(), "a failed record says why: {row}");
+            }
+            other => panic!("`{content}` ended `{other}`: {row}"),
+        }
+    }
+    assert_eq!(on_disk.len(), succeeded, "{on_disk:?}");
+    assert!(succeeded > 0, "no process succeeded: {outcomes:?}");
+    for (i, (ok, err)) in outcomes.iter().enumerate() {
+        let content = format!("memory number {i}");
+        if !on_disk.contains(&content.as_str()) {
+            assert!(
+                !ok && !err.is_empty(),
+                "process {i} lost its update silently"
+            );
+        }
+    }
+    let ids: std::collections::HashSet<&str> = file["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(ids.len(), on_disk.len(), "memory ids are unique");
+}
+
+/// Many `toolcat call edit_file` processes on one file, each replacing its own word: every edit
+/// recorded `succeeded` is on disk, and every other one failed saying why (the file changed
+/// after the approval or while the call ran, or another writer held its lock).
+#[test]
+fn parallel_processes_editing_one_file_never_lose_a_succeeded_edit() {
+    const PROCESSES: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let words: String = (0..PROCESSES).map(|i| format!("word{i}\n")).collect();
+    std::fs::write(work.join("notes.txt"), words).unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let args: Vec<String> = (0..PROCESSES)
+        .map(|i| {
+            serde_json::json!({
+                "path": "notes.txt",
+                "old_string": format!("word{i}\n"),
+                "new_string": format!("EDITED{i}\n"),
+            })
+            .to_string()
+        })
+        .collect();
+    let outcomes = parallel_calls("edit_file", &args, &work, &store);
+    let text = std::fs::read_to_string(work.join("notes.txt")).unwrap();
+    let rows = calls_json(&store, dir.path());
+    assert_eq!(rows.len(), PROCESSES, "{rows:?}");
+    let mut succeeded = 0;
+    for row in &rows {
+        let old = row["arguments"]["old_string"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_default();
+        let i: usize = old
+            .trim()
+            .trim_start_matches("word")
+            .parse()
+            .expect("index");
+        let edited = text.contains(&format!("EDITED{i}\n"));
+        match row["state"].as_str().unwrap_or_default() {
+            "succeeded" => {
+                succeeded += 1;
+                assert!(
+                    edited,
+                    "edit {i} is recorded succeeded but is not on disk:\n{text}"
+                );
+            }
+            state => {
+                assert!(!edited, "edit {i} is on disk but recorded `{state}`");
+                let detail = row["detail"].as_str().unwrap_or_default();
+                assert!(
+                    detail.contains("changed while the call ran")
+                        || detail.contains("changed after `edit_file` was approved")
+                        || detail.contains("is being written by another call"),
+                    "edit {i} failed without saying why: {row}"
+                );
+            }
+        }
+    }
+    assert!(succeeded > 0, "no edit succeeded: {outcomes:?}");
+    let on_disk = text.matches("EDITED").count();
+    assert_eq!(on_disk, succeeded, "{text}");
+}

@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolcat::{ToolContext, ToolError};
+use toolcat::{Access, Target, ToolContext, ToolError};
 use toolcat_cli::handlers::files::{
-    edit_file, read_file, write_file, EditArgs, ReadFileArgs, WriteFileArgs,
+    edit_file, propose_edit, read_file, write_file, EditArgs, ReadFileArgs, WriteFileArgs,
 };
+use toolcat_cli::handlers::memory::{memory_store, memory_store_targets, MemoryStoreArgs};
+use toolcat_cli::handlers::planning::{todo_write, TodoWriteArgs};
+use toolcat_cli::handlers::search::{grep, GrepArgs, GrepOutputMode};
 use toolcat_cli::handlers::workspace::{content_fingerprint, Workspace};
 
 const SECRET: &str = "outside secret, never to be read\n";
@@ -44,6 +47,7 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .expect("runtime")
 }
@@ -233,11 +237,17 @@ fn a_replace_is_refused_when_the_file_no_longer_holds_what_was_read() {
         std::fs::read_to_string(ws.join("notes.txt")).expect("read"),
         "ALPHA\n"
     );
-    let names: Vec<_> = std::fs::read_dir(&ws)
+    let mut names: Vec<_> = std::fs::read_dir(&ws)
         .expect("list")
         .map(|e| e.expect("entry").file_name())
         .collect();
-    assert_eq!(names, ["notes.txt"]);
+    names.sort();
+    assert_eq!(names, [".toolcat", "notes.txt"]);
+    // The lock file is removed as the lock is released.
+    let locks: Vec<_> = std::fs::read_dir(ws.join(".toolcat/locks"))
+        .expect("lock directory")
+        .collect();
+    assert!(locks.is_empty(), "{locks:?}");
 }
 
 #[test]
@@ -302,4 +312,213 @@ fn a_link_swapped_in_after_resolution_is_refused_by_every_open() {
     );
     assert!(outside.join("doomed.txt").is_file());
     assert!(!outside.join("new").exists());
+}
+
+fn memory_args(content: &str) -> MemoryStoreArgs {
+    MemoryStoreArgs {
+        content: content.into(),
+        tags: Vec::new(),
+    }
+}
+
+fn todo_args(content: &str) -> TodoWriteArgs {
+    serde_json::from_value(serde_json::json!({
+        "todos": [{ "content": content, "status": "pending" }]
+    }))
+    .expect("todo_write arguments")
+}
+
+/// A symbolic link planted where the old state code put its fixed temporary file
+/// (`.toolcat/FILE.json.tmp`), absolute or relative, to a file outside: `memory_store` and
+/// `todo_write` store their state and never write through it; the approval names the state file
+/// as it is under the workspace.
+#[test]
+fn a_symlink_planted_at_a_state_temp_path_is_never_written_through() {
+    let (_base, ws, outside) = setup();
+    std::fs::create_dir_all(ws.join(".toolcat")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        outside.join("victim.txt"),
+        ws.join(".toolcat/memory.json.tmp"),
+    )
+    .expect("absolute symlink");
+    std::os::unix::fs::symlink(
+        "../../outside/victim.txt",
+        ws.join(".toolcat/todos.json.tmp"),
+    )
+    .expect("relative symlink");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".toolcat/todos.json.tmp")).expect("the link works"),
+        ORIGINAL
+    );
+    let ctx = ToolContext::new(&ws);
+    let root = std::fs::canonicalize(&ws).expect("canonical");
+    assert_eq!(
+        memory_store_targets(&memory_args("x"), &ctx).expect("targets"),
+        [Target::path_lock(
+            &root.join(".toolcat/memory.json"),
+            Access::Write
+        )]
+    );
+    let rt = runtime();
+    rt.block_on(memory_store(memory_args("x"), &ctx))
+        .expect("memory_store");
+    rt.block_on(todo_write(todo_args("y"), &ctx))
+        .expect("todo_write");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim.txt")).expect("victim"),
+        ORIGINAL,
+        "a state write went through a planted symbolic link"
+    );
+    let memory = std::fs::read_to_string(ws.join(".toolcat/memory.json")).expect("memory");
+    assert!(memory.contains("\"content\": \"x\""), "{memory}");
+    let todos = std::fs::read_to_string(ws.join(".toolcat/todos.json")).expect("todos");
+    assert!(todos.contains("\"content\": \"y\""), "{todos}");
+    // The planted links are left as they are, not followed nor replaced.
+    assert!(
+        std::fs::symlink_metadata(ws.join(".toolcat/memory.json.tmp"))
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// A symbolic link at a state file itself, or at `.toolcat`, is refused with a message that
+/// names it; nothing outside changes.
+#[test]
+fn a_symlink_at_a_state_file_or_at_the_state_directory_is_refused() {
+    let (_base, ws, outside) = setup();
+    let ctx = ToolContext::new(&ws);
+    let rt = runtime();
+    std::fs::create_dir_all(ws.join(".toolcat")).expect("mkdir");
+    std::os::unix::fs::symlink(outside.join("victim.txt"), ws.join(".toolcat/memory.json"))
+        .expect("symlink");
+    let err = rt
+        .block_on(memory_store(memory_args("x"), &ctx))
+        .expect_err("a link at the state file");
+    assert!(
+        err.to_string()
+            .contains("`.toolcat/memory.json` is a symbolic link"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(ws.join(".toolcat")).expect("rm");
+    std::os::unix::fs::symlink(&outside, ws.join(".toolcat")).expect("symlink");
+    let err = rt
+        .block_on(todo_write(todo_args("y"), &ctx))
+        .expect_err("a link at .toolcat");
+    assert!(matches!(err, ToolError::OutsideWorkspace { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim.txt")).expect("victim"),
+        ORIGINAL
+    );
+    assert!(!outside.join("todos.json").exists());
+    assert!(!outside.join("locks").exists());
+}
+
+/// `grep` racing a swap of a file for a symbolic link to a file outside never returns the
+/// outside content.
+#[test]
+fn grep_racing_a_symlink_swap_never_reads_outside() {
+    const CALLS: usize = 400;
+    let (_base, ws, outside) = setup();
+    let ctx = ToolContext::new(&ws);
+    let rt = runtime();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = swapper(
+        &ws,
+        "peek.txt",
+        &outside.join("secret.txt"),
+        Arc::clone(&stop),
+    );
+    let mut searched = 0;
+    for _ in 0..CALLS {
+        if Instant::now() > deadline {
+            break;
+        }
+        let args = GrepArgs {
+            pattern: "secret|inside".into(),
+            path: None,
+            glob: None,
+            case_insensitive: false,
+            output: GrepOutputMode::Content,
+            include_ignored: true,
+            max_results: None,
+        };
+        let out = rt.block_on(grep(args, &ctx)).expect("grep");
+        for m in &out.matches {
+            assert!(
+                !m.text.contains("outside secret"),
+                "grep read `{}` through a symbolic link out of the workspace",
+                m.path
+            );
+        }
+        searched += out.files_searched;
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(swaps.join().expect("swapper") > 0, "the swapper never ran");
+    assert!(searched > 0, "grep never searched a file");
+}
+
+/// `read_file`, `propose_edit` and `edit_file` on a FIFO are refused promptly, even two at a
+/// time on a runtime of two workers (as the MCP server has), and an ordinary call still runs.
+#[test]
+fn fifos_are_refused_without_stalling_the_runtime() {
+    let (_base, ws, _outside) = setup();
+    let fifo = ws.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: `mkfifo` is not available to make a FIFO on this machine");
+        return;
+    }
+    std::fs::write(ws.join("plain.txt"), "plain\n").expect("write");
+    let (done, results) = std::sync::mpsc::channel();
+    let ws_for_calls = ws.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ctx = ToolContext::new(&ws_for_calls);
+        let errors = rt.block_on(async {
+            let edit = || EditArgs {
+                path: "pipe".into(),
+                old_string: "a".into(),
+                new_string: "b".into(),
+                replace_all: false,
+            };
+            let (one, two, three, four) = tokio::join!(
+                read_file(read_args("pipe"), &ctx),
+                read_file(read_args("pipe"), &ctx),
+                propose_edit(edit(), &ctx),
+                edit_file(edit(), &ctx),
+            );
+            let plain = read_file(read_args("plain.txt"), &ctx).await;
+            (
+                [
+                    one.map(drop),
+                    two.map(drop),
+                    three.map(drop),
+                    four.map(drop),
+                ],
+                plain.map(|out| out.content),
+            )
+        });
+        let _ = done.send(errors);
+    });
+    let (errors, plain) = results
+        .recv_timeout(Duration::from_secs(30))
+        .expect("calls on a FIFO stalled the runtime");
+    for result in errors {
+        let err = result.expect_err("a FIFO is refused");
+        assert!(
+            err.to_string()
+                .contains("`pipe` is a FIFO, not a regular file"),
+            "{err}"
+        );
+    }
+    assert_eq!(plain.expect("an ordinary read"), "plain");
 }

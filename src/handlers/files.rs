@@ -33,7 +33,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::{content_fingerprint, not_found, Workspace};
+use super::workspace::{blocking, content_fingerprint, not_found, Workspace};
 use super::{failed, rfc3339};
 
 /// Largest file `read_file` and `edit_file` load: 16 MiB.
@@ -94,7 +94,13 @@ fn read_target(ctx: &ToolContext, path: &str) -> Result<Vec<Target>, ToolError> 
 pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let (text, _) = read_text(&ws, &path, &args.path)?;
+    let (text, _) = {
+        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
+        blocking(&format!("`{}`", args.path), move |_| {
+            read_text(&ws, &path, &shown)
+        })
+        .await?
+    };
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     let start = args.offset.unwrap_or(1).max(1);
@@ -132,17 +138,29 @@ pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFile
 /// bytes read ([`content_fingerprint`]), which a writer compares before replacing the file.
 fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<(String, String), ToolError> {
     let bytes = ws.read(path, shown, READ_MAX_FILE_BYTES)?;
+    let fingerprint = content_fingerprint(&bytes);
+    Ok((text_of(bytes, shown)?, fingerprint))
+}
+
+/// The text of a file's bytes (invalid UTF-8 replaced), refusing binary content and, for
+/// content not yet checked by [`Workspace::read`], more than [`READ_MAX_FILE_BYTES`].
+fn text_of(bytes: Vec<u8>, shown: &str) -> Result<String, ToolError> {
+    if bytes.len() as u64 > READ_MAX_FILE_BYTES {
+        return Err(failed(format!(
+            "`{shown}` is {} bytes, over the {READ_MAX_FILE_BYTES}-byte limit; use `write_file` \
+             to replace it whole",
+            bytes.len()
+        )));
+    }
     if is_binary(&bytes) {
         return Err(failed(format!(
             "`{shown}` looks binary (it contains NUL bytes); only text files can be read"
         )));
     }
-    let fingerprint = content_fingerprint(&bytes);
-    let text = match String::from_utf8(bytes) {
+    Ok(match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Ok((text, fingerprint))
+    })
 }
 
 /// Binary by the heuristic `git` and `grep` use: a NUL byte in the first 8 KiB.
@@ -177,7 +195,8 @@ pub fn write_file_targets(
     ctx: &ToolContext,
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    Ok(vec![Target::path(&ws.target(&args.path)?, Access::Write)?])
+    let path = ws.target(&args.path)?;
+    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
 }
 
 /// Writes a whole file.
@@ -188,21 +207,28 @@ pub async fn write_file(
 ) -> Result<WriteFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
-    // What is there as the call starts: the coordinator has just checked it against the
-    // approved fingerprint, and the file must still be so when it is replaced.
-    let before = ws.fingerprint(&path, &args.path)?;
-    if before == "dir" {
-        return Err(failed(format!(
-            "`{}` is a directory; pass the path of a file",
-            args.path
-        )));
-    }
-    let created = before == "absent";
-    ws.replace(&path, &args.path, args.content.as_bytes(), &before)?;
+    let bytes_written = args.content.len();
+    let created = {
+        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
+        blocking(&format!("`{}`", args.path), move |work| {
+            // What is there as the call starts: the coordinator has just checked it against
+            // the approved fingerprint, and the file must still be so when it is replaced.
+            let before = ws.fingerprint(&path, &shown)?;
+            if before == "dir" {
+                return Err(failed(format!(
+                    "`{shown}` is a directory; pass the path of a file"
+                )));
+            }
+            let content = args.content.into_bytes();
+            ws.write_atomically(&path, &shown, Some(&before), work, |_| Ok((content, ())))?;
+            Ok(before == "absent")
+        })
+        .await?
+    };
     ctx.committed();
     Ok(WriteFileOutput {
         path: ws.relative(&path),
-        bytes_written: args.content.len(),
+        bytes_written,
         created,
     })
 }
@@ -284,10 +310,8 @@ pub(crate) fn apply_edit(
 /// Target of `edit_file`: the existing file, written, with its fingerprint.
 pub fn edit_file_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    Ok(vec![Target::path(
-        &ws.existing(&args.path)?,
-        Access::Write,
-    )?])
+    let path = ws.existing(&args.path)?;
+    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
 }
 
 /// Target of `propose_edit`: the file, read.
@@ -300,16 +324,29 @@ pub fn propose_edit_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Ta
 pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let (text, read) = read_text(&ws, &path, &args.path)?;
-    let (edited, replacements) = apply_edit(
-        &text,
-        &args.old_string,
-        &args.new_string,
-        args.replace_all,
-        &args.path,
-    )?;
-    // Replaced only if the file still holds what was edited.
-    ws.replace(&path, &args.path, edited.as_bytes(), &read)?;
+    let replacements = {
+        let (ws, path) = (ws.clone(), path.clone());
+        blocking(&format!("`{}`", args.path), move |work| {
+            // What is there as the call starts (see `write_file`); the edit is made under the
+            // file's lock to the content read there, which must still have this fingerprint.
+            let before = ws.fingerprint(&path, &args.path)?;
+            ws.write_atomically(&path, &args.path, Some(&before), work, |old| {
+                let Some(old) = old else {
+                    return Err(not_found(&args.path));
+                };
+                let text = text_of(old.to_vec(), &args.path)?;
+                let (edited, replacements) = apply_edit(
+                    &text,
+                    &args.old_string,
+                    &args.new_string,
+                    args.replace_all,
+                    &args.path,
+                )?;
+                Ok((edited.into_bytes(), replacements))
+            })
+        })
+        .await?
+    };
     ctx.committed();
     Ok(EditOutput {
         path: ws.relative(&path),
@@ -325,7 +362,13 @@ pub async fn propose_edit(
 ) -> Result<ProposeEditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let (text, _) = read_text(&ws, &path, &args.path)?;
+    let (text, _) = {
+        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
+        blocking(&format!("`{}`", args.path), move |_| {
+            read_text(&ws, &path, &shown)
+        })
+        .await?
+    };
     let (edited, replacements) = apply_edit(
         &text,
         &args.old_string,
@@ -388,33 +431,20 @@ pub async fn list_directory(
     ctx: &ToolContext,
 ) -> Result<ListDirectoryOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
-    let shown = args.path.as_deref().unwrap_or(".");
-    let path = ws.existing(shown)?;
-    let mut reader = tokio::fs::read_dir(&path).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotADirectory {
-            failed(format!("`{shown}` is a file; use `read_file` to read it"))
-        } else {
-            ToolError::io(format!("cannot list `{shown}`"), e)
-        }
-    })?;
+    let shown = args.path.as_deref().unwrap_or(".").to_string();
+    let path = ws.existing(&shown)?;
+    let listed = {
+        let (ws, path, shown) = (ws.clone(), path.clone(), shown.clone());
+        blocking(&format!("`{shown}`"), move |_| ws.list(&path, &shown)).await?
+    };
     let mut entries = Vec::new();
-    while let Some(entry) = reader
-        .next_entry()
-        .await
-        .map_err(|e| ToolError::io(format!("cannot list `{shown}`"), e))?
-    {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for (name, meta) in listed {
         if !args.include_hidden && name.starts_with('.') {
             continue;
         }
-        let meta = entry
-            .metadata()
-            .await
-            .map_err(|e| ToolError::io(format!("cannot inspect `{shown}/{name}`"), e))?;
-        let kind = kind_of(&meta);
         entries.push(DirEntry {
             name,
-            kind,
+            kind: kind_of(&meta),
             size: meta.is_file().then_some(meta.len()),
         });
     }
@@ -429,7 +459,7 @@ pub async fn list_directory(
 }
 
 /// `file`, `dir`, `symlink` or `other`, from metadata that did not follow a final symlink.
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+fn kind_of(meta: &cap_std::fs::Metadata) -> &'static str {
     let ft = meta.file_type();
     kind_name(ft.is_symlink(), ft.is_dir(), ft.is_file())
 }
@@ -471,7 +501,8 @@ pub fn create_directory_targets(
     ctx: &ToolContext,
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    Ok(vec![Target::path(&ws.target(&args.path)?, Access::Write)?])
+    let path = ws.target(&args.path)?;
+    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
 }
 
 /// Creates a directory and its missing parents.
@@ -482,20 +513,20 @@ pub async fn create_directory(
 ) -> Result<CreateDirectoryOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
-    let created = match ws.fingerprint(&path, &args.path)?.as_str() {
-        "dir" => false,
-        "absent" => {
-            ws.create_dir_all(&path, &args.path)?;
-            ctx.committed();
-            true
-        }
-        _ => {
-            return Err(failed(format!(
-                "`{}` exists and is not a directory",
-                args.path
-            )))
-        }
+    let created = {
+        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
+        blocking(&format!("`{shown}`"), move |_| {
+            match ws.fingerprint(&path, &shown)?.as_str() {
+                "dir" => Ok(false),
+                "absent" => ws.create_dir_all(&path, &shown).map(|()| true),
+                _ => Err(failed(format!("`{shown}` exists and is not a directory"))),
+            }
+        })
+        .await?
     };
+    if created {
+        ctx.committed();
+    }
     Ok(CreateDirectoryOutput {
         path: ws.relative(&path),
         created,
@@ -526,8 +557,8 @@ pub struct MovePathOutput {
 pub fn move_path_targets(args: &MovePathArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
     Ok(vec![
-        Target::path(&ws.entry(&args.from)?, Access::Write)?,
-        Target::path(&ws.entry(&args.to)?, Access::Write)?,
+        ws.fingerprinted(&ws.entry(&args.from)?, &args.from, Access::Write)?,
+        ws.fingerprinted(&ws.entry(&args.to)?, &args.to, Access::Write)?,
     ])
 }
 
@@ -537,29 +568,36 @@ pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePath
     let ws = Workspace::open(ctx)?;
     let from = ws.entry(&args.from)?;
     let to = ws.entry(&args.to)?;
-    let (from_dir, from_name) = ws.parent_dir(&from, &args.from)?;
-    if from_dir.symlink_metadata(&from_name).is_err() {
-        return Err(not_found(&args.from));
+    {
+        let (ws, from, to) = (ws.clone(), from.clone(), to.clone());
+        blocking(&format!("`{}`", args.from), move |_| {
+            let (from_dir, from_name) = ws.parent_dir(&from, &args.from)?;
+            if from_dir.symlink_metadata(&from_name).is_err() {
+                return Err(not_found(&args.from));
+            }
+            if ws.fingerprint(&to, &args.to)? != "absent" {
+                return Err(failed(format!(
+                    "`{}` already exists; pick a new destination or delete it first with \
+                     `delete_path`",
+                    args.to
+                )));
+            }
+            if to.starts_with(&from) {
+                return Err(failed(format!(
+                    "cannot move `{}` into itself (`{}`)",
+                    args.from, args.to
+                )));
+            }
+            if let Some(parent) = to.parent() {
+                ws.create_dir_all(parent, &args.to)?;
+            }
+            let (to_dir, to_name) = ws.parent_dir(&to, &args.to)?;
+            from_dir.rename(&from_name, &to_dir, &to_name).map_err(|e| {
+                ToolError::io(format!("cannot move `{}` to `{}`", args.from, args.to), e)
+            })
+        })
+        .await?;
     }
-    if ws.fingerprint(&to, &args.to)? != "absent" {
-        return Err(failed(format!(
-            "`{}` already exists; pick a new destination or delete it first with `delete_path`",
-            args.to
-        )));
-    }
-    if to.starts_with(&from) {
-        return Err(failed(format!(
-            "cannot move `{}` into itself (`{}`)",
-            args.from, args.to
-        )));
-    }
-    if let Some(parent) = to.parent() {
-        ws.create_dir_all(parent, &args.to)?;
-    }
-    let (to_dir, to_name) = ws.parent_dir(&to, &args.to)?;
-    from_dir
-        .rename(&from_name, &to_dir, &to_name)
-        .map_err(|e| ToolError::io(format!("cannot move `{}` to `{}`", args.from, args.to), e))?;
     ctx.committed();
     Ok(MovePathOutput {
         from: ws.relative(&from),
@@ -594,7 +632,11 @@ pub fn delete_path_targets(
     ctx: &ToolContext,
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    Ok(vec![Target::path(&ws.entry(&args.path)?, Access::Write)?])
+    Ok(vec![ws.fingerprinted(
+        &ws.entry(&args.path)?,
+        &args.path,
+        Access::Write,
+    )?])
 }
 
 /// Deletes a file, a symbolic link (not its target) or a directory.
@@ -605,35 +647,38 @@ pub async fn delete_path(
 ) -> Result<DeletePathOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.entry(&args.path)?;
-    let (parent, name) = ws.parent_dir(&path, &args.path)?;
-    let meta = parent
-        .symlink_metadata(&name)
-        .map_err(|_| not_found(&args.path))?;
-    let file_type = meta.file_type();
-    let kind = kind_name(
-        file_type.is_symlink(),
-        file_type.is_dir(),
-        file_type.is_file(),
-    );
-    let result = if meta.is_dir() {
-        if args.recursive {
-            parent.remove_dir_all(&name)
-        } else {
-            parent.remove_dir(&name).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
-                    std::io::Error::new(
-                        e.kind(),
-                        "the directory is not empty; set `recursive` to delete it with its contents",
-                    )
+    let kind = {
+        let (ws, path) = (ws.clone(), path.clone());
+        blocking(&format!("`{}`", args.path), move |_| {
+            let (parent, name) = ws.parent_dir(&path, &args.path)?;
+            let meta = parent
+                .symlink_metadata(&name)
+                .map_err(|_| not_found(&args.path))?;
+            let kind = kind_of(&meta);
+            let result = if meta.is_dir() {
+                if args.recursive {
+                    parent.remove_dir_all(&name)
                 } else {
-                    e
+                    parent.remove_dir(&name).map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
+                            std::io::Error::new(
+                                e.kind(),
+                                "the directory is not empty; set `recursive` to delete it with \
+                                 its contents",
+                            )
+                        } else {
+                            e
+                        }
+                    })
                 }
-            })
-        }
-    } else {
-        parent.remove_file(&name)
+            } else {
+                parent.remove_file(&name)
+            };
+            result.map_err(|e| ToolError::io(format!("cannot delete `{}`", args.path), e))?;
+            Ok(kind)
+        })
+        .await?
     };
-    result.map_err(|e| ToolError::io(format!("cannot delete `{}`", args.path), e))?;
     ctx.committed();
     Ok(DeletePathOutput {
         path: ws.relative(&path),
@@ -679,7 +724,14 @@ pub async fn file_info(args: FileInfoArgs, ctx: &ToolContext) -> Result<FileInfo
         _ => ws.entry(&args.path)?,
     };
     let shown = ws.relative(&path);
-    let Ok(meta) = tokio::fs::symlink_metadata(&path).await else {
+    let meta = {
+        let (ws, path, arg) = (ws.clone(), path.clone(), args.path.clone());
+        blocking(&format!("`{arg}`"), move |_| {
+            Ok(ws.entry_metadata(&path, &arg))
+        })
+        .await?
+    };
+    let Some(meta) = meta else {
         return Ok(FileInfoOutput {
             path: shown,
             exists: false,
@@ -692,7 +744,7 @@ pub async fn file_info(args: FileInfoArgs, ctx: &ToolContext) -> Result<FileInfo
     let modified = meta
         .modified()
         .ok()
-        .map(|t| rfc3339(time::OffsetDateTime::from(t)));
+        .map(|t| rfc3339(time::OffsetDateTime::from(t.into_std())));
     Ok(FileInfoOutput {
         path: shown,
         exists: true,

@@ -84,7 +84,7 @@ pub async fn memory_store(
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .collect();
-    state::update(&ws, MEMORY_FILE, |file: &mut MemoryFile| {
+    state::update(&ws, MEMORY_FILE, move |file: &mut MemoryFile| {
         if let Some(existing) = file.memories.iter().find(|m| m.content == content) {
             return Ok(MemoryStoreOutput {
                 id: existing.id.clone(),
@@ -231,7 +231,7 @@ pub async fn memory_forget(
 ) -> Result<MemoryForgetOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let id = args.id.trim().to_string();
-    state::update(&ws, MEMORY_FILE, |file: &mut MemoryFile| {
+    state::update(&ws, MEMORY_FILE, move |file: &mut MemoryFile| {
         let at = file
             .memories
             .iter()

@@ -112,7 +112,7 @@ pub async fn schedule_reminder(
     }
     let now = OffsetDateTime::now_utc();
     let due = due_time(args.due_at.as_deref(), args.in_minutes, now)?;
-    state::update(&ws, REMINDERS_FILE, |file: &mut ReminderFile| {
+    state::update(&ws, REMINDERS_FILE, move |file: &mut ReminderFile| {
         file.next_id += 1;
         let reminder = Reminder {
             id: format!("r{}", file.next_id),
@@ -226,7 +226,7 @@ pub async fn cancel_reminder(
 ) -> Result<CancelReminderOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let id = args.id.trim().to_string();
-    state::update(&ws, REMINDERS_FILE, |file: &mut ReminderFile| {
+    state::update(&ws, REMINDERS_FILE, move |file: &mut ReminderFile| {
         let at = file
             .reminders
             .iter()

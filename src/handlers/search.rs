@@ -7,6 +7,11 @@
 //! search directory, `*` stopping at `/` and `**` crossing it. Results are relative to the
 //! workspace root and sorted.
 //!
+//! `grep` opens each file through the workspace's capability directory ([`Workspace::read`]):
+//! a file swapped for a symbolic link to something outside the workspace after the walk saw it
+//! is refused (and skipped), never read, and a FIFO, socket or device is never opened. The walk
+//! runs on the blocking pool ([`blocking`]).
+//!
 //! Limits: `glob` returns at most [`GLOB_MAX_RESULTS`] paths, `grep` at most
 //! [`GREP_MAX_RESULTS`] matches, skips files over [`GREP_MAX_FILE_BYTES`] and binary files, and
 //! cuts matched lines to [`GREP_MAX_LINE_CHARS`] characters.
@@ -20,7 +25,7 @@ use toolcat::{ToolContext, ToolError};
 
 use super::failed;
 use super::files::is_binary;
-use super::workspace::Workspace;
+use super::workspace::{blocking, Workspace};
 
 /// Default and largest number of paths `glob` returns.
 pub const GLOB_MAX_RESULTS: usize = 1000;
@@ -67,9 +72,12 @@ pub async fn glob(args: GlobArgs, ctx: &ToolContext) -> Result<GlobOutput, ToolE
     let matcher = compile_glob(&args.pattern)?;
     let limit = clamp(args.max_results, GLOB_MAX_RESULTS);
     let include_ignored = args.include_ignored;
-    run_blocking(move || {
+    blocking("the search", move |work| {
         let mut matches = Vec::new();
         for file in walk(&base, include_ignored) {
+            if work.abandoned() {
+                break;
+            }
             let rel = file.strip_prefix(&base).unwrap_or(&file);
             if matcher.is_match(rel) {
                 matches.push(ws.relative(&file));
@@ -104,9 +112,12 @@ pub async fn find_files(args: FindFilesArgs, ctx: &ToolContext) -> Result<GlobOu
     }
     let limit = clamp(args.max_results, GLOB_MAX_RESULTS);
     let base = ws.root().to_path_buf();
-    run_blocking(move || {
+    blocking("the search", move |work| {
         let mut matches = Vec::new();
         for file in walk(&base, false) {
+            if work.abandoned() {
+                break;
+            }
             let hit = file
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().contains(&args.name));
@@ -206,7 +217,7 @@ pub async fn grep(args: GrepArgs, ctx: &ToolContext) -> Result<GrepOutput, ToolE
     let filter = args.glob.as_deref().map(compile_glob).transpose()?;
     let by_name = args.glob.as_deref().is_some_and(|g| !g.contains('/'));
     let limit = clamp(args.max_results, GREP_MAX_RESULTS);
-    run_blocking(move || {
+    blocking("the search", move |work| {
         let mut files: Vec<PathBuf> = walk(&base, args.include_ignored)
             .filter(|file| match &filter {
                 None => true,
@@ -222,7 +233,10 @@ pub async fn grep(args: GrepArgs, ctx: &ToolContext) -> Result<GrepOutput, ToolE
             truncated: false,
         };
         for file in files {
-            let Some(text) = searchable_text(&file) else {
+            if work.abandoned() {
+                break;
+            }
+            let Some(text) = searchable_text(&ws, &file) else {
                 continue;
             };
             out.files_searched += 1;
@@ -260,13 +274,13 @@ pub async fn grep(args: GrepArgs, ctx: &ToolContext) -> Result<GrepOutput, ToolE
     .await
 }
 
-/// The text of a file worth searching: `None` for unreadable, oversized or binary files.
-fn searchable_text(file: &Path) -> Option<String> {
-    let meta = std::fs::metadata(file).ok()?;
-    if meta.len() > GREP_MAX_FILE_BYTES {
-        return None;
-    }
-    let bytes = std::fs::read(file).ok()?;
+/// The text of a file worth searching, read through the capability directory
+/// ([`Workspace::read`]): `None` for unreadable, oversized, binary or non-regular files and for
+/// one that now leads outside the workspace.
+fn searchable_text(ws: &Workspace, file: &Path) -> Option<String> {
+    let bytes = ws
+        .read(file, &file.to_string_lossy(), GREP_MAX_FILE_BYTES)
+        .ok()?;
     if is_binary(&bytes) {
         return None;
     }
@@ -325,15 +339,6 @@ fn limit_sorted(mut matches: Vec<String>, limit: usize) -> GlobOutput {
     let truncated = matches.len() > limit;
     matches.truncate(limit);
     GlobOutput { matches, truncated }
-}
-
-/// Runs a blocking walk off the async runtime.
-async fn run_blocking<T: Send + 'static>(
-    job: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|e| failed(format!("the search stopped unexpectedly: {e}")))?
 }
 
 #[cfg(test)]

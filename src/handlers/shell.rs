@@ -1,17 +1,28 @@
 //! `run_command`: a shell command in the workspace, with a timeout and bounded output.
 //!
 //! The command runs as `sh -c COMMAND` (`cmd /C` on Windows) with the workspace (or a directory
-//! inside it) as working directory, no standard input, and the agent's environment. Each output
+//! inside it) as working directory, no standard input, and an allowlisted part of the agent's
+//! environment ([`command_env`]). Each output
 //! stream keeps its first [`HEAD_BYTES`] and last [`TAIL_BYTES`] bytes and drops the middle,
 //! marked `[… N bytes omitted …]`: the start shows what ran, the end shows how it ended. At the
 //! timeout the whole process group is killed and the output so far is returned with
 //! `timed_out = true`.
 //!
-//! The working directory is the only confinement: a shell command can reach anything the agent's
-//! user can. That is why the tool is `gated` and `destructive` and never exposed over MCP
+//! Environment: the command does not inherit the agent's environment, where API tokens and other
+//! secrets usually live. It gets only the variables named by [`DEFAULT_COMMAND_ENV`] (`PATH`,
+//! `HOME`, `USER`, `LOGNAME`, `SHELL`, `TERM`, `LANG`, `LANGUAGE`, `LC_*`, `TZ`, `TMPDIR`) and
+//! those the host names in the environment variable [`COMMAND_ENV_VAR`] (`TOOLCAT_COMMAND_ENV`:
+//! names separated by commas or spaces, a trailing `*` matching a prefix, e.g.
+//! `CARGO_HOME,RUSTUP_*`), each with the agent's value when the agent has it.
+//!
+//! What it can reach: the working directory and the environment are the only confinement. A
+//! shell command can read, change and run anything the agent's user can, inside the workspace or
+//! not, and reach the network; an allowlist does not hide files (a token in `~/.config` is
+//! readable). That is why the tool is `gated` and `destructive` and never exposed over MCP
 //! (`tools.toml`).
 
 use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,6 +42,64 @@ pub const TAIL_BYTES: usize = 24 * 1024;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Longest timeout a call may ask for, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// The variables a command inherits from the agent's environment without being named in
+/// [`COMMAND_ENV_VAR`]: what shells and common tools need to find programs, the home directory,
+/// the user, the terminal, the locale, the time zone and the temporary directory. A trailing `*`
+/// matches a prefix.
+#[cfg(not(windows))]
+pub const DEFAULT_COMMAND_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
+];
+/// The variables a command inherits from the agent's environment without being named in
+/// [`COMMAND_ENV_VAR`]; on Windows also what `cmd` and programs need to start.
+#[cfg(windows)]
+pub const DEFAULT_COMMAND_ENV: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SYSTEMROOT",
+    "WINDIR",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "USERNAME",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LANG",
+    "TZ",
+];
+/// The environment variable in which the host names more variables for commands to inherit
+/// (commas or spaces between names, a trailing `*` for a prefix).
+pub const COMMAND_ENV_VAR: &str = "TOOLCAT_COMMAND_ENV";
+
+/// The environment of a command: the variables of `agent` (name, value) admitted by
+/// [`DEFAULT_COMMAND_ENV`] or by `extra` (the value of [`COMMAND_ENV_VAR`]), in `agent`'s order.
+/// A name is admitted when it equals an entry or starts with an entry's part before a trailing
+/// `*`; names that are not UTF-8 are admitted only by an exact match of their lossy form.
+pub fn command_env(
+    agent: impl IntoIterator<Item = (OsString, OsString)>,
+    extra: Option<&OsStr>,
+) -> Vec<(OsString, OsString)> {
+    let extra = extra
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let patterns: Vec<&str> = DEFAULT_COMMAND_ENV
+        .iter()
+        .copied()
+        .chain(extra.split([',', ' ', '\t', '\n']).map(str::trim))
+        .filter(|p| !p.is_empty() && *p != "*")
+        .collect();
+    let admitted = |name: &str| {
+        patterns.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *p,
+        })
+    };
+    agent
+        .into_iter()
+        .filter(|(name, _)| admitted(&name.to_string_lossy()))
+        .collect()
+}
 
 /// The start and end of a byte stream whose middle may be dropped.
 #[derive(Debug)]
@@ -172,7 +241,13 @@ pub(crate) async fn run(
     timeout: Duration,
 ) -> Result<RunCommandOutput, ToolError> {
     let mut cmd = shell_command(command);
-    cmd.current_dir(cwd)
+    let env = command_env(
+        std::env::vars_os(),
+        std::env::var_os(COMMAND_ENV_VAR).as_deref(),
+    );
+    cmd.env_clear()
+        .envs(env)
+        .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -275,6 +350,44 @@ mod tests {
         let mut big = Capture::new(2, 2);
         big.push(b"0123456789");
         assert_eq!(big.text(), "01\n[… 6 bytes omitted …]\n89");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn command_env_keeps_the_allowlist_and_what_the_host_names() {
+        let agent: Vec<(OsString, OsString)> = [
+            ("PATH", "/usr/bin"),
+            ("GITHUB_TOKEN", "secret"),
+            ("LC_ALL", "C"),
+            ("HOME", "/home/u"),
+            ("CARGO_HOME", "/c"),
+            ("RUSTUP_HOME", "/r"),
+            ("RUSTUP_TOOLCHAIN", "stable"),
+            ("AWS_SECRET_ACCESS_KEY", "k"),
+        ]
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        let names = |extra: Option<&str>| -> Vec<String> {
+            command_env(agent.clone(), extra.map(OsStr::new))
+                .into_iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(None), ["PATH", "LC_ALL", "HOME"]);
+        assert_eq!(
+            names(Some("CARGO_HOME, RUSTUP_*")),
+            [
+                "PATH",
+                "LC_ALL",
+                "HOME",
+                "CARGO_HOME",
+                "RUSTUP_HOME",
+                "RUSTUP_TOOLCHAIN"
+            ]
+        );
+        // A lone `*` would hand over everything: it is ignored.
+        assert_eq!(names(Some("*")), ["PATH", "LC_ALL", "HOME"]);
     }
 
     fn args(command: &str) -> RunCommandArgs {

@@ -1,55 +1,48 @@
 //! Session state of the local tools: JSON files under `WORKSPACE/.toolcat/`.
 //!
-//! Each area keeps one file (`todos.json`, `plan.json`, `memory.json`, `reminders.json`). Writes
-//! go to a temporary file that is then renamed over the old one, so a crash never leaves half a
-//! file. Read-modify-write cycles hold one process-wide lock, so two calls in flight cannot lose
-//! each other's update.
+//! Each area keeps one file (`todos.json`, `plan.json`, `memory.json`, `reminders.json`). Every
+//! write goes through the workspace's write layer ([`Workspace::write_atomically`]): a temporary
+//! file created exclusively beside the state file and renamed over it (a crash never leaves half
+//! a file), no symbolic link followed (a link at `.toolcat` or at the file is refused), under
+//! the file's advisory lock, which works across processes. [`update`] holds that lock across
+//! the read and the write, so concurrent calls, in one process or many, never lose each other's
+//! update: a call that cannot get the lock within [`super::workspace::LOCK_WAIT`] fails and
+//! says so, and writes nothing.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
-use super::workspace::Workspace;
+pub use super::workspace::STATE_DIR;
+use super::workspace::{blocking, Workspace};
 
-/// Directory, relative to the workspace root, that holds the state files.
-pub const STATE_DIR: &str = ".toolcat";
-
-/// The target of `.toolcat/FILE` for a prepare step: scheduled with `access` by the execution
-/// coordinator, without a fingerprint (an update is a read-modify-write under the state lock, so
-/// it does not depend on what an earlier call left in the file).
+/// The target of `.toolcat/FILE` for a prepare step: the path as it is under the workspace root
+/// (nothing resolved or followed), scheduled with `access` by the execution coordinator, without
+/// a fingerprint (an update is a read-modify-write under the file's lock, so it does not depend
+/// on what an earlier call left in the file).
 ///
 /// # Errors
 /// When the workspace cannot be opened.
 pub fn target(ctx: &ToolContext, file: &str, access: Access) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    let path = ws.target(&format!("{STATE_DIR}/{file}"))?;
-    Ok(vec![Target::path_lock(&path, access)])
+    Ok(vec![Target::path_lock(&ws.state_file(file), access)])
 }
 
-/// Serializes read-modify-write cycles on state files.
-static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// `value` as the text of a state file: pretty JSON with a final newline.
+fn encode<T: Serialize>(file: &str, value: &T) -> Result<Vec<u8>, ToolError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| failed(format!("cannot encode `{STATE_DIR}/{file}`: {e}")))?;
+    text.push('\n');
+    Ok(text.into_bytes())
+}
 
-/// Reads `.toolcat/FILE`, or `T::default()` when it does not exist yet.
-///
-/// # Errors
-/// When the file cannot be read or is not the JSON shape `T`.
-pub async fn load<T: DeserializeOwned + Default>(
-    ws: &Workspace,
-    file: &str,
-) -> Result<T, ToolError> {
-    let path = ws.target(&format!("{STATE_DIR}/{file}"))?;
-    let text = match tokio::fs::read_to_string(&path).await {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
-        Err(e) => {
-            return Err(ToolError::io(
-                format!("cannot read `{STATE_DIR}/{file}`"),
-                e,
-            ))
-        }
+/// The value of a state file's bytes, or `T::default()` for a file that does not exist.
+fn decode<T: DeserializeOwned + Default>(file: &str, bytes: Option<&[u8]>) -> Result<T, ToolError> {
+    let Some(bytes) = bytes else {
+        return Ok(T::default());
     };
-    serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_slice(bytes).map_err(|e| {
         failed(format!(
             "state file `{STATE_DIR}/{file}` is not valid: {e}; fix it by hand or delete it to \
              start over"
@@ -57,59 +50,55 @@ pub async fn load<T: DeserializeOwned + Default>(
     })
 }
 
-/// Writes `value` to `.toolcat/FILE` (pretty JSON, final newline), creating the directory.
+/// Loads `.toolcat/FILE`, lets `change` modify it, and saves it when `change` succeeds, all
+/// under the file's lock ([`Workspace::write_atomically`] without an expected fingerprint), on
+/// the blocking pool ([`blocking`]).
 ///
 /// # Errors
-/// When the directory or file cannot be written.
-pub async fn save<T: Serialize>(ws: &Workspace, file: &str, value: &T) -> Result<(), ToolError> {
-    let path = ws.target(&format!("{STATE_DIR}/{file}"))?;
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| ToolError::io(format!("cannot create `{STATE_DIR}`"), e))?;
-    }
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|e| failed(format!("cannot encode `{STATE_DIR}/{file}`: {e}")))?;
-    text.push('\n');
-    let tmp = path.with_extension("json.tmp");
-    tokio::fs::write(&tmp, text)
-        .await
-        .map_err(|e| ToolError::io(format!("cannot write `{STATE_DIR}/{file}`"), e))?;
-    tokio::fs::rename(&tmp, &path)
-        .await
-        .map_err(|e| ToolError::io(format!("cannot replace `{STATE_DIR}/{file}`"), e))
-}
-
-/// Loads `.toolcat/FILE`, lets `change` modify it, and saves it when `change` succeeds; the whole
-/// cycle runs under the state lock.
-///
-/// # Errors
-/// Those of [`load`] and [`save`], and whatever `change` returns (then nothing is written).
+/// When the file cannot be read, is not the JSON shape `T`, is a symbolic link or not a regular
+/// file, or cannot be written; when its lock is still held after `LOCK_WAIT`; whatever `change`
+/// returns. In every error case nothing is written.
 pub async fn update<T, R>(
     ws: &Workspace,
     file: &str,
-    change: impl FnOnce(&mut T) -> Result<R, ToolError>,
+    change: impl FnOnce(&mut T) -> Result<R, ToolError> + Send + 'static,
 ) -> Result<R, ToolError>
 where
     T: DeserializeOwned + Serialize + Default,
+    R: Send + 'static,
 {
-    let _guard = LOCK.lock().await;
-    let mut value: T = load(ws, file).await?;
-    let result = change(&mut value)?;
-    save(ws, file, &value).await?;
-    Ok(result)
+    let ws = ws.clone();
+    let file = file.to_string();
+    let shown = format!("{STATE_DIR}/{file}");
+    blocking(&format!("`{shown}`"), move |work| {
+        let path = ws.state_file(&file);
+        ws.write_atomically(&path, &shown, None, work, |old| {
+            let mut value: T = decode(&file, old)?;
+            let result = change(&mut value)?;
+            Ok((encode(&file, &value)?, result))
+        })
+    })
+    .await
 }
 
-/// Loads `.toolcat/FILE` under the state lock (a consistent read while writers are active).
+/// Loads `.toolcat/FILE`, or `T::default()` when it does not exist yet. No lock is needed: the
+/// write layer replaces the file by a rename, so a read sees one whole version.
 ///
 /// # Errors
-/// Those of [`load`].
-pub async fn read<T: DeserializeOwned + Default>(
-    ws: &Workspace,
-    file: &str,
-) -> Result<T, ToolError> {
-    let _guard = LOCK.lock().await;
-    load(ws, file).await
+/// When the file cannot be read, is a symbolic link or not a regular file, or is not the JSON
+/// shape `T`.
+pub async fn read<T>(ws: &Workspace, file: &str) -> Result<T, ToolError>
+where
+    T: DeserializeOwned + Default + Send + 'static,
+{
+    let ws = ws.clone();
+    let file = file.to_string();
+    let shown = format!("{STATE_DIR}/{file}");
+    blocking(&format!("`{shown}`"), move |_| {
+        let bytes = ws.read_nofollow(&ws.state_file(&file), &shown)?;
+        decode(&file, bytes.as_deref())
+    })
+    .await
 }
 
 #[cfg(test)]

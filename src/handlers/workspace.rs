@@ -1,4 +1,5 @@
-//! Resolving path arguments inside the workspace.
+//! Resolving path arguments inside the workspace, and the one layer through which every
+//! handler reads and writes files.
 //!
 //! Rule: a path argument names something inside `ToolContext::workspace` after every `..` and
 //! every symbolic link is resolved. Relative paths are taken from the workspace root; absolute
@@ -10,22 +11,50 @@
 //! Resolving a path and then opening it by name again would leave a window: a symbolic link
 //! swapped in between could lead the open outside. So file contents are read and written only
 //! through a capability directory on the root ([`cap_std::fs::Dir`], opened with `openat` and
-//! resolving beneath it): [`Workspace::read`] and [`Workspace::replace`] open the resolved
-//! path relative to that directory, and an open that would leave it through `..` or a symbolic
-//! link fails with [`ToolError::OutsideWorkspace`], whatever changed on disk since resolution.
-//! A symbolic link that stays inside the workspace is still followed, except that an absolute
-//! link target counts as leaving (it is not resolved against the root).
+//! resolving beneath it), whatever changed on disk since resolution:
+//! - Reads ([`Workspace::read`]) open the resolved path relative to that directory; an open that
+//!   would leave it through `..` or a symbolic link fails with [`ToolError::OutsideWorkspace`].
+//!   A symbolic link that stays inside the workspace is still followed, except that an absolute
+//!   link target counts as leaving (it is not resolved against the root).
+//! - Writes ([`Workspace::write_atomically`], the only write of file contents, used by
+//!   `write_file`, `edit_file` and every state file of [`super::state`]) follow no symbolic link
+//!   at all: the parent directories are opened one at a time with `O_NOFOLLOW`, a link at the
+//!   target is refused, the content goes to a temporary file created exclusively beside the
+//!   target and is renamed over it, under a per-target advisory lock that works across
+//!   processes (lock files under `.toolcat/locks/`, waited for at most [`LOCK_WAIT`]).
+//! - Only regular files are opened for their content: a FIFO, socket or device is refused by
+//!   its metadata before the open, the open is non-blocking, and the opened handle is checked
+//!   again, so such a file cannot stall a call.
+//! - Handlers run this blocking work through [`blocking`], on tokio's blocking pool with a
+//!   timeout ([`FILE_WORK_TIMEOUT`]), so no file system call holds a tokio worker.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, File, OpenOptions};
 use sha2::Digest;
-use toolcat::{ToolContext, ToolError};
+use std::fs::TryLockError;
+use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
+
+/// Directory, relative to the workspace root, of toolcat's own files: the session state
+/// ([`super::state`]) and the write layer's lock files.
+pub const STATE_DIR: &str = ".toolcat";
+/// Directory, inside [`STATE_DIR`], of the lock files of [`Workspace::write_atomically`].
+pub const LOCK_DIR: &str = "locks";
+/// Longest a write waits for another write of the same file to release its lock: 10 s (a
+/// write holds it for the re-verify, the change and the rename, normally milliseconds).
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// Longest a call waits for its blocking file work ([`blocking`]): 60 s, a backstop for a
+/// stalled file system (non-regular files are refused up front and never opened).
+pub const FILE_WORK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The canonical workspace root of one call.
 #[derive(Debug, Clone)]
@@ -148,97 +177,150 @@ impl Workspace {
     }
 
     /// Reads the regular file at `abs` (resolved by [`Self::existing`]) through the root's
-    /// capability directory, refusing a directory and a file over `max_bytes`. `shown` is the
-    /// path as the caller gave it, for messages.
+    /// capability directory, refusing a directory, anything that is not a regular file (a FIFO,
+    /// socket or device: refused before it is opened, and the opened handle is checked again, so
+    /// one swapped in meanwhile cannot stall the read) and a file over `max_bytes`. `shown` is
+    /// the path as the caller gave it, for messages. A symbolic link that stays inside the root
+    /// is followed; one that leads outside is refused.
     ///
     /// # Errors
     /// [`ToolError::OutsideWorkspace`] when the open would leave the root (a symbolic link
-    /// swapped in after resolution); a message for a directory or an oversized file; the I/O
-    /// error otherwise.
+    /// swapped in after resolution); a message for a directory, a non-regular file or an
+    /// oversized file; the I/O error otherwise.
     pub fn read(&self, abs: &Path, shown: &str, max_bytes: u64) -> Result<Vec<u8>, ToolError> {
         let rel = self.beneath(abs)?;
-        let mut file = self
-            .dir()?
-            .open(&rel)
-            .map_err(|e| self.open_error(shown, format!("cannot read `{shown}`"), e))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
+        let dir = self.dir()?;
+        let context = || format!("cannot read `{shown}`");
+        let meta = dir
+            .metadata(&rel)
+            .map_err(|e| self.open_error(shown, context(), e))?;
         if meta.is_dir() {
             return Err(failed(format!(
                 "`{shown}` is a directory; use `list_directory` to see what it holds"
             )));
         }
-        if meta.len() > max_bytes {
-            return Err(failed(format!(
-                "`{shown}` is {} bytes, over the {max_bytes}-byte limit; use `grep` to find the \
-                 part you need",
-                meta.len()
-            )));
+        let file = self.open_regular(&dir, &rel, shown, FollowSymlinks::Yes)?;
+        read_bounded(file, shown, max_bytes)
+    }
+
+    /// Opens the regular file `rel` of `dir` for reading, without blocking: anything else is
+    /// refused before the open (by its metadata) and after it (by the handle's), and the open
+    /// itself is non-blocking, so a FIFO swapped in between cannot hang it. `follow` says
+    /// whether a final symbolic link (inside `dir`) is followed.
+    fn open_regular(
+        &self,
+        dir: &Dir,
+        rel: &Path,
+        shown: &str,
+        follow: FollowSymlinks,
+    ) -> Result<File, ToolError> {
+        let context = || format!("cannot read `{shown}`");
+        let meta = match follow {
+            FollowSymlinks::Yes => dir.metadata(rel),
+            FollowSymlinks::No => dir.symlink_metadata(rel),
         }
-        let mut bytes = Vec::new();
-        // One byte past the limit tells a file that grew after the check.
-        (&mut file)
-            .take(max_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| ToolError::io(format!("cannot read `{shown}`"), e))?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(failed(format!(
-                "`{shown}` is over the {max_bytes}-byte limit; use `grep` to find the part you \
-                 need"
-            )));
+        .map_err(|e| self.open_error(shown, context(), e))?;
+        if !meta.is_file() {
+            return Err(not_regular(shown, &meta));
         }
-        Ok(bytes)
+        let mut options = OpenOptions::new();
+        options.read(true).follow(follow).nonblock(true);
+        let file = dir
+            .open_with(rel, &options)
+            .map_err(|e| self.open_error(shown, context(), e))?;
+        let meta = file.metadata().map_err(|e| ToolError::io(context(), e))?;
+        if !meta.is_file() {
+            return Err(not_regular(shown, &meta));
+        }
+        Ok(file)
     }
 
     /// What is at `abs` now, in the format of [`toolcat::fingerprint_path`] for files
     /// (`absent`, `sha256:HEX`, `symlink:TARGET`; a directory is `dir`), looked at through the
-    /// root's capability directory without following a final symbolic link.
+    /// root's capability directory without following a final symbolic link and without opening
+    /// anything that is not a regular file.
     ///
     /// # Errors
-    /// [`ToolError::OutsideWorkspace`] when the parent leaves the root; the I/O error otherwise.
+    /// [`ToolError::OutsideWorkspace`] when the parent leaves the root; a message for a FIFO,
+    /// socket or device; the I/O error otherwise.
     pub fn fingerprint(&self, abs: &Path, shown: &str) -> Result<String, ToolError> {
         let rel = self.beneath(abs)?;
-        let context = || format!("cannot fingerprint `{shown}`");
         let dir = self.dir()?;
-        let meta = match dir.symlink_metadata(&rel) {
+        Ok(match self.current(&dir, &rel, shown)? {
+            Current::Absent => "absent".into(),
+            Current::Symlink(target) => format!("symlink:{}", target.display()),
+            Current::Dir => "dir".into(),
+            Current::File { bytes, .. } => content_fingerprint(&bytes),
+        })
+    }
+
+    /// The target of a prepare step for the entry `abs` (from [`Self::existing`],
+    /// [`Self::target`] or [`Self::entry`]): resource `file:PATH` with `access` and the
+    /// fingerprint of what is there now, taken through the capability directory
+    /// ([`Self::fingerprint`]; a directory's is its listing, [`toolcat::fingerprint_path`]).
+    /// A FIFO, socket or device is never opened: its fingerprint is `special:KIND`.
+    ///
+    /// # Errors
+    /// Those of [`Self::fingerprint`], and the I/O error of listing a directory.
+    pub fn fingerprinted(
+        &self,
+        abs: &Path,
+        shown: &str,
+        access: Access,
+    ) -> Result<Target, ToolError> {
+        let rel = self.beneath(abs)?;
+        let dir = self.dir()?;
+        let with =
+            |fingerprint: String| Ok(Target::path_lock(abs, access).with_fingerprint(fingerprint));
+        match self.current(&dir, &rel, shown) {
+            Ok(Current::Dir) => Target::path(abs, access),
+            Ok(Current::Absent) => with("absent".into()),
+            Ok(Current::Symlink(target)) => with(format!("symlink:{}", target.display())),
+            Ok(Current::File { bytes, .. }) => with(content_fingerprint(&bytes)),
+            Err(e) => match dir.symlink_metadata(&rel) {
+                Ok(meta) if special_kind(&meta).is_some() => with(format!(
+                    "special:{}",
+                    special_kind(&meta).unwrap_or_default()
+                )),
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// What is at `rel` (relative to the root `dir`) now, without following a final symbolic
+    /// link; a regular file is read whole (without blocking, [`Self::open_regular`]).
+    fn current(&self, dir: &Dir, rel: &Path, shown: &str) -> Result<Current, ToolError> {
+        let context = || format!("cannot look at `{shown}`");
+        let meta = match dir.symlink_metadata(rel) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok("absent".into()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Current::Absent),
             Err(e) => return Err(self.open_error(shown, context(), e)),
         };
         if meta.is_symlink() {
             let target = dir
-                .read_link_contents(&rel)
+                .read_link_contents(rel)
                 .map_err(|e| self.open_error(shown, context(), e))?;
-            return Ok(format!("symlink:{}", target.display()));
+            return Ok(Current::Symlink(target));
         }
         if meta.is_dir() {
-            return Ok("dir".into());
+            return Ok(Current::Dir);
         }
-        let mut file = dir
-            .open(&rel)
-            .map_err(|e| self.open_error(shown, context(), e))?;
+        let mut file = self.open_regular(dir, rel, shown, FollowSymlinks::No)?;
+        let permissions = file
+            .metadata()
+            .map_err(|e| ToolError::io(context(), e))?
+            .permissions();
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| ToolError::io(context(), e))?;
-        Ok(content_fingerprint(&bytes))
+        Ok(Current::File { bytes, permissions })
     }
 
-    /// Replaces the file at `abs` (resolved by [`Self::target`]) with `content`, atomically:
-    /// missing parent directories are created through the root's capability directory, the
-    /// content goes to a temporary file in the same directory ([`cap_tempfile::TempFile`]),
-    /// which is renamed over the target. An existing regular file keeps its permissions.
-    ///
-    /// Just before the rename, what is at the target is fingerprinted again
-    /// ([`Self::fingerprint`]) and compared with `expected`; when it differs the call is refused
-    /// and nothing is written. Remaining window: a writer that changes the file between that
-    /// check and the rename (microseconds) is still overwritten, since POSIX has no
-    /// compare-and-rename. The rename replaces a symbolic link placed at the target, never
-    /// what it points to.
+    /// Replaces the file at `abs` with `content` if it still has the fingerprint `expected`:
+    /// [`Self::write_atomically`] with a change that ignores the old content.
     ///
     /// # Errors
-    /// [`ToolError::OutsideWorkspace`] when a parent leaves the root; a "changed while the call
-    /// ran" message when the fingerprint differs; the I/O error otherwise.
+    /// Those of [`Self::write_atomically`].
     pub fn replace(
         &self,
         abs: &Path,
@@ -246,6 +328,54 @@ impl Workspace {
         content: &[u8],
         expected: &str,
     ) -> Result<(), ToolError> {
+        self.write_atomically(abs, shown, Some(expected), &FileWork::default(), |_| {
+            Ok((content.to_vec(), ()))
+        })
+    }
+
+    /// The one write of every file tool and state file: replaces the regular file at `abs`
+    /// (resolved by [`Self::target`], [`Self::existing`] or [`Self::state_file`]) with what
+    /// `change` makes of its current content (`None` when it does not exist yet), atomically,
+    /// and returns what `change` returned besides the new bytes. The steps:
+    ///
+    /// 1. The parent directories are opened one by one from the root's capability directory
+    ///    without following a symbolic link (missing ones are created); a link on the way is
+    ///    refused ([`ToolError::OutsideWorkspace`] when it leads outside).
+    /// 2. The target's lock is taken: an advisory lock ([`std::fs::File::try_lock`]) on its
+    ///    lock file `.toolcat/locks/HASH.lock` (HASH: of the path relative to the root; the
+    ///    target itself is replaced by the rename, so it cannot carry the lock). A writer that
+    ///    finds it held retries for up to [`LOCK_WAIT`], then is refused with a message that
+    ///    says so. The lock is held to the end and works across processes; the lock file is
+    ///    removed as it is released.
+    /// 3. Re-verify: what is at the target now is read (never through a symbolic link, never
+    ///    opening a FIFO, socket or device: those, a link and a directory are refused) and, when
+    ///    `expected` is given, its fingerprint ([`Self::fingerprint`]) must equal it, else the
+    ///    call is refused with "changed while the call ran" and nothing is written. With
+    ///    `expected` `None` the change applies to whatever is there (a read-modify-write, which
+    ///    the lock makes safe).
+    /// 4. `change` runs; its error writes nothing.
+    /// 5. The new content goes to a temporary file created exclusively beside the target
+    ///    ([`cap_tempfile::TempFile`]: unnamed with `O_TMPFILE`, else a random name with
+    ///    `create_new`), keeps an existing file's permissions, is synced, and is renamed over
+    ///    the target; the directory is synced after. `work` is asked first
+    ///    ([`FileWork::commit`]): a call that gave up waiting writes nothing.
+    ///
+    /// Remaining window: a writer that does not use this layer (an editor, a shell command)
+    /// and changes the file between step 3 and the rename is overwritten; POSIX has no
+    /// compare-and-rename.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when a parent leaves the root; a message for a link,
+    /// directory or non-regular file at the target, a lock still held after [`LOCK_WAIT`], a
+    /// changed fingerprint, or a call that gave up; `change`'s error; the I/O error otherwise.
+    pub fn write_atomically<R>(
+        &self,
+        abs: &Path,
+        shown: &str,
+        expected: Option<&str>,
+        work: &FileWork,
+        change: impl FnOnce(Option<&[u8]>) -> Result<(Vec<u8>, R), ToolError>,
+    ) -> Result<R, ToolError> {
         let rel = self.beneath(abs)?;
         let Some(name) = rel.file_name().map(ToOwned::to_owned) else {
             return Err(failed(format!(
@@ -254,35 +384,217 @@ impl Workspace {
             )));
         };
         let root = self.dir()?;
-        let parent_rel = rel
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let dir_context = || format!("cannot create the directory of `{shown}`");
-        root.create_dir_all(&parent_rel)
-            .map_err(|e| self.create_error(&root, &parent_rel, shown, dir_context(), e))?;
-        let parent = root
-            .open_dir(&parent_rel)
-            .map_err(|e| self.open_error(shown, dir_context(), e))?;
+        let parent_rel = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parent = self.open_dirs(&root, &parent_rel, shown, true)?;
+        let _lock = self.lock(&root, &rel, shown)?;
+        let (old, permissions) = match self.current(&parent, Path::new(&name), shown)? {
+            Current::Absent => (None, None),
+            Current::File { bytes, permissions } => (Some(bytes), Some(permissions)),
+            Current::Dir => {
+                return Err(failed(format!(
+                    "`{shown}` is a directory; pass the path of a file"
+                )))
+            }
+            Current::Symlink(target) => {
+                return Err(failed(format!(
+                    "`{shown}` is a symbolic link (to `{}`); a write never goes through one \
+                     nor replaces it: write to the file it points to, or delete the link with \
+                     `delete_path` first",
+                    target.display()
+                )))
+            }
+        };
+        if let Some(expected) = expected {
+            let now = old
+                .as_deref()
+                .map_or_else(|| "absent".to_string(), content_fingerprint);
+            if now != expected {
+                return Err(changed(shown));
+            }
+        }
+        let (content, result) = change(old.as_deref())?;
         let write_context = || format!("cannot write `{shown}`");
         let mut temp =
             cap_tempfile::TempFile::new(&parent).map_err(|e| ToolError::io(write_context(), e))?;
-        temp.write_all(content)
-            .and_then(|()| temp.as_file().sync_all())
+        temp.write_all(&content)
             .map_err(|e| ToolError::io(write_context(), e))?;
-        if let Ok(meta) = parent.symlink_metadata(&name) {
-            if meta.is_file() {
-                temp.as_file()
-                    .set_permissions(meta.permissions())
-                    .map_err(|e| ToolError::io(write_context(), e))?;
-            }
+        if let Some(permissions) = permissions {
+            temp.as_file()
+                .set_permissions(permissions)
+                .map_err(|e| ToolError::io(write_context(), e))?;
         }
-        let now = self.fingerprint(abs, shown)?;
-        if now != expected {
-            return Err(changed(shown));
-        }
+        temp.as_file()
+            .sync_all()
+            .map_err(|e| ToolError::io(write_context(), e))?;
+        work.commit(shown)?;
         temp.replace(&name)
-            .map_err(|e| self.open_error(shown, write_context(), e))
+            .map_err(|e| self.open_error(shown, write_context(), e))?;
+        // The rename is durable once the directory is synced; a file system that cannot sync
+        // a directory still has the file written.
+        if let Ok(handle) = parent.open(".") {
+            let _ = handle.sync_all();
+        }
+        Ok(result)
+    }
+
+    /// Reads the regular file at `abs` like [`Self::write_atomically`] looks at it (no
+    /// symbolic link followed, neither in the parents nor at the file; nothing but a regular
+    /// file opened), without the lock: the layer's writes are atomic renames, so a read sees
+    /// the old or the new content, whole. `None` when it does not exist.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when a parent leads outside; a message for a link, a
+    /// directory or a non-regular file; the I/O error otherwise.
+    pub fn read_nofollow(&self, abs: &Path, shown: &str) -> Result<Option<Vec<u8>>, ToolError> {
+        let rel = self.beneath(abs)?;
+        let Some(name) = rel.file_name() else {
+            return Err(not_found(shown));
+        };
+        let root = self.dir()?;
+        let parent_rel = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parent = match self.open_dirs(&root, &parent_rel, shown, false) {
+            Ok(parent) => parent,
+            Err(ToolError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        match self.current(&parent, Path::new(name), shown)? {
+            Current::Absent => Ok(None),
+            Current::File { bytes, .. } => Ok(Some(bytes)),
+            Current::Dir => Err(failed(format!(
+                "`{shown}` is a directory; it should be a file: move it away"
+            ))),
+            Current::Symlink(target) => Err(failed(format!(
+                "`{shown}` is a symbolic link (to `{}`); it is never followed: delete the link",
+                target.display()
+            ))),
+        }
+    }
+
+    /// `.toolcat/FILE` under the root, as it is: nothing is resolved or followed (the write
+    /// layer refuses a symbolic link at `.toolcat` or at the file).
+    pub fn state_file(&self, file: &str) -> PathBuf {
+        self.root.join(STATE_DIR).join(file)
+    }
+
+    /// Opens the directory `rel` (relative to `root`) one component at a time without
+    /// following a symbolic link, creating missing components when `create`.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] for a link that leads outside the root; a message for a
+    /// link that stays inside or a component that is not a directory; the I/O error otherwise
+    /// (`NotFound` for a missing component without `create`).
+    fn open_dirs(
+        &self,
+        root: &Dir,
+        rel: &Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<Dir, ToolError> {
+        let context = || format!("cannot open the directory of `{shown}`");
+        let mut dir = root.try_clone().map_err(|e| ToolError::io(context(), e))?;
+        let mut walked = PathBuf::new();
+        for component in rel.components() {
+            let part = match component {
+                Component::Normal(part) => part,
+                Component::CurDir => continue,
+                _ => return Err(self.outside(shown)),
+            };
+            walked.push(part);
+            let opened = match dir.open_dir_nofollow(part) {
+                Err(e) if e.kind() == ErrorKind::NotFound && create => match dir.create_dir(part) {
+                    Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                        return Err(ToolError::io(
+                            format!("cannot create the directory of `{shown}`"),
+                            e,
+                        ))
+                    }
+                    _ => dir.open_dir_nofollow(part),
+                },
+                other => other,
+            };
+            dir = match opened {
+                Ok(next) => next,
+                Err(e) => return Err(self.walk_error(root, &dir, &walked, shown, context(), e)),
+            };
+        }
+        Ok(dir)
+    }
+
+    /// Why `walked` (the last component of which is in `dir`) could not be opened as a
+    /// directory without following a link.
+    fn walk_error(
+        &self,
+        root: &Dir,
+        dir: &Dir,
+        walked: &Path,
+        shown: &str,
+        context: String,
+        e: std::io::Error,
+    ) -> ToolError {
+        let Some(part) = walked.file_name() else {
+            return ToolError::io(context, e);
+        };
+        match dir.symlink_metadata(part) {
+            Ok(meta) if meta.is_symlink() => match root.metadata(walked) {
+                Err(probe) if is_escape(&probe) => self.outside(shown),
+                _ => failed(format!(
+                    "`{}` is a symbolic link; a write never follows one: write to the path it \
+                     points to, or replace the link with a directory",
+                    walked.display()
+                )),
+            },
+            Ok(meta) if !meta.is_dir() => failed(format!(
+                "`{}` is not a directory, so `{shown}` cannot be inside it",
+                walked.display()
+            )),
+            _ => self.open_error(shown, context, e),
+        }
+    }
+
+    /// Takes the lock of the target `rel` (relative to the root), waiting up to [`LOCK_WAIT`]:
+    /// see [`Self::write_atomically`], step 2.
+    fn lock(&self, root: &Dir, rel: &Path, shown: &str) -> Result<TargetLock, ToolError> {
+        let dir = self.open_dirs(root, &Path::new(STATE_DIR).join(LOCK_DIR), shown, true)?;
+        let hash = content_fingerprint(rel.as_os_str().as_encoded_bytes());
+        let name = format!("{}.lock", &hash["sha256:".len()..][..32]);
+        let context =
+            || format!("cannot lock `{shown}` (lock file `{STATE_DIR}/{LOCK_DIR}/{name}`)");
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .write(true)
+            .create(true)
+            .follow(FollowSymlinks::No)
+            .nonblock(true);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let file = dir
+                .open_with(&name, &options)
+                .map_err(|e| ToolError::io(context(), e))?
+                .into_std();
+            match file.try_lock() {
+                // The previous holder may have removed the file after this open: then the lock
+                // is on a file nobody else will lock, and the current one must be locked.
+                Ok(()) if same_file(&dir, &name, &file) => {
+                    return Ok(TargetLock { dir, name, file });
+                }
+                Ok(()) | Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => return Err(ToolError::io(context(), e)),
+            }
+            drop(file);
+            if started.elapsed() >= LOCK_WAIT {
+                return Err(failed(format!(
+                    "`{shown}` is being written by another call, which still held its lock \
+                     after {} s; nothing was written; call again once it is done",
+                    LOCK_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
     }
 
     /// The directory holding the entry `abs` (from [`Self::entry`] or [`Self::target`]), opened
@@ -313,6 +625,50 @@ impl Workspace {
             }
         })?;
         Ok((parent, name))
+    }
+
+    /// The entries of the directory `abs` (from [`Self::existing`]), listed through the root's
+    /// capability directory: each name with its metadata, a symbolic link not followed.
+    ///
+    /// # Errors
+    /// [`ToolError::OutsideWorkspace`] when the open would leave the root; a message for a file;
+    /// the I/O error otherwise.
+    pub fn list(
+        &self,
+        abs: &Path,
+        shown: &str,
+    ) -> Result<Vec<(String, cap_std::fs::Metadata)>, ToolError> {
+        let rel = self.beneath(abs)?;
+        let dir = self.dir()?;
+        let context = || format!("cannot list `{shown}`");
+        let entries = dir.read_dir(&rel).map_err(|e| {
+            if e.kind() == ErrorKind::NotADirectory {
+                failed(format!("`{shown}` is a file; use `read_file` to read it"))
+            } else {
+                self.open_error(shown, context(), e)
+            }
+        })?;
+        let mut listed = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| ToolError::io(context(), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let meta = entry
+                .metadata()
+                .map_err(|e| ToolError::io(format!("cannot inspect `{shown}/{name}`"), e))?;
+            listed.push((name, meta));
+        }
+        Ok(listed)
+    }
+
+    /// The metadata of the entry `abs` (from [`Self::entry`], or the root), looked at through
+    /// the root's capability directory without following a final symbolic link; `None` when
+    /// nothing is there or it cannot be looked at.
+    pub fn entry_metadata(&self, abs: &Path, shown: &str) -> Option<cap_std::fs::Metadata> {
+        if abs == self.root {
+            return self.dir().ok()?.dir_metadata().ok();
+        }
+        let (parent, name) = self.parent_dir(abs, shown).ok()?;
+        parent.symlink_metadata(&name).ok()
     }
 
     /// Creates the directory `abs` (from [`Self::target`]) and its missing parents through the
@@ -428,6 +784,192 @@ pub fn not_found(path: &str) -> ToolError {
         "`{path}` does not exist in the workspace; use `list_directory` or `glob` to find the \
          right path"
     ))
+}
+
+/// What is at a path, looked at without following a final symbolic link.
+enum Current {
+    Absent,
+    Symlink(PathBuf),
+    Dir,
+    File {
+        bytes: Vec<u8>,
+        permissions: cap_std::fs::Permissions,
+    },
+}
+
+/// A held target lock ([`Workspace::write_atomically`], step 2): on drop the lock file is
+/// removed while still locked, then closed, which releases the lock.
+struct TargetLock {
+    dir: Dir,
+    name: String,
+    #[allow(dead_code)] // held for its lock; closed on drop
+    file: std::fs::File,
+}
+
+impl Drop for TargetLock {
+    fn drop(&mut self) {
+        // A waiter that opened the removed file finds it is no longer the one at the path
+        // (`same_file`) and opens the new one.
+        if cfg!(unix) {
+            let _ = self.dir.remove_file(&self.name);
+        }
+    }
+}
+
+/// Whether the open lock `file` is still the file `name` in `dir` (it was not removed and
+/// created anew since it was opened). Elsewhere than Unix lock files are never removed.
+fn same_file(dir: &Dir, name: &str, file: &std::fs::File) -> bool {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::MetadataExt as _;
+        use std::os::unix::fs::MetadataExt as _;
+        match (dir.symlink_metadata(name), file.metadata()) {
+            (Ok(at_path), Ok(open)) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (dir, name, file);
+        true
+    }
+}
+
+/// Reads `file` whole, refusing more than `max_bytes` (one byte past the limit tells a file
+/// that grew after its size was checked).
+fn read_bounded(file: File, shown: &str, max_bytes: u64) -> Result<Vec<u8>, ToolError> {
+    let context = || format!("cannot read `{shown}`");
+    let len = file
+        .metadata()
+        .map_err(|e| ToolError::io(context(), e))?
+        .len();
+    let too_big = |len: String| {
+        failed(format!(
+            "`{shown}` is {len} bytes, over the {max_bytes}-byte limit; use `grep` to find the \
+             part you need"
+        ))
+    };
+    if len > max_bytes {
+        return Err(too_big(len.to_string()));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(context(), e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big("over".into()));
+    }
+    Ok(bytes)
+}
+
+/// `a FIFO`, `a socket`, `a character device` or `a block device` for those kinds of file;
+/// `None` for a regular file, a directory or a symbolic link.
+fn special_kind(meta: &cap_std::fs::Metadata) -> Option<&'static str> {
+    let ft = meta.file_type();
+    if ft.is_file() || ft.is_dir() || ft.is_symlink() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use cap_std::fs::FileTypeExt as _;
+        if ft.is_fifo() {
+            return Some("a FIFO");
+        }
+        if ft.is_socket() {
+            return Some("a socket");
+        }
+        if ft.is_char_device() {
+            return Some("a character device");
+        }
+        if ft.is_block_device() {
+            return Some("a block device");
+        }
+    }
+    Some("not a regular file")
+}
+
+/// The refusal of anything but a regular file where file content is read or written.
+fn not_regular(shown: &str, meta: &cap_std::fs::Metadata) -> ToolError {
+    if meta.is_dir() {
+        return failed(format!("`{shown}` is a directory; pass the path of a file"));
+    }
+    let kind = special_kind(meta).unwrap_or("not a regular file");
+    failed(format!(
+        "`{shown}` is {kind}, not a regular file; file tools only read and write regular files \
+         (it is refused before it is opened, so it cannot stall the call)"
+    ))
+}
+
+/// The state of one piece of blocking file work run by [`blocking`], shared by the job and the
+/// call waiting for it: running, committing (a write is making its change visible) or
+/// abandoned (the call stopped waiting).
+#[derive(Debug, Default)]
+pub struct FileWork(AtomicU8);
+
+const RUNNING: u8 = 0;
+const COMMITTING: u8 = 1;
+const ABANDONED: u8 = 2;
+
+impl FileWork {
+    /// Asked by a writer right before its change becomes visible (the rename): from then on
+    /// the call waits for the job whatever its timeout.
+    ///
+    /// # Errors
+    /// When the call already gave up waiting ([`FILE_WORK_TIMEOUT`]): the writer must not
+    /// write, so the call's "nothing was written" stays true.
+    pub fn commit(&self, shown: &str) -> Result<(), ToolError> {
+        match self
+            .0
+            .compare_exchange(RUNNING, COMMITTING, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) | Err(COMMITTING) => Ok(()),
+            Err(_) => Err(failed(format!(
+                "the call on `{shown}` gave up waiting; nothing was written"
+            ))),
+        }
+    }
+
+    /// Whether the call gave up waiting: a long job (a search walk) stops early.
+    pub fn abandoned(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == ABANDONED
+    }
+
+    /// Gives up unless a write is committing; true when given up.
+    fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(RUNNING, ABANDONED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+}
+
+/// Runs the blocking file work `job` of one call on tokio's blocking pool, so no file system
+/// operation ever holds a tokio worker, and waits at most [`FILE_WORK_TIMEOUT`] for it. `what`
+/// names the work in messages (a path, or "the search").
+///
+/// A job still running at the timeout is abandoned: the call fails with a message saying so,
+/// and a writer in it then writes nothing ([`FileWork::commit`]); a writer already committing
+/// is waited for, so the outcome the call reports is the one on disk.
+///
+/// # Errors
+/// The job's error; a message for a timeout or a job that panicked.
+pub async fn blocking<T: Send + 'static>(
+    what: &str,
+    job: impl FnOnce(&FileWork) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let work = Arc::new(FileWork::default());
+    let shared = Arc::clone(&work);
+    let mut handle = tokio::task::spawn_blocking(move || job(&shared));
+    let stopped =
+        |e: tokio::task::JoinError| failed(format!("the work on {what} stopped unexpectedly: {e}"));
+    match tokio::time::timeout(FILE_WORK_TIMEOUT, &mut handle).await {
+        Ok(joined) => joined.map_err(stopped)?,
+        Err(_) if work.abandon() => Err(failed(format!(
+            "the work on {what} did not finish within {} s (a stalled or very slow file \
+             system?); nothing was written; check the file system, then call again",
+            FILE_WORK_TIMEOUT.as_secs()
+        ))),
+        Err(_) => handle.await.map_err(stopped)?,
+    }
 }
 
 #[cfg(test)]
