@@ -623,17 +623,26 @@ fn content_argument(row: &Value) -> String {
         .to_string()
 }
 
-/// Starts `toolcat call TOOL --approve` in `work` with its own store, one process per `args`,
-/// all at once, and waits for them: (exit status success, stderr) per process, in order.
-fn parallel_calls(tool: &str, args: &[String], work: &Path, store: &Path) -> Vec<(bool, String)> {
+/// Starts `toolcat call TOOL --approve` on the workspace `work`, one process per `args`, all at
+/// once, and waits for them: (exit status success, stderr) per process, in order, and the call
+/// records of all of them. Each process has a call store of its own (`DIR/store-I.sqlite`), so
+/// what is tested is the workspace's files, not fifty writers sharing one SQLite file.
+fn parallel_calls(
+    tool: &str,
+    args: &[String],
+    work: &Path,
+    dir: &Path,
+) -> (Vec<(bool, String)>, Vec<Value>) {
+    let store = |i: usize| dir.join(format!("store-{i}.sqlite"));
     let children: Vec<Reaped> = args
         .iter()
-        .map(|a| {
+        .enumerate()
+        .map(|(i, a)| {
             Reaped(
                 Command::new(env!("CARGO_BIN_EXE_toolcat"))
                     .args(["call", tool, "--approve", "--args", a])
                     .arg("--store")
-                    .arg(store)
+                    .arg(store(i))
                     .arg("--workspace")
                     .arg(work)
                     .current_dir(work)
@@ -645,7 +654,7 @@ fn parallel_calls(tool: &str, args: &[String], work: &Path, store: &Path) -> Vec
             )
         })
         .collect();
-    children
+    let outcomes = children
         .into_iter()
         .map(|mut child| {
             let mut err = String::new();
@@ -656,7 +665,15 @@ fn parallel_calls(tool: &str, args: &[String], work: &Path, store: &Path) -> Vec
             let status = child.wait().expect("toolcat call ends");
             (status.success(), err)
         })
-        .collect()
+        .collect();
+    let rows = (0..args.len())
+        .flat_map(|i| {
+            let store = CallStore::open_read_only(&store(i)).expect("the call store opens");
+            store.list(None, 10).expect("the records read back")
+        })
+        .map(|record| serde_json::to_value(record).expect("a record is JSON"))
+        .collect();
+    (outcomes, rows)
 }
 
 /// Many `toolcat call memory_store` processes on one workspace, each adding one memory: every
@@ -668,11 +685,10 @@ fn parallel_processes_storing_memories_never_lose_a_succeeded_update() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir(&work).unwrap();
-    let store = dir.path().join("calls.sqlite");
     let args: Vec<String> = (0..PROCESSES)
         .map(|i| serde_json::json!({ "content": format!("memory number {i}") }).to_string())
         .collect();
-    let outcomes = parallel_calls("memory_store", &args, &work, &store);
+    let (outcomes, rows) = parallel_calls("memory_store", &args, &work, dir.path());
 
     let file: Value = serde_json::from_str(
         &std::fs::read_to_string(work.join(".toolcat/memory.json")).expect("memory.json"),
@@ -684,7 +700,6 @@ fn parallel_processes_storing_memories_never_lose_a_succeeded_update() {
         .iter()
         .map(|m| m["content"].as_str().unwrap_or_default())
         .collect();
-    let rows = calls_json(&store, dir.path());
     assert_eq!(rows.len(), PROCESSES, "one record per process: {rows:?}");
     let mut succeeded = 0;
     for row in &rows {
@@ -739,7 +754,6 @@ fn parallel_processes_editing_one_file_never_lose_a_succeeded_edit() {
     std::fs::create_dir(&work).unwrap();
     let words: String = (0..PROCESSES).map(|i| format!("word{i}\n")).collect();
     std::fs::write(work.join("notes.txt"), words).unwrap();
-    let store = dir.path().join("calls.sqlite");
     let args: Vec<String> = (0..PROCESSES)
         .map(|i| {
             serde_json::json!({
@@ -750,9 +764,8 @@ fn parallel_processes_editing_one_file_never_lose_a_succeeded_edit() {
             .to_string()
         })
         .collect();
-    let outcomes = parallel_calls("edit_file", &args, &work, &store);
+    let (outcomes, rows) = parallel_calls("edit_file", &args, &work, dir.path());
     let text = std::fs::read_to_string(work.join("notes.txt")).unwrap();
-    let rows = calls_json(&store, dir.path());
     assert_eq!(rows.len(), PROCESSES, "{rows:?}");
     let mut succeeded = 0;
     for row in &rows {

@@ -394,6 +394,40 @@ fn call_refuses_gated_tools_without_approve_and_records_with_store() {
     assert_eq!(states, ["succeeded", "succeeded", "failed"], "{records:?}");
 }
 
+/// `run_command` does not hand the agent's environment to the command: a secret variable is
+/// not visible, `PATH` is, and so is a variable the host names in `TOOLCAT_COMMAND_ENV`.
+#[cfg(unix)]
+#[test]
+fn run_command_sees_only_allowlisted_environment_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let run = |allow: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolcat"));
+        cmd.args(["call", "run_command", "--approve", "--args"])
+            .arg(r#"{"command": "echo \"secret=[$TOOLCAT_TEST_SECRET] extra=[$TOOLCAT_TEST_EXTRA] path=[$PATH]\""}"#)
+            .arg("--store")
+            .arg(&store)
+            .arg("--workspace")
+            .arg(dir.path())
+            .env("TOOLCAT_TEST_SECRET", "hunter2")
+            .env("TOOLCAT_TEST_EXTRA", "shared")
+            .env_remove("TOOLCAT_COMMAND_ENV");
+        if let Some(allow) = allow {
+            cmd.env("TOOLCAT_COMMAND_ENV", allow);
+        }
+        let o = cmd.output().expect("the toolcat binary runs");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON result");
+        v["stdout"].as_str().unwrap_or_default().to_string()
+    };
+    let path = std::env::var("PATH").unwrap_or_default();
+    assert!(!path.is_empty(), "the test needs a PATH");
+    let out = run(None);
+    assert_eq!(out, format!("secret=[] extra=[] path=[{path}]\n"));
+    let out = run(Some("TOOLCAT_TEST_EXTRA"));
+    assert_eq!(out, format!("secret=[] extra=[shared] path=[{path}]\n"));
+}
+
 /// Runs `toolcat` with `args` in `cwd` (default: the crate root), killing it after 60 s so a hang
 /// fails the test instead of blocking it.
 fn toolcat_bounded(args: &[&str], cwd: Option<&Path>) -> Output {

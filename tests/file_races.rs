@@ -420,6 +420,11 @@ fn a_symlink_at_a_state_file_or_at_the_state_directory_is_refused() {
 fn grep_racing_a_symlink_swap_never_reads_outside() {
     const CALLS: usize = 400;
     let (_base, ws, outside) = setup();
+    // Files searched before `peek.txt` (in path order) widen the window between the walk
+    // seeing it as a regular file and the read.
+    for i in 0..200 {
+        std::fs::write(ws.join(format!("filler{i:03}.txt")), "filler\n").expect("write");
+    }
     let ctx = ToolContext::new(&ws);
     let rt = runtime();
     let deadline = Instant::now() + Duration::from_secs(8);
