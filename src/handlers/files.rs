@@ -15,17 +15,25 @@
 //! [`ToolContext::committed`] once the change is on disk.
 //!
 //! Contents are read and written through the workspace's capability directory
-//! ([`Workspace::read`], [`Workspace::replace`]), so a symbolic link swapped in after the path was
-//! resolved cannot lead outside the workspace; `create_directory`, `move_path` and
-//! `delete_path` act through it too ([`Workspace::create_dir_all`], [`Workspace::parent_dir`]).
-//! `write_file` and `edit_file` replace a file atomically (a temporary file in the same
-//! directory, renamed over it) and only if it still holds what the call started from: for `edit_file` the content it read and edited, for
-//! `write_file` the fingerprint taken as the handler starts (which the coordinator has just
-//! checked against the approved one, under the resource lock). Otherwise the call is refused
-//! with "changed while the call ran; nothing was written; call again". Remaining windows: a
-//! change between the coordinator's check and the handler's first look at the file, and one
-//! between the final check and the rename (POSIX has no compare-and-rename), are not detected;
-//! both are microseconds wide and need a writer that ignores the resource locks.
+//! ([`Workspace::read`], [`Workspace::write_atomically`]), so a symbolic link swapped in after
+//! the path was resolved cannot lead outside the workspace; `list_directory`, `file_info`,
+//! `create_directory`, `move_path` and `delete_path` act through it too ([`Workspace::list`],
+//! [`Workspace::entry_metadata`], [`Workspace::create_dir_all`], [`Workspace::parent_dir`]).
+//! Prepare steps fingerprint through it ([`Workspace::fingerprinted`]). Only regular files are
+//! opened for their content: a FIFO, socket or device is refused before it is opened, and all
+//! file work runs on the blocking pool with a timeout ([`super::workspace::blocking`]).
+//!
+//! `write_file` and `edit_file` go through the write layer ([`Workspace::write_atomically`]: no
+//! symbolic link followed, a temporary file created exclusively in the same directory and
+//! renamed over the target, a lock per file across processes) and replace a file only if it
+//! still holds what the call started from: the fingerprint taken as the handler starts (which
+//! the coordinator has just checked against the approved one, under the resource lock),
+//! compared again under the file's lock; `edit_file` edits the content it reads under that
+//! lock. Otherwise the call is refused with "changed while the call ran; nothing was written;
+//! call again". Remaining windows: a change between the coordinator's check and the handler's
+//! first look at the file is not detected, and a writer that bypasses the layer (an editor, a
+//! shell command) can still change the file between the final check and the rename (POSIX has
+//! no compare-and-rename).
 
 use std::path::Path;
 
