@@ -59,8 +59,11 @@
 //!   `git status` in it). `--no-ext-diff` and `--no-textconv` on diffs are kept as a second belt.
 //!
 //! What remains is the git binary and what it does with data: reading objects, refs and the
-//! index. Files under a clean filter (Git LFS) are compared unfiltered; the user's global
-//! ignore file is not read.
+//! index. Git's `safe.directory` ownership check does not apply with an explicit `GIT_DIR`, and
+//! is not needed: it keeps another user's configuration from running, and none runs. Costs of the
+//! rule: files under a clean filter (Git LFS) are compared unfiltered, the user's global ignore
+//! file and `GIT_CEILING_DIRECTORIES` are not read, and each call starts one more git process (to
+//! read the real config).
 //!
 //! # What the tools see: the workspace only
 //!

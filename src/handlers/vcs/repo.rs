@@ -441,25 +441,7 @@ impl Repo {
     ) -> Result<(), ToolError> {
         let shadow = self.shadow.path().join("git");
         let io = |e| ToolError::io("cannot create the shadow git directory", e);
-        let mut config = String::from("# Generated per call by toolcat's git tools.\n");
-        for (key, form) in FORMAT_KEYS {
-            if let Some(value) = last(real, key).and_then(|v| form.normalise(v.as_deref())) {
-                push_key(&mut config, key, &value);
-            }
-        }
-        for (key, value) in FIXED_KEYS {
-            push_key(&mut config, key, value);
-        }
-        if self.mode == Mode::Commit {
-            // Later entries win, as in git: global files first, then the repository's.
-            for key in ["user.name", "user.email"] {
-                if let Some((_, value)) = identity.iter().rev().find(|(k, _)| k == key) {
-                    push_key(&mut config, key, value);
-                }
-            }
-            // No identity guessed from the host name.
-            push_key(&mut config, "user.useconfigonly", "true");
-        }
+        let config = shadow_config(real, identity, self.mode);
         std::fs::write(shadow.join("config"), config).map_err(io)?;
 
         self.head = std::fs::read(self.git_dir.join("HEAD"))
@@ -479,6 +461,36 @@ impl Repo {
         }
         Ok(())
     }
+}
+
+/// The shadow's `config`: the [`FORMAT_KEYS`] of `real` in a form git accepts, the
+/// [`FIXED_KEYS`], and for [`Mode::Commit`] the last `user.name` and `user.email` of `identity`
+/// with `user.useconfigonly`.
+fn shadow_config(
+    real: &[(String, Option<String>)],
+    identity: &[(String, String)],
+    mode: Mode,
+) -> String {
+    let mut config = String::from("# Generated per call by toolcat's git tools.\n");
+    for (key, form) in FORMAT_KEYS {
+        if let Some(value) = last(real, key).and_then(|v| form.normalise(v.as_deref())) {
+            push_key(&mut config, key, &value);
+        }
+    }
+    for (key, value) in FIXED_KEYS {
+        push_key(&mut config, key, value);
+    }
+    if mode == Mode::Commit {
+        // Later entries win, as in git: global files first, then the repository's.
+        for key in ["user.name", "user.email"] {
+            if let Some((_, value)) = identity.iter().rev().find(|(k, _)| k == key) {
+                push_key(&mut config, key, value);
+            }
+        }
+        // No identity guessed from the host name.
+        push_key(&mut config, "user.useconfigonly", "true");
+    }
+    config
 }
 
 /// Runs `cmd` under [`GIT_TIMEOUT`]; `name` is the git subcommand, for messages.
@@ -704,5 +716,62 @@ fn link(target: &Path, at: &Path) -> std::io::Result<()> {
         std::os::windows::fs::symlink_dir(target, at)
     } else {
         std::os::windows::fs::symlink_file(target, at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(pairs: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn the_shadow_config_keeps_format_values_and_no_command() {
+        let real = entries(&[
+            ("core.repositoryformatversion", Some("1")),
+            ("extensions.objectformat", Some("SHA256")),
+            ("core.filemode", None),
+            ("core.autocrlf", Some("input")),
+            ("core.eol", Some("lf\n[core]\n\tfsmonitor = touch x")),
+            ("core.symlinks", Some("maybe")),
+            ("core.fsmonitor", Some("touch x")),
+            ("core.hookspath", Some("/tmp/hooks")),
+            ("diff.x.textconv", Some("touch x")),
+            ("include.path", Some("other")),
+            ("gc.auto", Some("1")),
+            ("user.name", Some("Local")),
+        ]);
+        let identity = identity_keys(&entries(&[
+            ("user.name", Some("Global \"G\" \\ Name")),
+            ("user.email", Some("g@example.com")),
+            ("user.name", Some("Local")),
+            ("user.email", Some("evil\n[core]\n\tfsmonitor = x")),
+        ]));
+        let config = shadow_config(&real, &identity, Mode::Commit);
+        assert_eq!(
+            config,
+            "# Generated per call by toolcat's git tools.\n\
+             [core]\n\trepositoryformatversion = \"1\"\n\
+             [extensions]\n\tobjectformat = \"sha256\"\n\
+             [core]\n\tfilemode = \"true\"\n\
+             [core]\n\tautocrlf = \"input\"\n\
+             [gc]\n\tauto = \"0\"\n\
+             [maintenance]\n\tauto = \"false\"\n\
+             [core]\n\tsplitindex = \"false\"\n\
+             [user]\n\tname = \"Local\"\n\
+             [user]\n\temail = \"g@example.com\"\n\
+             [user]\n\tuseconfigonly = \"true\"\n"
+        );
+        let escaped = shadow_config(&[], &identity[..1], Mode::Commit);
+        assert!(
+            escaped.contains("name = \"Global \\\"G\\\" \\\\ Name\""),
+            "{escaped}"
+        );
+        assert!(!shadow_config(&real, &identity, Mode::Read).contains("[user]"));
     }
 }
