@@ -15,6 +15,7 @@
 //! still never panics (unresolvable references are left out), but the tables mean little.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::load::Loaded;
 use crate::model::{
@@ -89,10 +90,25 @@ pub fn derive(loaded: &Loaded) -> Tables {
     // Toolsets: declaration order, members with `includes` expanded.
     let expanded = expand_toolsets(loaded);
     let toolset_names: Vec<&str> = loaded.toolsets.iter().map(|e| e.name.as_str()).collect();
-    let toolset_bits: Vec<u64> = expanded
-        .iter()
-        .flat_map(|names| bitset(&|i| tools[i].toolsets.iter().any(|s| names.contains(s.as_str()))))
-        .collect();
+    // Toolset `t` holds tool `i` when `i` names a toolset `t` expands to: each name a tool
+    // writes maps to the toolsets that expand to it, so every tool is visited once.
+    let mut expanding: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (t, names) in expanded.iter().enumerate() {
+        for name in names {
+            expanding.entry(name).or_default().push(t);
+        }
+    }
+    let mut toolset_bits: Vec<u64> = vec![0u64; expanded.len() * words];
+    for (i, tool) in tools.iter().enumerate() {
+        for t in tool
+            .toolsets
+            .iter()
+            .filter_map(|s| expanding.get(s.as_str()))
+            .flatten()
+        {
+            set_bit(&mut toolset_bits[t * words..(t + 1) * words], i);
+        }
+    }
 
     let presets: Vec<(&str, &model::PresetDecl)> = loaded
         .presets

@@ -292,8 +292,14 @@ impl<'a> Checker<'a> {
     }
 
     /// Spans of tool `i`; empty spans (pointing nowhere) if the load left none.
-    fn span(&self, i: usize) -> DeclSpans {
-        self.spans.get(i).cloned().unwrap_or_default()
+    fn span(&self, i: usize) -> &'a DeclSpans {
+        static NONE: DeclSpans = DeclSpans {
+            header: 0..0,
+            keys: std::collections::BTreeMap::new(),
+            values: std::collections::BTreeMap::new(),
+            items: std::collections::BTreeMap::new(),
+        };
+        self.spans.get(i).unwrap_or(&NONE)
     }
 
     fn declared_profiles(&self) -> impl Iterator<Item = &'a str> {
@@ -313,7 +319,7 @@ impl<'a> Checker<'a> {
             let spans = self.span(i);
             let exported = self.exported[i].clone();
             let namespaced = exported != tool.name;
-            if let Some(d) = self.tool_name(&tool.name, &exported, namespaced, &spans) {
+            if let Some(d) = self.tool_name(&tool.name, &exported, namespaced, spans) {
                 self.push(d);
             }
             match first.get(exported.as_str()) {
@@ -829,7 +835,7 @@ impl<'a> Checker<'a> {
                     "requires" => &tool.requires,
                     _ => &tool.keywords,
                 };
-                dups.extend(duplicates(list, field, &what, &spans));
+                dups.extend(duplicates(list, field, &what, spans));
             }
             self.out.extend(dups);
         }
@@ -1029,7 +1035,7 @@ impl<'a> Checker<'a> {
                     .with_help("set `exposure = \"staging\"` or `\"full\"`, or `effect = \"read\"` if it changes nothing"),
                 );
             }
-            self.meta_tool(i, &spans);
+            self.meta_tool(i, spans);
             if tool.toolsets.is_empty() {
                 self.push(
                     Diagnostic::error("E0410", format!("tool `{name}` is in no toolset"), spans.value("toolsets"))
@@ -1037,7 +1043,7 @@ impl<'a> Checker<'a> {
                         .with_help("add at least one toolset, e.g. `toolsets = [\"core\"]`: a tool in none can never become visible"),
                 );
             }
-            self.input_schema(i, &spans);
+            self.input_schema(i, spans);
             if let Some(limit) = &tool.rate_limit {
                 if model::parse_rate_limit(limit).is_none() {
                     self.push(
@@ -1068,7 +1074,7 @@ impl<'a> Checker<'a> {
                     );
                 }
             }
-            self.lifecycle(i, &spans);
+            self.lifecycle(i, spans);
             for (k, required) in tool.requires.iter().enumerate() {
                 let Some(j) = self.index.get(required) else {
                     continue;
@@ -1386,16 +1392,15 @@ impl<'a> Checker<'a> {
 
     fn profiles(&mut self) {
         let expanded = expand_toolsets(self.loaded);
+        // A toolset has a tool when one of the toolsets it expands to is named by a tool.
+        let named: HashSet<&str> = self
+            .tools
+            .iter()
+            .flat_map(|t| t.toolsets.iter().map(String::as_str))
+            .collect();
         for (t, entry) in self.loaded.toolsets.iter().enumerate() {
-            let members: BTreeSet<usize> = (0..self.tools.len())
-                .filter(|&i| {
-                    self.tools[i]
-                        .toolsets
-                        .iter()
-                        .any(|s| expanded[t].contains(s.as_str()))
-                })
-                .collect();
-            if members.is_empty() && !self.meant_toolsets.contains(&entry.name) {
+            let empty = !expanded[t].iter().any(|s| named.contains(s));
+            if empty && !self.meant_toolsets.contains(&entry.name) {
                 self.out.push(
                     Diagnostic::warning(
                         "W0503",
@@ -2237,6 +2242,52 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The real catalogs: the reference `tools.toml` and the imports of LiveMCPBench (527 tools)
+    /// and github-mcp-server (117) from `../shared/data` beside the repository.
+    fn real_catalogs() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let data = root.join("../shared/data");
+        let mut out = vec![(
+            "tools.toml".to_string(),
+            std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog"),
+        )];
+        for (kind, rel) in [
+            (
+                crate::import::ImportKind::LiveMcpBench,
+                "livemcpbench/tools.json",
+            ),
+            (
+                crate::import::ImportKind::GithubToolsnaps,
+                "github-mcp-server/toolsnaps",
+            ),
+        ] {
+            let imported = crate::import::import(kind, &data.join(rel))
+                .unwrap_or_else(|e| panic!("cannot import `{rel}` from {}: {e}", data.display()));
+            out.push((rel.to_string(), imported.text));
+        }
+        out
+    }
+
+    #[test]
+    fn indexed_sprawl_equals_the_pairwise_comparison_on_real_catalogs() {
+        for (path, source) in real_catalogs() {
+            let loaded = crate::load::parse(&path, &source).expect("the real catalogs load");
+            let checker = Checker::new(&loaded);
+            let words: Vec<BTreeSet<String>> = checker
+                .tools
+                .iter()
+                .map(|t| description_words(&t.description))
+                .collect();
+            let skip = |i: usize, j: usize| {
+                checker.exported[i] == checker.exported[j] || checker.related(i, j)
+            };
+            let expected = sprawl_pairs_pairwise(&words, skip);
+            // Both imports have near-duplicates, so the comparison compares findings.
+            assert!(path == "tools.toml" || !expected.is_empty(), "{path}");
+            assert_eq!(sprawl_pairs(&words, skip), expected, "{path}");
+        }
     }
 
     #[test]
