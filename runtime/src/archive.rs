@@ -245,8 +245,9 @@ pub enum Bounded {
 impl Bounded {
     /// The text for the model: the inline result, or the preview followed by a note naming the
     /// reference, the sizes and how to read on, e.g.
-    /// `[result archived as `result-3`: 40000 bytes, 39000 characters; showing the first 2040;
-    /// read the rest with read_tool_result(reference: "result-3", offset: 2040)]`.
+    /// `[result archived as `result-k0b4gv1t0p8c5o6ruh2mam9d3g`: 40000 bytes, 39000 characters;
+    /// showing the first 2040; read the rest with
+    /// read_tool_result(reference: "result-k0b4gv1t0p8c5o6ruh2mam9d3g", offset: 2040)]`.
     pub fn to_model_text(&self) -> String {
         match self {
             Bounded::Inline { text } => text.clone(),

@@ -35,8 +35,12 @@ pub enum Transport {
     },
     /// A streamable HTTP endpoint.
     Http {
-        /// The endpoint URL; a password in its user information (`user:PASSWORD@`) is a
-        /// credential: redacted from texts and serialized as `[redacted]`.
+        /// The endpoint URL. Its user information (`USER:PASSWORD@`) is a credential: it is
+        /// taken out of the url requested and sent as `Authorization: Basic
+        /// base64(USER:PASSWORD)` (percent-decoded, RFC 7617), unless `headers` has an
+        /// `Authorization` (any case), which wins; it and its derived forms are redacted from
+        /// texts, and it is shown and serialized as `USER:[redacted]@` (`[redacted]@` without a
+        /// password).
         #[serde(serialize_with = "serialize_url")]
         url: String,
         /// Headers of every request; values may hold `${VAR}` references.
