@@ -382,8 +382,7 @@ pub fn name_after(program: &str, args: &[String]) -> String {
     if LAUNCHERS.contains(&base.as_str()) {
         if let Some(first) = args
             .iter()
-            .filter(|a| !a.starts_with('-') && a.as_str() != "run")
-            .next()
+            .find(|a| !a.starts_with('-') && a.as_str() != "run")
         {
             base = file(first);
         }

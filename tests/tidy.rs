@@ -38,8 +38,7 @@ fn legend_fields(header_prefix: &str, indent: usize) -> BTreeSet<String> {
         if lead == indent && !word.is_empty() {
             // A field line starts with the field name: `name  meaning`, or `command, args  meaning`
             // for two fields documented together. Prose lines start with a capital or a bracket.
-            let mut tokens = body.split_whitespace();
-            while let Some(token) = tokens.next() {
+            for token in body.split_whitespace() {
                 let name = token.trim_end_matches(',');
                 if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
                     break;

@@ -186,7 +186,7 @@ impl FromStr for ResultRef {
             return Err(bad());
         }
         let bits = BASE32_DNSSEC
-            .decode(trimmed[REFERENCE_PREFIX.len()..].as_bytes())
+            .decode(&trimmed.as_bytes()[REFERENCE_PREFIX.len()..])
             .map_err(|_| bad())?;
         bits.try_into().map(ResultRef).map_err(|_| bad())
     }
