@@ -230,6 +230,13 @@ impl Secrets {
                     at = end;
                     continue;
                 }
+                if bytes[at] == b'\\' {
+                    // What a run of backslashes escapes is the character after it, so a secret
+                    // not found at the run's start is found at no position inside it: skip the
+                    // run whole (trying each position takes time quadratic in its length).
+                    at += bytes[at..].iter().take_while(|&&b| b == b'\\').count();
+                    continue;
+                }
             }
             at += 1;
         }
@@ -856,6 +863,14 @@ mod tests {
         assert_eq!(
             s.redact_parts(&["tok-", "", "Abc-123"]),
             vec!["[redacted]", "", "[redacted]"]
+        );
+        // A long run of backslashes (each position the start of an escape) is passed over in
+        // linear time.
+        let run = "\\".repeat(1 << 20);
+        assert_eq!(s.redact(&run), run);
+        assert_eq!(
+            s.redact(&format!("{run}x tok-abc-123")),
+            format!("{run}x [redacted]")
         );
         // Nothing else changes: near misses, other escapes, non-ASCII text.
         let kept = r"tok-Abc-12 \u0041 é tok_Abc-123 \n";
