@@ -781,3 +781,207 @@ fn hostile_tool_names_and_descriptions_import_to_a_valid_catalog_and_renames_are
         Some("say \"hi\" \\ \"\"\" end\nnext line \u{0} \u{7} \u{1b}[31m")
     );
 }
+
+/// A test server of `tests/mcp_servers/` over streamable HTTP, killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    host: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tests/mcp_servers/FILE` with `env`; it prints its port on its first line.
+fn http_server(file: &str, env: &[(&str, &str)]) -> HttpServer {
+    let mut child = Command::new(python())
+        .arg(test_server(file))
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the HTTP test server starts");
+    let stdout = child.stdout.take().expect("its standard output");
+    let mut port = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut port)
+        .expect("the server prints its port");
+    HttpServer {
+        child,
+        host: format!("127.0.0.1:{}", port.trim()),
+    }
+}
+
+#[test]
+fn a_url_credential_and_its_derived_forms_appear_nowhere_and_a_configured_authorization_wins() {
+    const PASSWORD: &str = "tc-url-pw-3c9e71";
+    // base64 of `agent:tc-url-pw-3c9e71`: the `Basic` credential the url's user information
+    // stands for.
+    const BASE64: &str = "YWdlbnQ6dGMtdXJsLXB3LTNjOWU3MQ==";
+    const TOKEN_VAR: &str = "TOOLCAT_TEST_CONFIGURED_TOKEN";
+    const TOKEN: &str = "tc-bearer-6d02a4";
+    let forms = [
+        PASSWORD,
+        BASE64,
+        BASE64.trim_end_matches('='),
+        "agent:tc-url-pw-3c9e71",
+        TOKEN,
+    ];
+    let leaks = |what: &str, text: &str| {
+        for form in forms {
+            assert!(
+                !text.to_lowercase().contains(&form.to_lowercase()),
+                "{what} shows `{form}`:\n{text}"
+            );
+        }
+    };
+    // Repeats every header it gets.
+    let echo = http_server("headers_server.py", &[]);
+    // Wants another credential: its 401 repeats the request's headers.
+    let locked = http_server(
+        "headers_server.py",
+        &[("EXPECT_AUTHORIZATION", "Bearer something-else")],
+    );
+    // Wants the configured header and no other `Authorization`.
+    let expected = format!("Bearer {TOKEN}");
+    let strict = http_server(
+        "headers_server.py",
+        &[("EXPECT_AUTHORIZATION", expected.as_str())],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |name: &str, host: &str, headers: &str| {
+        let url = format!("http://agent:{PASSWORD}@{host}/mcp");
+        let mut s = format!(
+            "[mcp_server.{name}]\ndescription = \"The {name} server\"\nnamespace = \"{name}\"\nurl = {}\n{headers}\n",
+            quoted(&url)
+        );
+        for tool in ["headers", "fail"] {
+            s.push_str(&format!(
+                "[[tool]]\nname = \"{tool}\"\ndescription = \"The {tool} tool of {name}.\"\nvisibility = \"inline\"\ntier = \"silent\"\neffect = \"read\"\nexposure = \"full\"\ntoolsets = [\"remote\"]\nowner = \"tests\"\nsource = \"{name}\"\ninput_schema = {{ type = \"object\", properties = {{}} }}\n\n"
+            ));
+        }
+        s
+    };
+    let catalog = dir.path().join("tools.toml");
+    std::fs::write(
+        &catalog,
+        format!(
+            "[toolset.remote]\ndescription = \"Tools of remote servers\"\n\n{}{}{}",
+            entry("echo", &echo.host, ""),
+            entry("locked", &locked.host, ""),
+            entry(
+                "strict",
+                &strict.host,
+                &format!("headers = {{ Authorization = \"Bearer ${{{TOKEN_VAR}}}\" }}")
+            ),
+        ),
+    )
+    .unwrap();
+    let cat = catalog.to_str().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let toolcat = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolcat"));
+        cmd.args(args)
+            .current_dir(dir.path())
+            .env_remove("TOOLCAT_STORE")
+            .env(TOKEN_VAR, TOKEN)
+            .stdin(Stdio::null());
+        cmd.output().expect("the toolcat binary runs")
+    };
+
+    // `echo` and `strict` connect (the url's credential went to `echo` as `Basic`; `strict`
+    // got the configured header alone); `locked` failed, its 401 repeating the headers.
+    let o = toolcat(&["servers", "--catalog", cat, "--json", "--wait", "60000"]);
+    let listed = ok(&o, "toolcat servers --json");
+    leaks("`toolcat servers --json`", &listed);
+    leaks("`toolcat servers` (stderr)", &text(&o.stderr));
+    let rows: Value = serde_json::from_str(&listed).unwrap();
+    let state = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no `{name}` in {rows:#}"))
+            .clone()
+    };
+    assert_eq!(state("echo")["state"], "ready", "{rows:#}");
+    assert_eq!(state("strict")["state"], "ready", "{rows:#}");
+    assert_eq!(state("locked")["state"], "failed", "{rows:#}");
+    assert!(
+        state("locked")["error"]
+            .as_str()
+            .unwrap()
+            .contains("unauthorized; the request had these headers"),
+        "the server's text is shown, redacted: {rows:#}"
+    );
+    let o = toolcat(&["servers", "--catalog", cat, "--wait", "60000"]);
+    leaks("`toolcat servers`", &text(&o.stdout));
+
+    let call = |tool: &str| {
+        toolcat(&[
+            "call",
+            "--catalog",
+            cat,
+            tool,
+            "--args",
+            "{}",
+            "--store",
+            store.to_str().unwrap(),
+            "--wait",
+            "60000",
+        ])
+    };
+    let o = call("echo__headers");
+    let answer = ok(&o, "toolcat call echo__headers");
+    leaks("the answer of `echo__headers`", &answer);
+    assert!(
+        answer.contains("authorization_scheme") && answer.contains("Basic"),
+        "the url's credential is sent as `Basic`: {answer}"
+    );
+    let o = call("strict__headers");
+    let answer = ok(&o, "toolcat call strict__headers");
+    leaks("the answer of `strict__headers`", &answer);
+    assert!(
+        answer.contains("Bearer") && !answer.contains("Basic"),
+        "the configured header is sent, not the url's credential: {answer}"
+    );
+    let o = call("echo__fail");
+    assert!(!o.status.success(), "{}", text(&o.stderr));
+    let error = text(&o.stderr);
+    leaks(
+        "the error of `echo__fail`",
+        &format!("{error}{}", text(&o.stdout)),
+    );
+    assert!(error.contains("authorization_scheme"), "{error}");
+    let o = call("locked__headers");
+    leaks(
+        "the refusal of `locked__headers`",
+        &format!("{}{}", text(&o.stderr), text(&o.stdout)),
+    );
+
+    let o = toolcat(&["calls", "--json", "--store", store.to_str().unwrap()]);
+    let records = ok(&o, "toolcat calls --json");
+    leaks("`toolcat calls --json`", &records);
+    let rows: Value = serde_json::from_str(&records).unwrap();
+    // The three calls that were sent at least.
+    assert!(rows.as_array().unwrap().len() >= 3, "{rows:#}");
+    // Nothing in the store's files either.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("calls.sqlite")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            leaks(
+                &path.display().to_string(),
+                &String::from_utf8_lossy(&bytes),
+            );
+        }
+    }
+}

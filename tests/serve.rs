@@ -1172,3 +1172,111 @@ async fn an_edited_catalog_notifies_list_changed_and_a_broken_one_changes_nothin
     assert_eq!(error_kind(&r).as_deref(), Some("outside-scope"));
     client.cancel().await.ok();
 }
+
+/// The reference an archived result's preview names (`[result archived as `REF`: ...`).
+fn archived_reference(result: &CallToolResult) -> String {
+    let text = result.content[0]
+        .as_text()
+        .map(|t| t.text.clone())
+        .unwrap_or_default();
+    text.split("[result archived as `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "no archived reference in {}",
+                &text[text.len().saturating_sub(300)..]
+            )
+        })
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_result_is_read_back_by_the_http_session_that_got_it_and_no_other() {
+    let ws = workspace();
+    let line = "0123456789 abcdefghij 0123456789 abcdefghij";
+    std::fs::write(ws.path().join("big.txt"), vec![line; 1000].join("\n")).unwrap();
+    let store = store_in(&ws);
+    let (mut child, addr) = spawn_http(&[
+        "--store",
+        &store,
+        "--profile",
+        "minimal",
+        "--exposure",
+        "read-only",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]);
+    let url = format!("http://{addr}/mcp");
+    let mine =
+        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("initialize the first session");
+    let theirs =
+        ().serve(StreamableHttpClientTransport::from_uri(url))
+            .await
+            .expect("initialize the second session");
+
+    let read = call("read_file", json!({"path": "big.txt"}));
+    let first = archived_reference(&mine.call_tool(read.clone()).await.unwrap());
+    let second = archived_reference(&mine.call_tool(read).await.unwrap());
+    for r in [&first, &second] {
+        let bits = r.strip_prefix("result-").expect("a readable prefix");
+        assert_eq!(bits.len(), 26, "{r}");
+        assert!(
+            bits.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'v').contains(&b)),
+            "{r}"
+        );
+    }
+    assert_ne!(first, second);
+
+    let read_back = |reference: &str| {
+        call(
+            "read_tool_result",
+            json!({"reference": reference, "offset": 0, "length": 43}),
+        )
+    };
+    let got = mine.call_tool(read_back(&first)).await.unwrap();
+    assert_ne!(got.is_error, Some(true), "{:?}", body(&got));
+    assert!(
+        body(&got)["text"].as_str().unwrap().contains("0123456789"),
+        "{:?}",
+        body(&got)
+    );
+
+    // The other session gets exactly the answer of a reference that was never issued; the
+    // sequential references of earlier versions are no references.
+    let unknown = |result: &CallToolResult, reference: &str| {
+        assert_eq!(result.is_error, Some(true), "{:?}", body(result));
+        assert_eq!(error_kind(result).as_deref(), Some("unknown-reference"));
+        body(result)["message"]
+            .as_str()
+            .unwrap()
+            .replace(reference, "REF")
+    };
+    let never = "result-00000000000000000000000000";
+    let stolen = theirs.call_tool(read_back(&first)).await.unwrap();
+    let missing = theirs.call_tool(read_back(never)).await.unwrap();
+    let own_missing = mine.call_tool(read_back(never)).await.unwrap();
+    assert_eq!(unknown(&stolen, &first), unknown(&missing, never));
+    assert_eq!(unknown(&stolen, &first), unknown(&own_missing, never));
+    for guess in ["result-1", "result-2", "1"] {
+        let r = theirs.call_tool(read_back(guess)).await.unwrap();
+        assert_eq!(r.is_error, Some(true), "{guess}: {:?}", body(&r));
+        assert!(
+            !body(&r).to_string().contains("0123456789"),
+            "{guess}: {:?}",
+            body(&r)
+        );
+    }
+    // The first session still reads both of its results.
+    for r in [&first, &second] {
+        let got = mine.call_tool(read_back(r)).await.unwrap();
+        assert_ne!(got.is_error, Some(true), "{r}: {:?}", body(&got));
+    }
+    mine.cancel().await.ok();
+    theirs.cancel().await.ok();
+    child.kill().ok();
+    child.wait().ok();
+}

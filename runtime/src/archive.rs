@@ -1,6 +1,11 @@
 //! The result archive: a tool result over a size budget is stored, and the model receives a
-//! bounded preview and a reference (`result-N`) that `read_tool_result(ref, offset, length)`
-//! reads back piece by piece.
+//! bounded preview and a reference (`result-` and 26 characters, [`ResultRef`]) that
+//! `read_tool_result(ref, offset, length)` reads back piece by piece.
+//!
+//! - References are unguessable (128 random bits) and bound to their [`ArchiveOwner`], the
+//!   session that produced them (a library [`crate::Session`], one MCP session of `toolcat
+//!   serve`): read under another owner, a reference answers [`ArchiveError::UnknownReference`],
+//!   the answer for one that never existed, so a caller cannot even learn that it exists.
 //!
 //! - [`ResultArchive::bound`] is what the coordinator calls on every result: at or under
 //!   [`ArchiveLimits::inline_budget`] the text comes back whole ([`Bounded::Inline`]); over it the
@@ -9,25 +14,31 @@
 //!   marked truncated; each slice read from them says so.
 //! - After each insertion the oldest entries are evicted until at most
 //!   [`ArchiveLimits::max_entries`] entries holding at most [`ArchiveLimits::max_total`] bytes
-//!   remain. An evicted entry leaves a tombstone (reference, tool, call) so that reading it
-//!   answers [`ArchiveError::Evicted`] — naming the tool to call again — rather than "unknown";
-//!   at most [`MAX_TOMBSTONES`] tombstones are kept, and a reference older than those is still
-//!   known to be evicted because references are never reused.
+//!   remain. An evicted entry leaves a tombstone (reference, owner, tool, call) so that reading
+//!   it answers [`ArchiveError::Evicted`] — naming the tool to call again — rather than
+//!   "unknown"; at most [`MAX_TOMBSTONES`] tombstones are kept, and a reference older than those
+//!   answers "unknown".
 //! - Offsets and lengths are counted in characters (Unicode scalar values), never bytes, so a
 //!   slice never splits a UTF-8 character; a slice is also never longer than
 //!   [`ArchiveLimits::inline_budget`] bytes, so reading cannot flood the context either.
 //!
 //! Storage: the `results` table of the same SQLite file as the call records
 //! ([`crate::records`]; one `--store` path names both), opened with its own connection. An
-//! in-memory archive keeps nothing after the value is dropped.
+//! in-memory archive keeps nothing after the value is dropped. Entries of a store written before
+//! references were random (schema 1, `result-N`, bound to no owner) are evicted when the store
+//! is migrated: no owner can read them.
 
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use data_encoding::BASE32_DNSSEC;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::records::{cut_at_char_boundary, lock, open_database, sqlite_error, CallId, StoreError};
 
@@ -79,26 +90,105 @@ impl ArchiveLimits {
     }
 }
 
-/// A reference to an archived result: `result-N`. Parsed from `result-N` or `N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ResultRef(pub i64);
+/// 128 bits from the operating system's random source.
+fn random_bits() -> Result<[u8; 16], getrandom::Error> {
+    let mut bits = [0u8; 16];
+    getrandom::fill(&mut bits)?;
+    Ok(bits)
+}
+
+/// 128 bits unlike any other this machine produces, for when the random source fails: a hash of
+/// this process's id, the time in nanoseconds and a count. Not secret, only unique.
+fn unique_bits() -> [u8; 16] {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hash = Sha256::new();
+    hash.update(std::process::id().to_le_bytes());
+    hash.update(nanos.to_le_bytes());
+    hash.update(COUNT.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let mut bits = [0u8; 16];
+    bits.copy_from_slice(&hash.finalize()[..16]);
+    bits
+}
+
+/// Who may read archived results back: the session that produced them. Each value is new (128
+/// random bits; unique ones when the random source fails — an owner is never shown, so it needs
+/// no secrecy) and lives in memory only, so a result is read back by the session that archived
+/// it and by no other, in this process or another. Give one to each conversation
+/// ([`crate::CallRequest::with_owner`]); its `Debug` form shows no bits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArchiveOwner([u8; 16]);
+
+impl ArchiveOwner {
+    /// A new owner, unlike every other.
+    pub fn new() -> ArchiveOwner {
+        ArchiveOwner(random_bits().unwrap_or_else(|_| unique_bits()))
+    }
+}
+
+impl Default for ArchiveOwner {
+    /// [`ArchiveOwner::new`].
+    fn default() -> ArchiveOwner {
+        ArchiveOwner::new()
+    }
+}
+
+impl fmt::Debug for ArchiveOwner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ArchiveOwner(..)")
+    }
+}
+
+/// The prefix of every reference.
+const REFERENCE_PREFIX: &str = "result-";
+
+/// A reference to an archived result: `result-` and 128 random bits in lower-case base32 (the
+/// RFC 4648 "extended hex" alphabet `0-9a-v`, 26 characters, no padding), e.g.
+/// `result-k0b4gv1t0p8c5o6ruh2mam9d3g`. Unguessable; parsed in either letter case.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResultRef([u8; 16]);
+
+impl ResultRef {
+    /// A new random reference.
+    ///
+    /// # Errors
+    /// [`ArchiveError::Random`] when the operating system's random source fails.
+    fn random() -> Result<ResultRef, ArchiveError> {
+        random_bits()
+            .map(ResultRef)
+            .map_err(|e| ArchiveError::Random(e.to_string()))
+    }
+}
 
 impl fmt::Display for ResultRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "result-{}", self.0)
+        write!(f, "{REFERENCE_PREFIX}{}", BASE32_DNSSEC.encode(&self.0))
+    }
+}
+
+impl fmt::Debug for ResultRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ResultRef({self})")
     }
 }
 
 impl FromStr for ResultRef {
     type Err = ArchiveError;
     fn from_str(s: &str) -> Result<ResultRef, ArchiveError> {
-        let digits = s.trim().strip_prefix("result-").unwrap_or(s.trim());
-        match digits.parse::<i64>() {
-            Ok(n) if n > 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Ok(ResultRef(n)),
-            _ => Err(ArchiveError::BadReference {
-                given: s.to_string(),
-            }),
+        let bad = || ArchiveError::BadReference {
+            given: s.to_string(),
+        };
+        let trimmed = s.trim();
+        let prefix = trimmed.get(..REFERENCE_PREFIX.len()).ok_or_else(bad)?;
+        if !prefix.eq_ignore_ascii_case(REFERENCE_PREFIX) {
+            return Err(bad());
         }
+        let bits = BASE32_DNSSEC
+            .decode(&trimmed.as_bytes()[REFERENCE_PREFIX.len()..])
+            .map_err(|_| bad())?;
+        bits.try_into().map(ResultRef).map_err(|_| bad())
     }
 }
 
@@ -155,8 +245,9 @@ pub enum Bounded {
 impl Bounded {
     /// The text for the model: the inline result, or the preview followed by a note naming the
     /// reference, the sizes and how to read on, e.g.
-    /// `[result archived as `result-3`: 40000 bytes, 39000 characters; showing the first 2040;
-    /// read the rest with read_tool_result(reference: "result-3", offset: 2040)]`.
+    /// `[result archived as `result-k0b4gv1t0p8c5o6ruh2mam9d3g`: 40000 bytes, 39000 characters;
+    /// showing the first 2040; read the rest with
+    /// read_tool_result(reference: "result-k0b4gv1t0p8c5o6ruh2mam9d3g", offset: 2040)]`.
     pub fn to_model_text(&self) -> String {
         match self {
             Bounded::Inline { text } => text.clone(),
@@ -185,17 +276,17 @@ impl Bounded {
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
     /// The text is not a reference at all.
-    #[error("`{given}` is not a result reference; references look like `result-3`, as given with an archived result's preview")]
+    #[error("`{given}` is not a result reference; references are `result-` and 26 letters and digits, as given with an archived result's preview")]
     BadReference { given: String },
-    /// No entry was ever stored under this reference.
+    /// No entry of this owner was ever stored under this reference (or its tombstone is gone).
     #[error("no result `{reference}` in the archive; use the reference given with the preview of an archived result")]
     UnknownReference { reference: ResultRef },
     /// The entry existed but was evicted to keep the archive within its limits.
     #[error("result `{reference}` was evicted to keep the archive within its limits ({max_entries} results, {max_total} bytes); {again}")]
     Evicted {
         reference: ResultRef,
-        /// The tool that produced it, when its tombstone is still kept.
-        tool: Option<String>,
+        /// The tool that produced it.
+        tool: String,
         max_entries: usize,
         max_total: usize,
         /// How to get the data again.
@@ -211,6 +302,9 @@ pub enum ArchiveError {
     /// A read of zero characters.
     #[error("`length` must be at least 1 character")]
     ZeroLength,
+    /// No reference could be drawn: the operating system's random source failed.
+    #[error("no reference could be drawn for the result: the operating system's random source failed ({0})")]
+    Random(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -278,9 +372,10 @@ impl ResultArchive {
     }
 
     /// Returns `text` whole when it is at most [`ArchiveLimits::inline_budget`] bytes, else
-    /// archives it ([`ResultArchive::put`]) and returns the reference and a preview.
+    /// archives it for `owner` ([`ResultArchive::put`]) and returns the reference and a preview.
     pub fn bound(
         &self,
+        owner: ArchiveOwner,
         call: Option<CallId>,
         tool: &str,
         text: &str,
@@ -290,7 +385,7 @@ impl ResultArchive {
                 text: text.to_string(),
             });
         }
-        let reference = self.put(call, tool, text)?;
+        let reference = self.put(owner, call, tool, text)?;
         let stored = cut_at_char_boundary(text, self.limits.max_entry);
         let preview = cut_at_char_boundary(stored, self.limits.preview);
         Ok(Bounded::Archived {
@@ -303,25 +398,32 @@ impl ResultArchive {
         })
     }
 
-    /// Archives `text` produced by `tool` (in call `call`, when known), cut to
-    /// [`ArchiveLimits::max_entry`] bytes, then evicts the oldest entries past
-    /// [`ArchiveLimits::max_entries`] and [`ArchiveLimits::max_total`]. The new entry itself is
-    /// never evicted by its own insertion.
+    /// Archives `text` produced by `tool` (in call `call`, when known) for `owner` under a new
+    /// random reference, cut to [`ArchiveLimits::max_entry`] bytes, then evicts the oldest
+    /// entries (of every owner) past [`ArchiveLimits::max_entries`] and
+    /// [`ArchiveLimits::max_total`]. The new entry itself is never evicted by its own insertion.
+    ///
+    /// # Errors
+    /// [`ArchiveError::Store`], [`ArchiveError::Random`].
     pub fn put(
         &self,
+        owner: ArchiveOwner,
         call: Option<CallId>,
         tool: &str,
         text: &str,
     ) -> Result<ResultRef, ArchiveError> {
+        let reference = ResultRef::random()?;
         let stored = cut_at_char_boundary(text, self.limits.max_entry);
         let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
         tx.execute(
-            "INSERT INTO results (call_id, tool, text, total_bytes, total_chars, truncated, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+            "INSERT INTO results (reference, owner, call_id, tool, text, total_bytes, total_chars, truncated, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
             params![
+                &reference.0[..],
+                &owner.0[..],
                 call.map(|c| c.0),
                 tool,
                 stored,
@@ -359,8 +461,7 @@ impl ResultArchive {
             count -= 1;
             total -= bytes as usize;
         }
-        // Keep the newest tombstones only; older evicted references are still recognized as
-        // evicted because ids are never reused (AUTOINCREMENT).
+        // Keep the newest tombstones only.
         tx.execute(
             "DELETE FROM results WHERE text IS NULL AND id NOT IN \
              (SELECT id FROM results WHERE text IS NULL ORDER BY id DESC LIMIT ?1)",
@@ -368,19 +469,21 @@ impl ResultArchive {
         )
         .map_err(self.err())?;
         tx.commit().map_err(self.err())?;
-        Ok(ResultRef(id))
+        Ok(reference)
     }
 
-    /// Reads `length` characters of the result `reference` (`result-N`) from character `offset`,
-    /// never more than [`ArchiveLimits::inline_budget`] bytes. `offset` equal to the number of
-    /// characters gives an empty slice.
+    /// Reads `length` characters of the result `reference` archived for `owner`, from character
+    /// `offset`, never more than [`ArchiveLimits::inline_budget`] bytes. `offset` equal to the
+    /// number of characters gives an empty slice.
     ///
     /// # Errors
-    /// [`ArchiveError::BadReference`], [`ArchiveError::UnknownReference`],
-    /// [`ArchiveError::Evicted`] (with the tool to call again), [`ArchiveError::OffsetOutOfRange`],
-    /// [`ArchiveError::ZeroLength`].
+    /// [`ArchiveError::BadReference`]; [`ArchiveError::UnknownReference`], also for a reference
+    /// of another owner (the same error, so the answer tells nothing about other owners'
+    /// entries); [`ArchiveError::Evicted`] (with the tool to call again),
+    /// [`ArchiveError::OffsetOutOfRange`], [`ArchiveError::ZeroLength`].
     pub fn read(
         &self,
+        owner: ArchiveOwner,
         reference: &str,
         offset: usize,
         length: usize,
@@ -390,17 +493,35 @@ impl ResultArchive {
             return Err(ArchiveError::ZeroLength);
         }
         let conn = lock(&self.conn);
-        type Row = (Option<String>, Option<i64>, i64, i64, bool);
-        let row: Option<Row> = conn
+        let row = conn
             .query_row(
-                "SELECT tool, call_id, total_bytes, total_chars, truncated FROM results WHERE id = ?1 AND text IS NOT NULL",
-                [reference.0],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, truncated \
+                 FROM results WHERE reference = ?1 AND owner = ?2",
+                params![&reference.0[..], &owner.0[..]],
+                |r| {
+                    Ok(Entry {
+                        id: r.get(0)?,
+                        live: r.get(1)?,
+                        tool: r.get(2)?,
+                        call: r.get::<_, Option<i64>>(3)?.map(CallId),
+                        total_bytes: r.get(4)?,
+                        total_chars: r.get(5)?,
+                        truncated: r.get(6)?,
+                    })
+                },
             )
             .optional()
             .map_err(self.err())?;
-        let Some((_, _, total_bytes, total_chars, truncated)) = row else {
-            return Err(self.missing(&conn, reference));
+        let Entry {
+            id,
+            total_bytes,
+            total_chars,
+            truncated,
+            ..
+        } = match row {
+            None => return Err(ArchiveError::UnknownReference { reference }),
+            Some(e) if !e.live => return Err(self.evicted(reference, e.tool, e.call)),
+            Some(e) => e,
         };
         let total_chars = total_chars as usize;
         if offset > total_chars {
@@ -415,7 +536,7 @@ impl ResultArchive {
         let text: String = conn
             .query_row(
                 "SELECT substr(text, ?2, ?3) FROM results WHERE id = ?1",
-                params![reference.0, offset as i64 + 1, want as i64],
+                params![id, offset as i64 + 1, want as i64],
                 |r| r.get(0),
             )
             .map_err(self.err())?;
@@ -433,52 +554,42 @@ impl ResultArchive {
         })
     }
 
-    /// The error for a reference with no live entry: evicted (tombstone, or an id already
-    /// issued) or unknown.
-    fn missing(&self, conn: &Connection, reference: ResultRef) -> ArchiveError {
-        let tombstone: Option<(String, Option<i64>)> = conn
-            .query_row(
-                "SELECT tool, call_id FROM results WHERE id = ?1",
-                [reference.0],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .unwrap_or(None);
-        let issued: i64 = conn
-            .query_row(
-                "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'results'), 0)",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or(0);
-        let evicted = |tool: Option<String>, call: Option<i64>| {
-            let again = match (&tool, call) {
-                (Some(t), Some(c)) => format!(
-                    "call `{t}` again to get the data again (it came from `{}`)",
-                    CallId(c)
-                ),
-                (Some(t), None) => format!("call `{t}` again to get the data again"),
-                _ => "call the tool that produced it again to get the data again".to_string(),
-            };
-            ArchiveError::Evicted {
-                reference,
-                tool,
-                max_entries: self.limits.max_entries,
-                max_total: self.limits.max_total,
-                again,
-            }
+    /// The error for an evicted entry (a tombstone) of `tool`, from call `call`.
+    fn evicted(&self, reference: ResultRef, tool: String, call: Option<CallId>) -> ArchiveError {
+        let again = match call {
+            Some(c) => format!("call `{tool}` again to get the data again (it came from `{c}`)"),
+            None => format!("call `{tool}` again to get the data again"),
         };
-        match tombstone {
-            Some((tool, call)) => evicted(Some(tool), call),
-            None if reference.0 <= issued => evicted(None, None),
-            None => ArchiveError::UnknownReference { reference },
+        ArchiveError::Evicted {
+            reference,
+            tool,
+            max_entries: self.limits.max_entries,
+            max_total: self.limits.max_total,
+            again,
         }
     }
+}
+
+/// One row of the `results` table, as a read sees it.
+struct Entry {
+    id: i64,
+    /// False for a tombstone (its text was evicted).
+    live: bool,
+    tool: String,
+    call: Option<CallId>,
+    total_bytes: i64,
+    total_chars: i64,
+    truncated: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The owner of the tests' entries.
+    fn me() -> ArchiveOwner {
+        ArchiveOwner([7; 16])
+    }
 
     fn small(max_entries: usize, max_total: usize) -> ArchiveLimits {
         ArchiveLimits {
@@ -491,11 +602,39 @@ mod tests {
     }
 
     #[test]
-    fn references_display_and_parse() {
-        assert_eq!(ResultRef(3).to_string(), "result-3");
-        assert_eq!("result-3".parse::<ResultRef>().unwrap(), ResultRef(3));
-        assert_eq!("3".parse::<ResultRef>().unwrap(), ResultRef(3));
-        for bad in ["", "result-", "result-0", "call-3", "result--1", "x"] {
+    fn references_are_random_display_compactly_and_parse_in_either_case() {
+        let a = ResultRef::random().unwrap();
+        let b = ResultRef::random().unwrap();
+        assert_ne!(a, b);
+        let shown = a.to_string();
+        assert_eq!(shown.len(), "result-".len() + 26, "{shown}");
+        assert!(shown.starts_with("result-"), "{shown}");
+        assert!(shown["result-".len()..]
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'v').contains(&c)));
+        assert_eq!(shown.parse::<ResultRef>().unwrap(), a);
+        assert_eq!(shown.to_uppercase().parse::<ResultRef>().unwrap(), a);
+        assert_eq!(format!(" {shown}\n").parse::<ResultRef>().unwrap(), a);
+        assert_eq!(
+            ResultRef([0; 16]).to_string(),
+            "result-00000000000000000000000000"
+        );
+        // The sequential references of earlier versions are no references any more.
+        let no_prefix = &shown["result-".len()..];
+        for bad in [
+            "",
+            "result-",
+            "result-3",
+            "3",
+            no_prefix,
+            &shown[..shown.len() - 1],
+            &format!("{shown}0"),
+            &format!("call-{no_prefix}"),
+            &shown.replace('0', "w"),
+        ] {
+            if bad == shown {
+                continue;
+            }
             assert!(
                 matches!(
                     bad.parse::<ResultRef>(),
@@ -507,11 +646,45 @@ mod tests {
     }
 
     #[test]
+    fn owners_are_new_each_time_and_show_no_bits() {
+        assert_ne!(ArchiveOwner::new(), ArchiveOwner::new());
+        assert_ne!(unique_bits(), unique_bits());
+        assert_eq!(format!("{:?}", ArchiveOwner::new()), "ArchiveOwner(..)");
+    }
+
+    #[test]
+    fn another_owner_cannot_read_or_learn_of_an_entry() {
+        let a = ResultArchive::in_memory_with(small(1, 1000)).unwrap();
+        let other = ArchiveOwner::new();
+        let live = a
+            .put(me(), Some(CallId(4)), "t", "mine")
+            .unwrap()
+            .to_string();
+        let never = ResultRef::random().unwrap().to_string();
+        let unknown = |r: &str, owner| match a.read(owner, r, 0, 10) {
+            Err(e @ ArchiveError::UnknownReference { .. }) => e.to_string().replace(r, "REF"),
+            other => panic!("{r}: {other:?}"),
+        };
+        // The same answer for another owner's live entry as for one that never existed.
+        assert_eq!(unknown(&live, other), unknown(&never, me()));
+        assert_eq!(a.read(me(), &live, 0, 10).unwrap().text, "mine");
+        // Evicted: the owner learns which tool to call again; another owner learns nothing.
+        let newer = a.put(other, None, "t", "theirs").unwrap().to_string();
+        assert!(matches!(
+            a.read(me(), &live, 0, 10),
+            Err(ArchiveError::Evicted { .. })
+        ));
+        assert_eq!(unknown(&live, other), unknown(&never, me()));
+        assert_eq!(unknown(&newer, me()), unknown(&never, me()));
+        assert_eq!(a.read(other, &newer, 0, 10).unwrap().text, "theirs");
+    }
+
+    #[test]
     fn results_within_the_budget_stay_inline() {
         let a = ResultArchive::in_memory().unwrap();
         let text = "x".repeat(a.limits().inline_budget);
         assert_eq!(
-            a.bound(None, "read_file", &text).unwrap(),
+            a.bound(me(), None, "read_file", &text).unwrap(),
             Bounded::Inline { text: text.clone() }
         );
         let over = format!("{text}y");
@@ -522,7 +695,7 @@ mod tests {
             total_bytes,
             total_chars,
             truncated,
-        } = a.bound(Some(CallId(1)), "read_file", &over).unwrap()
+        } = a.bound(me(), Some(CallId(1)), "read_file", &over).unwrap()
         else {
             panic!("over the budget must be archived");
         };
@@ -532,11 +705,11 @@ mod tests {
             (total_bytes, total_chars, truncated),
             (over.len(), over.len(), false)
         );
-        let whole = a.read(&reference.to_string(), 0, usize::MAX).unwrap();
+        let whole = a.read(me(), &reference.to_string(), 0, usize::MAX).unwrap();
         assert_eq!(whole.text, over[..a.limits().inline_budget]);
         assert_eq!(whole.next_offset, Some(a.limits().inline_budget));
         let rest = a
-            .read(&reference.to_string(), a.limits().inline_budget, 100)
+            .read(me(), &reference.to_string(), a.limits().inline_budget, 100)
             .unwrap();
         assert_eq!(rest.text, "y");
         assert_eq!(rest.next_offset, None);
@@ -552,33 +725,33 @@ mod tests {
             preview,
             preview_chars,
             ..
-        } = a.bound(None, "t", text).unwrap()
+        } = a.bound(me(), None, "t", text).unwrap()
         else {
             panic!("archived");
         };
         assert_eq!((preview.as_str(), preview_chars), ("日", 1));
         let r = reference.to_string();
-        let s = a.read(&r, 1, 2).unwrap();
+        let s = a.read(me(), &r, 1, 2).unwrap();
         assert_eq!(
             (s.text.as_str(), s.length, s.next_offset),
             ("本語", 2, Some(3))
         );
         assert_eq!(s.total_chars, 8);
         // An 8-byte slice budget holds two 3-byte chars, not three.
-        let s = a.read(&r, 0, 8).unwrap();
+        let s = a.read(me(), &r, 0, 8).unwrap();
         assert_eq!(
             (s.text.as_str(), s.length, s.next_offset),
             ("日本", 2, Some(2))
         );
-        let end = a.read(&r, 8, 5).unwrap();
+        let end = a.read(me(), &r, 8, 5).unwrap();
         assert_eq!((end.text.as_str(), end.next_offset), ("", None));
     }
 
     #[test]
     fn bad_offsets_and_lengths_are_errors() {
         let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
-        let r = a.put(None, "t", "abcdef").unwrap().to_string();
-        let e = a.read(&r, 7, 1).unwrap_err();
+        let r = a.put(me(), None, "t", "abcdef").unwrap().to_string();
+        let e = a.read(me(), &r, 7, 1).unwrap_err();
         assert!(
             matches!(
                 e,
@@ -591,14 +764,21 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("from 0 to 6"), "{e}");
-        assert!(matches!(a.read(&r, 0, 0), Err(ArchiveError::ZeroLength)));
         assert!(matches!(
-            a.read("nonsense", 0, 1),
+            a.read(me(), &r, 0, 0),
+            Err(ArchiveError::ZeroLength)
+        ));
+        assert!(matches!(
+            a.read(me(), "nonsense", 0, 1),
             Err(ArchiveError::BadReference { .. })
         ));
-        let e = a.read("result-99", 0, 1).unwrap_err();
+        let never = ResultRef::random().unwrap().to_string();
+        let e = a.read(me(), &never, 0, 1).unwrap_err();
         assert!(matches!(e, ArchiveError::UnknownReference { .. }), "{e}");
-        assert!(e.to_string().starts_with("no result `result-99`"), "{e}");
+        assert!(
+            e.to_string().starts_with(&format!("no result `{never}`")),
+            "{e}"
+        );
     }
 
     #[test]
@@ -607,6 +787,7 @@ mod tests {
         let refs: Vec<ResultRef> = (0..5)
             .map(|i| {
                 a.put(
+                    me(),
                     Some(CallId(i + 1)),
                     &format!("tool{i}"),
                     &format!("result {i}"),
@@ -616,21 +797,21 @@ mod tests {
             .collect();
         for r in &refs[..2] {
             assert!(matches!(
-                a.read(&r.to_string(), 0, 10),
+                a.read(me(), &r.to_string(), 0, 10),
                 Err(ArchiveError::Evicted { .. })
             ));
         }
         for (i, r) in refs[2..].iter().enumerate() {
             assert_eq!(
-                a.read(&r.to_string(), 0, 10).unwrap().text,
+                a.read(me(), &r.to_string(), 0, 10).unwrap().text,
                 format!("result {}", i + 2)
             );
         }
-        let e = a.read(&refs[0].to_string(), 0, 10).unwrap_err();
+        let e = a.read(me(), &refs[0].to_string(), 0, 10).unwrap_err();
         let ArchiveError::Evicted { tool, .. } = &e else {
             panic!("{e}")
         };
-        assert_eq!(tool.as_deref(), Some("tool0"));
+        assert_eq!(tool, "tool0");
         assert!(e.to_string().contains("call `tool0` again"), "{e}");
         assert!(e.to_string().contains("`call-1`"), "{e}");
     }
@@ -638,16 +819,16 @@ mod tests {
     #[test]
     fn the_oldest_entries_are_evicted_past_the_byte_limit() {
         let a = ResultArchive::in_memory_with(small(100, 25)).unwrap();
-        let first = a.put(None, "t", &"a".repeat(10)).unwrap();
-        let second = a.put(None, "t", &"b".repeat(10)).unwrap();
+        let first = a.put(me(), None, "t", &"a".repeat(10)).unwrap();
+        let second = a.put(me(), None, "t", &"b".repeat(10)).unwrap();
         // 30 bytes > 25: the first goes, the second stays.
-        let third = a.put(None, "t", &"c".repeat(10)).unwrap();
+        let third = a.put(me(), None, "t", &"c".repeat(10)).unwrap();
         assert!(matches!(
-            a.read(&first.to_string(), 0, 1),
+            a.read(me(), &first.to_string(), 0, 1),
             Err(ArchiveError::Evicted { .. })
         ));
-        assert_eq!(a.read(&second.to_string(), 0, 1).unwrap().text, "b");
-        assert_eq!(a.read(&third.to_string(), 0, 1).unwrap().text, "c");
+        assert_eq!(a.read(me(), &second.to_string(), 0, 1).unwrap().text, "b");
+        assert_eq!(a.read(me(), &third.to_string(), 0, 1).unwrap().text, "c");
     }
 
     #[test]
@@ -660,12 +841,12 @@ mod tests {
             total_chars,
             truncated,
             ..
-        } = a.bound(None, "t", &text).unwrap()
+        } = a.bound(me(), None, "t", &text).unwrap()
         else {
             panic!("archived");
         };
         assert_eq!((total_bytes, total_chars, truncated), (80, 32, true));
-        let s = a.read(&reference.to_string(), 30, 10).unwrap();
+        let s = a.read(me(), &reference.to_string(), 30, 10).unwrap();
         assert!(s.truncated);
         assert_eq!(
             (s.text.as_str(), s.next_offset, s.total_bytes),
@@ -674,37 +855,37 @@ mod tests {
     }
 
     #[test]
-    fn evicted_references_stay_known_after_their_tombstones_go() {
+    fn a_reference_whose_tombstone_is_gone_is_unknown() {
         let a = ResultArchive::in_memory_with(small(1, 1000)).unwrap();
-        let first = a.put(None, "t", "one").unwrap();
-        a.put(None, "t", "two").unwrap();
+        let first = a.put(me(), None, "t", "one").unwrap();
+        a.put(me(), None, "t", "two").unwrap();
         {
             let conn = lock(&a.conn);
             conn.execute("DELETE FROM results WHERE text IS NULL", [])
                 .unwrap();
         }
-        let e = a.read(&first.to_string(), 0, 1).unwrap_err();
-        let ArchiveError::Evicted { tool: None, .. } = &e else {
-            panic!("{e}")
-        };
-        assert!(
-            e.to_string()
-                .contains("call the tool that produced it again"),
-            "{e}"
-        );
+        let e = a.read(me(), &first.to_string(), 0, 1).unwrap_err();
+        assert!(matches!(e, ArchiveError::UnknownReference { .. }), "{e}");
     }
 
     #[test]
     fn the_model_text_names_the_reference_and_where_to_read_on() {
         let a = ResultArchive::in_memory_with(small(10, 1000)).unwrap();
-        let b = a.bound(None, "t", "abcdefghijkl").unwrap();
+        let b = a.bound(me(), None, "t", "abcdefghijkl").unwrap();
+        let Bounded::Archived { reference, .. } = &b else {
+            panic!("archived")
+        };
         let text = b.to_model_text();
         assert!(
-            text.starts_with("abcd\n[result archived as `result-1`: 12 bytes"),
+            text.starts_with(&format!(
+                "abcd\n[result archived as `{reference}`: 12 bytes"
+            )),
             "{text}"
         );
         assert!(
-            text.contains("read_tool_result(reference: \"result-1\", offset: 4)"),
+            text.contains(&format!(
+                "read_tool_result(reference: \"{reference}\", offset: 4)"
+            )),
             "{text}"
         );
     }
@@ -715,10 +896,63 @@ mod tests {
         let path = dir.path().join("calls.sqlite");
         let store = crate::records::CallStore::open(&path).unwrap();
         let a = ResultArchive::open(&path).unwrap();
-        let r = a.put(None, "t", "kept").unwrap();
+        let r = a.put(me(), None, "t", "kept").unwrap();
         drop(a);
         drop(store);
         let a = ResultArchive::open(&path).unwrap();
-        assert_eq!(a.read(&r.to_string(), 0, 10).unwrap().text, "kept");
+        assert_eq!(a.read(me(), &r.to_string(), 0, 10).unwrap().text, "kept");
+    }
+
+    #[test]
+    fn a_store_of_schema_1_is_migrated_and_its_sequential_references_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(crate::records::SCHEMA_V1).unwrap();
+            conn.pragma_update(None, "application_id", crate::records::APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO results (call_id, tool, text, total_bytes, total_chars, created_at) \
+                 VALUES (1, 'read_file', 'old text', 8, 8, 'then')",
+                [],
+            )
+            .unwrap();
+        }
+        // Read-only, the file is read as it is.
+        let read_only = crate::records::CallStore::open_read_only(&path).unwrap();
+        assert_eq!(read_only.list(None, 10).unwrap().len(), 0);
+        drop(read_only);
+        let version = |path: &Path| -> i32 {
+            Connection::open(path)
+                .unwrap()
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(version(&path), 1);
+
+        let a = ResultArchive::open(&path).unwrap();
+        assert_eq!(version(&path), crate::records::SCHEMA_VERSION);
+        // The old entry can no longer be named and holds no text.
+        assert!(matches!(
+            a.read(me(), "result-1", 0, 10),
+            Err(ArchiveError::BadReference { .. })
+        ));
+        let old_text: Option<String> = lock(&a.conn)
+            .query_row(
+                "SELECT text FROM results WHERE tool = 'read_file'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(old_text, None);
+        let r = a.put(me(), None, "t", "new").unwrap();
+        assert_eq!(a.read(me(), &r.to_string(), 0, 10).unwrap().text, "new");
+        drop(a);
+        // Opened again (by the archive or the call store), nothing changes.
+        let a = ResultArchive::open(&path).unwrap();
+        assert_eq!(a.read(me(), &r.to_string(), 0, 10).unwrap().text, "new");
+        drop(crate::records::CallStore::open(&path).unwrap());
     }
 }

@@ -920,7 +920,7 @@ pub(crate) fn check_tables(t: &Tables) -> Result<(), String> {
     col("input_schema", t.input_schema.len())?;
 
     // Bit `i` for `i >= len` must be clear, or iterating a set would yield a tool that is not there.
-    let padding = if len % 64 == 0 {
+    let padding = if len.is_multiple_of(64) {
         0
     } else {
         !0u64 << (len % 64)
@@ -1517,18 +1517,16 @@ owner = "platform"
             .status()
             .unwrap();
         assert!(status.success());
-        let err = Catalog::load(&fifo).err().expect("a FIFO is refused");
+        let err = Catalog::load(&fifo).expect_err("a FIFO is refused");
         assert!(matches!(err, CatalogError::Read { .. }), "{err}");
         assert!(err.to_string().contains("not a regular file"), "{err}");
         assert!(
             err.to_string().contains(&fifo.display().to_string()),
             "{err}"
         );
-        let err = Catalog::load("/dev/zero")
-            .err()
-            .expect("a device is refused");
+        let err = Catalog::load("/dev/zero").expect_err("a device is refused");
         assert!(err.to_string().contains("not a regular file"), "{err}");
-        let err = Catalog::load(&dir).err().expect("a directory is refused");
+        let err = Catalog::load(&dir).expect_err("a directory is refused");
         assert!(err.to_string().contains("not a regular file"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }

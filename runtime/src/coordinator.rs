@@ -62,7 +62,7 @@ use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use tokio_util::sync::CancellationToken;
 use toolcat_codegen::model::{EffectKind, Tier};
 
-use crate::archive::{ArchiveError, Bounded, ResultArchive, ResultRef, ResultSlice};
+use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
 use crate::handler::{Access, CallScope, ErasedHandler, Target, ToolContext, ToolError};
@@ -104,22 +104,34 @@ pub struct CallRequest<'a> {
     pub allowed: &'a [u64],
     /// Cancels the call when triggered.
     pub cancel: Option<CancellationToken>,
+    /// Who may read the result back when it is archived (the caller's session);
+    /// `None`: the coordinator's own owner ([`Coordinator::owner`]).
+    pub owner: Option<ArchiveOwner>,
 }
 
 impl<'a> CallRequest<'a> {
-    /// A call of `tool` with `arguments`, allowed by `allowed`, not cancellable.
+    /// A call of `tool` with `arguments`, allowed by `allowed`, not cancellable, its result
+    /// archived (if at all) for the coordinator's own owner.
     pub fn new(tool: ToolIndex, arguments: Value, allowed: &'a [u64]) -> Self {
         CallRequest {
             tool,
             arguments,
             allowed,
             cancel: None,
+            owner: None,
         }
     }
 
     /// The same call, cancelled when `token` is.
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// The same call, its result archived (when over the inline budget) for `owner` only: a
+    /// caller shared by several sessions gives each its own, so none reads another's results.
+    pub fn with_owner(mut self, owner: ArchiveOwner) -> Self {
+        self.owner = Some(owner);
         self
     }
 }
@@ -457,6 +469,8 @@ pub struct Coordinator<'c> {
     approval: Option<ApprovalHook>,
     store: Option<Arc<CallStore>>,
     archive: Option<Arc<ResultArchive>>,
+    /// The owner of the archived results of calls that name none.
+    owner: ArchiveOwner,
     per_tool: Arc<PerTool>,
     locks: Arc<ResourceLocks>,
     #[cfg(feature = "mcp-client")]
@@ -490,6 +504,7 @@ impl<'c> Coordinator<'c> {
             approval: None,
             store: None,
             archive: None,
+            owner: ArchiveOwner::new(),
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::default(),
             #[cfg(feature = "mcp-client")]
@@ -529,7 +544,9 @@ impl<'c> Coordinator<'c> {
 
     /// Archives results over the archive's inline budget: the caller's
     /// [`CallValue::text`] is then a bounded preview and a reference
-    /// ([`Bounded::to_model_text`]), read back with [`Coordinator::read_result`].
+    /// ([`Bounded::to_model_text`]), read back by the request's owner
+    /// ([`CallRequest::with_owner`], [`ResultArchive::read`]), or, for a request that names
+    /// none, with [`Coordinator::read_result`].
     pub fn with_archive(mut self, archive: Arc<ResultArchive>) -> Self {
         self.archive = Some(archive);
         self
@@ -543,6 +560,12 @@ impl<'c> Coordinator<'c> {
     /// The result archive, when set.
     pub fn archive(&self) -> Option<&Arc<ResultArchive>> {
         self.archive.as_ref()
+    }
+
+    /// The owner of the archived results of requests that name none (one per coordinator,
+    /// shared by its clones and [`Coordinator::for_catalog`]).
+    pub fn owner(&self) -> ArchiveOwner {
+        self.owner
     }
 
     /// Sets the approval hook asked before each call of a `gated` tool.
@@ -569,6 +592,7 @@ impl<'c> Coordinator<'c> {
             approval: self.approval.clone(),
             store: self.store.clone(),
             archive: self.archive.clone(),
+            owner: self.owner,
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::clone(&self.locks),
             #[cfg(feature = "mcp-client")]
@@ -761,12 +785,14 @@ impl<'c> Coordinator<'c> {
             arguments: record.arguments,
             allowed,
             cancel,
+            owner: None,
         };
         Ok(self.run(request, Some(id)).await)
     }
 
-    /// Reads `length` characters from character `offset` of the archived result `reference`
-    /// (see [`ResultArchive::read`]).
+    /// Reads `length` characters from character `offset` of the archived result `reference` of
+    /// a request that named no owner (see [`ResultArchive::read`]; the results of a request
+    /// with an owner are read with that owner).
     ///
     /// # Errors
     /// [`ArchiveError`] as [`ResultArchive::read`]; without an archive every reference is
@@ -779,7 +805,7 @@ impl<'c> Coordinator<'c> {
         length: usize,
     ) -> Result<ResultSlice, ArchiveError> {
         match &self.archive {
-            Some(archive) => archive.read(reference, offset, length),
+            Some(archive) => archive.read(self.owner, reference, offset, length),
             // Nothing was ever archived here: a well-formed reference is unknown.
             None => Err(match reference.parse::<ResultRef>() {
                 Ok(reference) => ArchiveError::UnknownReference { reference },
@@ -827,6 +853,7 @@ impl<'c> Coordinator<'c> {
             arguments,
             allowed,
             cancel,
+            owner,
         } = request;
         let c = self.catalog;
         let cancel = cancel.unwrap_or_default();
@@ -960,6 +987,7 @@ impl<'c> Coordinator<'c> {
         let finish = Finish {
             store: self.store.clone(),
             archive: self.archive.clone(),
+            owner: owner.unwrap_or(self.owner),
             id: record.id,
             tool: name.clone(),
         };
@@ -1077,6 +1105,7 @@ impl Record {
 struct Finish {
     store: Option<Arc<CallStore>>,
     archive: Option<Arc<ResultArchive>>,
+    owner: ArchiveOwner,
     id: Option<CallId>,
     tool: String,
 }
@@ -1112,7 +1141,7 @@ impl Finish {
                 let whole = value.to_string();
                 let (text, archived) = match &self.archive {
                     None => (whole, None),
-                    Some(archive) => match archive.bound(self.id, &self.tool, &whole) {
+                    Some(archive) => match archive.bound(self.owner, self.id, &self.tool, &whole) {
                         Ok(bounded) => {
                             let text = bounded.to_model_text();
                             let archived = match bounded {

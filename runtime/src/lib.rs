@@ -45,7 +45,9 @@ pub mod semantic;
 pub mod session;
 pub mod tokens;
 
-pub use archive::{ArchiveError, ArchiveLimits, Bounded, ResultArchive, ResultRef, ResultSlice};
+pub use archive::{
+    ArchiveError, ArchiveLimits, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice,
+};
 pub use catalog::{
     Catalog, Effect, McpAnnotations, PresetId, ProfileId, RateLimit, ServerId, ToolIndex,
     ToolSource, ToolsetId,

@@ -28,6 +28,8 @@
 //! ([`crate::archive`]); both are created on open, with the parent directories. The file carries
 //! `PRAGMA application_id` [`APPLICATION_ID`] and `PRAGMA user_version` [`SCHEMA_VERSION`]; a file
 //! of another application, a newer schema or a corrupt file is refused with an error naming it.
+//! A file of an older schema is migrated when it is opened for writing; opened read-only, it is
+//! read as it is (the `calls` table is the same in every version).
 //! A store is for one machine: the process ids it records mean nothing on another.
 
 use std::fmt;
@@ -43,7 +45,10 @@ use toolcat_codegen::diagnostics::did_you_mean;
 /// `PRAGMA application_id` of a toolcat store: `tool` in ASCII.
 pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// `PRAGMA user_version` this build writes and reads. Version 1: tables `calls` and `results`.
-pub const SCHEMA_VERSION: i32 = 1;
+/// Version 2: each `results` row has a random `reference` and the `owner` that may read it
+/// ([`crate::archive::ArchiveOwner`]); version-1 rows, whose references were sequential and
+/// bound to no one, are evicted by the migration.
+pub const SCHEMA_VERSION: i32 = 2;
 /// How long a write waits for another process holding the store's write lock: 5 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest argument JSON text kept whole, in bytes (64 KiB). Larger arguments are stored as
@@ -352,7 +357,7 @@ const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 /// The schema of version 1. `results` belongs to [`crate::archive`]; both live in one file so one
 /// path (`--store`) names everything a host keeps about its calls.
-const SCHEMA_V1: &str = "
+pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     tool TEXT NOT NULL,
@@ -381,6 +386,15 @@ CREATE TABLE results (
     evicted_at TEXT
 );
 CREATE INDEX results_live ON results (evicted_at, id);
+";
+
+/// From version 1 to 2 (see [`SCHEMA_VERSION`]).
+const MIGRATION_V2: &str = "
+ALTER TABLE results ADD COLUMN reference BLOB;
+ALTER TABLE results ADD COLUMN owner BLOB;
+CREATE UNIQUE INDEX results_by_reference ON results (reference);
+UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+    WHERE text IS NOT NULL;
 ";
 
 /// Opens (creating when absent) the SQLite store at `path`, or an in-memory one for `None`, with
@@ -422,7 +436,7 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
         }
     };
     configure(&conn, &label)?;
-    migrate(&conn, &label)?;
+    migrate(&conn, &label, true)?;
     Ok((conn, label))
 }
 
@@ -438,7 +452,9 @@ fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn migrate(conn: &Connection, label: &str) -> Result<(), StoreError> {
+/// Checks the schema of the store; a `writable` one of version 0 (empty) is created, an older one
+/// migrated to [`SCHEMA_VERSION`]. A read-only store of an older version is left as it is.
+fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<(), StoreError> {
     let err = |e| sqlite_error(label, e);
     let check = |conn: &Connection| -> Result<i32, StoreError> {
         let app: i32 = conn
@@ -477,20 +493,26 @@ fn migrate(conn: &Connection, label: &str) -> Result<(), StoreError> {
         }
         Ok(version)
     };
-    if check(conn)? == SCHEMA_VERSION {
-        return Ok(());
+    match check(conn)? {
+        SCHEMA_VERSION => return Ok(()),
+        1.. if !writable => return Ok(()),
+        _ => {}
     }
-    // Another process may be creating the schema at the same moment: take the write lock, then
-    // look again.
+    // Another process may be creating or migrating the schema at the same moment: take the
+    // write lock, then look again.
     conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
     let created = (|| {
-        if check(conn)? == 0 {
+        let version = check(conn)?;
+        if version == 0 {
             conn.execute_batch(SCHEMA_V1).map_err(err)?;
             conn.pragma_update(None, "application_id", APPLICATION_ID)
                 .map_err(err)?;
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(err)?;
         }
+        if version < 2 {
+            conn.execute_batch(MIGRATION_V2).map_err(err)?;
+        }
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(err)?;
         Ok(())
     })();
     match created {
@@ -590,7 +612,7 @@ impl CallStore {
                     _ => sqlite_error(&label, e),
                 })?,
         };
-        migrate(&conn, &label)?;
+        migrate(&conn, &label, false)?;
         Ok(CallStore {
             conn: Mutex::new(conn),
             label,
@@ -1442,7 +1464,10 @@ mod tests {
             .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
             .unwrap();
         let e = CallStore::open(&newer).unwrap_err();
-        assert!(matches!(e, StoreError::NewerSchema { found: 2, .. }), "{e}");
+        assert!(
+            matches!(e, StoreError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1),
+            "{e}"
+        );
         assert!(e.to_string().contains("newer.sqlite"), "{e}");
 
         let e = CallStore::open(dir.path()).unwrap_err();

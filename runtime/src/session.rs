@@ -79,6 +79,7 @@ use serde_json::{json, Map, Value};
 use toolcat_codegen::model::{Status, Tier, Visibility};
 use toolcat_codegen::tables::bit;
 
+use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolSource, ToolsetId};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
@@ -308,6 +309,9 @@ pub struct Session<'c> {
     options: SessionOptions,
     /// Runs the session's tool calls (and holds the approval hook and the validators).
     coordinator: Coordinator<'c>,
+    /// The owner of the results this session archives: `read_tool_result` reads those only,
+    /// even when the coordinator (and its archive) is shared with other sessions.
+    owner: ArchiveOwner,
     preselector: Option<Box<dyn Preselector + 'c>>,
     planner: TurnPlanner,
     /// Discovery order, oldest first (the order the plan appends them in).
@@ -356,6 +360,7 @@ impl<'c> Session<'c> {
             toolsets: toolsets.into_iter().collect(),
             options: SessionOptions::default(),
             coordinator: Coordinator::new(catalog, context),
+            owner: ArchiveOwner::new(),
             preselector: Some(Box::new(Bm25Preselector::default())),
             planner: TurnPlanner::new(catalog),
             discovered: Vec::new(),
@@ -665,7 +670,7 @@ impl<'c> Session<'c> {
     }
 
     async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
-        let request = CallRequest::new(t, arguments, &self.active);
+        let request = CallRequest::new(t, arguments, &self.active).with_owner(self.owner);
         let outcome = self.coordinator.call(request).await;
         let ran = outcome.ran.then_some(t);
         let dispatched = outcome.ran || matches!(outcome.result, Err(CallError::Tool(_)));
@@ -963,7 +968,7 @@ impl<'c> Session<'c> {
             .map_or(archive.limits().inline_budget, |l| {
                 usize::try_from(l).unwrap_or(usize::MAX)
             });
-        match archive.read(reference, offset, length) {
+        match archive.read(self.owner, reference, offset, length) {
             Ok(slice) => CallResult {
                 text: json!({
                     "reference": reference,

@@ -1121,3 +1121,117 @@ async fn a_secret_cut_by_the_start_of_the_standard_error_tail_is_still_redacted(
         "no part of the secret is shown: {text}"
     );
 }
+
+/// Whether `text` shows any 8 consecutive characters of `secret`.
+fn shows_part_of(text: &str, secret: &str) -> bool {
+    let chars: Vec<char> = secret.chars().collect();
+    chars
+        .windows(8)
+        .any(|w| text.contains(&w.iter().collect::<String>()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_where_an_error_text_is_cut_is_redacted_whole_in_the_answer_and_the_record() {
+    const VAR: &str = "TOOLCAT_REMOTE_TEST_LONG_ERROR_SECRET";
+    const SECRET: &str = "tc-long-error-secret-7f"; // 23 characters
+    std::env::set_var(VAR, SECRET);
+    // 1978 `x`: the secret ends past character 2000, where the text is cut. 1995 `x`: its
+    // `[redacted]` would cross the cut.
+    for before in [1978, 1995] {
+        let config = hostile(&format!("long-error:{before}"));
+        let schema = remote_schema(&config, "echo").await;
+        let (_catalog_dir, c) = catalog(&[
+            server_entry(&config, &[("SECRET_TOKEN", &format!("${{{VAR}}}"))]),
+            row("hostile", "echo", "read", &schema),
+        ]);
+        let pool = ServerPool::start(&c, options());
+        assert!(pool.wait_ready(Duration::from_secs(60)).await);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(CallStore::in_memory().unwrap());
+        let co = Coordinator::new(&c, ToolContext::new(dir.path()))
+            .with_store(Arc::clone(&store))
+            .with_servers(Arc::clone(&pool));
+        let allowed = all(&c);
+        let outcome = co
+            .call(CallRequest::new(
+                c.tool("echo").unwrap(),
+                json!({}),
+                &allowed,
+            ))
+            .await;
+        assert!(
+            matches!(outcome.result, Err(CallError::Tool(_))),
+            "{before}"
+        );
+        let text = outcome.text();
+        let record = store.get(outcome.call.unwrap()).unwrap().unwrap();
+        let detail = record.detail.unwrap_or_default();
+        for (what, shown) in [("answer", &text), ("record", &detail)] {
+            assert!(
+                !shows_part_of(shown, SECRET),
+                "{before}: the {what} shows part of the secret: …{}",
+                &shown[shown.len().saturating_sub(120)..]
+            );
+            assert!(
+                shown.matches("[redac").count() == shown.matches("[redacted]").count(),
+                "{before}: the {what} cuts a marker: …{}",
+                &shown[shown.len().saturating_sub(120)..]
+            );
+            assert!(shown.contains("more characters not shown"), "{before}");
+        }
+        assert_eq!(text.contains("[redacted]"), before == 1978, "{before}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_split_over_blocks_upper_cased_or_json_escaped_is_redacted() {
+    const VAR: &str = "TOOLCAT_REMOTE_TEST_DISGUISED_SECRET";
+    const SECRET: &str = "tc-Disguised\"Secret-4e1a";
+    std::env::set_var(VAR, SECRET);
+    for mode in ["disguised", "disguised-error"] {
+        let config = hostile(mode);
+        let schema = remote_schema(&config, "echo").await;
+        let (_catalog_dir, c) = catalog(&[
+            server_entry(&config, &[("SECRET_TOKEN", &format!("${{{VAR}}}"))]),
+            row("hostile", "echo", "read", &schema),
+        ]);
+        let pool = ServerPool::start(&c, options());
+        assert!(pool.wait_ready(Duration::from_secs(60)).await);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(CallStore::in_memory().unwrap());
+        let co = Coordinator::new(&c, ToolContext::new(dir.path()))
+            .with_store(Arc::clone(&store))
+            .with_servers(Arc::clone(&pool));
+        let allowed = all(&c);
+        let outcome = co
+            .call(CallRequest::new(
+                c.tool("echo").unwrap(),
+                json!({}),
+                &allowed,
+            ))
+            .await;
+        assert_eq!(outcome.result.is_err(), mode == "disguised-error", "{mode}");
+        let text = outcome.text();
+        let record = store.get(outcome.call.unwrap()).unwrap().unwrap();
+        let detail = record.detail.unwrap_or_default();
+        // A failed call's record holds its error text; a result is not recorded.
+        let shown = if mode == "disguised" {
+            vec![text]
+        } else {
+            vec![text, detail]
+        };
+        for shown in &shown {
+            assert!(
+                shown.contains("part one") && shown.contains("part two"),
+                "{mode}: {shown}"
+            );
+            let lower = shown.to_lowercase();
+            for fragment in ["disgui", "secret-4e1a", "u0074"] {
+                assert!(!lower.contains(fragment), "{mode}: `{fragment}` in {shown}");
+            }
+            // The split secret's two ends, the upper-cased one, the escaped one, the embedded
+            // one.
+            assert_eq!(shown.matches("[redacted]").count(), 5, "{mode}: {shown}");
+        }
+    }
+}

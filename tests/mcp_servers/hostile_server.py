@@ -8,6 +8,12 @@ by hand (one message a line), as the SDK would refuse to send these answers:
 - `buried-error`: `tools/call` of `echo` answers `isError: true` with the explanation between two
   100 000-character dumps;
 - `echo-env`: `tools/call` of `echo` answers the value of its `SECRET_TOKEN` environment variable;
+- `long-error:N`: `tools/call` of `echo` answers `isError: true`, one text of N `x` followed by
+  `SECRET_TOKEN` and more text (a secret where an error text is cut);
+- `disguised` and `disguised-error`: `tools/call` of `echo` answers (`isError: true` for the
+  second) text blocks that hold `SECRET_TOKEN` split over two blocks, upper-cased, with every
+  character `\\uXXXX`-escaped in a JSON text, and inside a JSON string embedded in a JSON text
+  (its quotes `\\"`-escaped);
 - `huge-result`: `tools/call` of `echo` answers a 20 MiB text (a message longer than a client
   reads as one line);
 - otherwise it serves `echo` correctly.
@@ -48,6 +54,19 @@ def call(arguments):
         return {"isError": True, "content": [dump[0], reason, dump[1]]}
     if MODE == "echo-env":
         return {"content": [{"type": "text", "text": "token: " + os.environ.get("SECRET_TOKEN", "")}]}
+    if MODE.startswith("long-error:"):
+        text = "x" * int(MODE.split(":")[1]) + os.environ.get("SECRET_TOKEN", "") + " and more text"
+        return {"isError": True, "content": [{"type": "text", "text": text}]}
+    if MODE in ("disguised", "disguised-error"):
+        secret = os.environ.get("SECRET_TOKEN", "")
+        texts = [
+            "part one " + secret[:9],
+            secret[9:] + " part two",
+            "upper: " + secret.upper(),
+            '{"token": "' + "".join("\\u%04x" % ord(c) for c in secret) + '"}',
+            json.dumps({"inner": json.dumps({"token": secret})}),
+        ]
+        return {"isError": MODE == "disguised-error", "content": [{"type": "text", "text": t} for t in texts]}
     if MODE == "huge-result":
         return {"content": [{"type": "text", "text": "B" * (20 * 1024 * 1024)}]}
     return {"content": [{"type": "text", "text": str(arguments.get("text"))}]}

@@ -21,8 +21,10 @@
 //! The meta-tools answer within the scope only: `tool_search` searches the allowed set (exact
 //! name, then BM25), `tool_describe` describes a listed tool (an allowed tool or a meta-tool),
 //! `tool_call` hands an allowed tool to the coordinator exactly as `tools/call` does;
-//! `read_tool_result` reads only results this server archived and handed out (a preview and a
-//! reference). A meta-tool outside the listed set is refused like any other tool.
+//! `read_tool_result` reads only results archived for the same MCP session (each session — one
+//! stdio connection, one HTTP `Mcp-Session-Id` — is its own [`ArchiveOwner`]): another
+//! session's reference is answered as one that does not exist. A meta-tool outside the listed
+//! set is refused like any other tool.
 //!
 //! # Errors
 //! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
@@ -77,6 +79,7 @@ use tokio::sync::{broadcast, mpsc};
 use toolcat_codegen::model::{Exposure, Tier};
 use toolcat_codegen::tables::bit;
 
+use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::{CatalogError, NameError};
@@ -248,9 +251,6 @@ pub struct Shared {
     changes: broadcast::Sender<()>,
     /// Clients that initialized over the `initialize` handshake (earlier protocols).
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
-    /// References of the archived results this server handed out: the only ones
-    /// `read_tool_result` reads, so a client never reads a result of another caller of the store.
-    issued: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Shared {
@@ -262,7 +262,6 @@ impl Shared {
             generation: Mutex::new(0),
             changes,
             legacy_peers: Mutex::new(Vec::new()),
-            issued: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -312,16 +311,22 @@ impl Shared {
     }
 }
 
-/// One connection's handler: answers `tools/list` and `tools/call` from the [`Shared`] state.
+/// One MCP session's handler: answers `tools/list` and `tools/call` from the [`Shared`] state.
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
+    /// The owner of the results archived for this session, the only ones its
+    /// `read_tool_result` reads.
+    owner: ArchiveOwner,
 }
 
 impl McpServer {
-    /// A handler over `shared`.
+    /// The handler of a new MCP session over `shared` (its own [`ArchiveOwner`]).
     pub fn new(shared: Arc<Shared>) -> Self {
-        McpServer { shared }
+        McpServer {
+            shared,
+            owner: ArchiveOwner::new(),
+        }
     }
 
     /// One page of `tools/list`.
@@ -356,7 +361,7 @@ impl McpServer {
         match MetaTool::of(catalog, t) {
             Some(meta) if listed => self.meta(&table, t, meta, arguments, cancel).await,
             Some(_) => table.outside_scope(name),
-            None => run(&self.shared, &table, t, arguments, cancel).await,
+            None => run(&table, t, arguments, self.owner, cancel).await,
         }
     }
 
@@ -430,21 +435,14 @@ impl McpServer {
                     Some(v) => v.clone(),
                 };
                 match catalog.tool(name).ok().filter(|&d| table.is_allowed(d)) {
-                    Some(d) => run(&self.shared, table, d, inner, cancel).await,
+                    Some(d) => run(table, d, inner, self.owner, cancel).await,
                     // Meta-tools are never allowed: no nested `tool_call`.
                     None => table.outside_scope(name),
                 }
             }
             MetaTool::ReadResult => {
                 let reference = arguments["reference"].as_str().unwrap_or_default();
-                let issued = self
-                    .shared
-                    .issued
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .contains(reference);
-                let archive = table.coordinator().archive();
-                let (Some(archive), true) = (archive, issued) else {
+                let Some(archive) = table.coordinator().archive() else {
                     return refusal(json!({
                         "error": "unknown-reference",
                         "message": format!("no archived result `{reference}` from this server; use the reference given with the preview of a result it returned"),
@@ -458,7 +456,7 @@ impl McpServer {
                 };
                 let offset = number("offset").unwrap_or(0);
                 let length = number("length").unwrap_or(archive.limits().inline_budget);
-                match archive.read(reference, offset, length) {
+                match archive.read(self.owner, reference, offset, length) {
                     Ok(slice) => success(json!({
                         "reference": reference,
                         "offset": slice.offset,
@@ -477,31 +475,22 @@ impl McpServer {
     }
 }
 
-/// Hands a call of `t` to the coordinator with the table's allowed set, and turns the outcome
-/// into an MCP result.
+/// Hands a call of `t` to the coordinator with the table's allowed set, its result archived for
+/// `owner` (the session), and turns the outcome into an MCP result.
 async fn run(
-    shared: &Shared,
     table: &ScopeTable,
     t: ToolIndex,
     arguments: Value,
+    owner: ArchiveOwner,
     cancel: Option<tokio_util::sync::CancellationToken>,
 ) -> CallToolResult {
-    let mut request = CallRequest::new(t, arguments, table.allowed());
+    let mut request = CallRequest::new(t, arguments, table.allowed()).with_owner(owner);
     if let Some(token) = cancel {
         request = request.with_cancellation(token);
     }
     let outcome = table.coordinator().call(request).await;
     match outcome.result {
-        Ok(value) => {
-            if let Some(archived) = &value.archived {
-                shared
-                    .issued
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(archived.reference.clone());
-            }
-            CallToolResult::success(vec![ContentBlock::text(value.text)])
-        }
+        Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.text)]),
         Err(CallError::OutsideScope { tool }) => table.outside_scope(&tool),
         Err(e @ CallError::NeedsApproval { .. }) => {
             let name = table.catalog().exported_name(t);

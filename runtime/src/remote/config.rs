@@ -35,8 +35,12 @@ pub enum Transport {
     },
     /// A streamable HTTP endpoint.
     Http {
-        /// The endpoint URL; a password in its user information (`user:PASSWORD@`) is a
-        /// credential: redacted from texts and serialized as `[redacted]`.
+        /// The endpoint URL. Its user information (`USER:PASSWORD@`) is a credential: it is
+        /// taken out of the url requested and sent as `Authorization: Basic
+        /// base64(USER:PASSWORD)` (percent-decoded, RFC 7617), unless `headers` has an
+        /// `Authorization` (any case), which wins; it and its derived forms are redacted from
+        /// texts, and it is shown and serialized as `USER:[redacted]@` (`[redacted]@` without a
+        /// password).
         #[serde(serialize_with = "serialize_url")]
         url: String,
         /// Headers of every request; values may hold `${VAR}` references.
@@ -80,34 +84,202 @@ pub struct ServerConfig {
     pub connect_timeout: Option<Duration>,
 }
 
-/// A configuration with its `${VAR}` references resolved, and the values to redact.
-#[derive(Debug, Clone)]
+/// A configuration with its `${VAR}` references resolved, and the values to redact. Its `Debug`
+/// form names keys only.
+#[derive(Clone)]
 pub(crate) struct Resolved {
     pub(crate) env: Vec<(String, String)>,
     pub(crate) headers: Vec<(String, String)>,
+    /// The HTTP endpoint as requested: the configured `url` without its user information (which
+    /// is sent as an `Authorization` header instead, see [`Transport::Http`]); `None` for stdio.
+    pub(crate) url: Option<String>,
     pub(crate) secrets: Secrets,
 }
 
-/// Values that must never leave the pool: the resolved `env` and `headers` values (and the
-/// variables they reference), longest first so a value containing another is replaced whole.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Secrets(Vec<String>);
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = |v: &[(String, String)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        f.debug_struct("Resolved")
+            .field("env", &keys(&self.env))
+            .field("headers", &keys(&self.headers))
+            .field("secrets", &self.secrets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The marker that replaces a secret in a text.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// Values that must never leave the pool: the resolved `env` and `headers` values, the variables
+/// they reference, and a `url`'s user information with the forms derived from it (see
+/// [`ServerConfig::resolve`]). Each is kept as characters, longest first, so a value containing
+/// another is replaced whole. Its `Debug` form shows how many, never a value.
+///
+/// [`Secrets::redact`] finds each value in a text
+/// - in any letter case (`ABCD` for `abcd`: Unicode lower-case mapping, character by character);
+/// - with any of its characters JSON-escaped, at any depth of JSON-in-a-JSON-string: `\u0061`,
+///   `\\u0061`, `\"`, `\\\"`, `\\`, `\n` (characters outside the Basic Multilingual Plane
+///   only as themselves);
+/// - across the parts of one answer ([`Secrets::redact_parts`]: a value split over two content
+///   blocks).
+#[derive(Clone, Default)]
+pub(crate) struct Secrets(Vec<Vec<char>>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} values)", self.0.len())
+    }
+}
+
+/// Whether `a` and `b` are the same character in any letter case.
+fn same_letter(a: char, b: char) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(&b);
+    }
+    a.to_lowercase().eq(b.to_lowercase())
+}
+
+/// The end (a byte index of `text`) of one occurrence of the character `want` at byte `at`: the
+/// character itself in any case, or a JSON escape of it behind one or more backslashes (a
+/// `\uXXXX` escape, a short escape such as `\n` or `\"`, a run of backslashes for `\`).
+fn one_char(text: &str, at: usize, want: char) -> Option<usize> {
+    let rest = &text[at..];
+    let slashes = rest.bytes().take_while(|&b| b == b'\\').count();
+    if slashes == 0 {
+        let c = rest.chars().next()?;
+        return same_letter(c, want).then_some(at + c.len_utf8());
+    }
+    let after = &rest[slashes..];
+    let escaped = at + slashes;
+    if let Some(hex) = after.strip_prefix('u').and_then(|h| h.get(..4)) {
+        if hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let decoded = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32);
+            if decoded.is_some_and(|d| same_letter(d, want)) {
+                return Some(escaped + 5);
+            }
+        }
+    }
+    if want == '\\' {
+        return Some(escaped);
+    }
+    let c = after.chars().next()?;
+    let short = match c {
+        'n' => '\n',
+        't' => '\t',
+        'r' => '\r',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        other => other,
+    };
+    (same_letter(short, want) || same_letter(c, want)).then_some(escaped + c.len_utf8())
+}
+
+/// The end of an occurrence of `secret` starting at byte `at` of `text`, if one starts there.
+fn occurrence_at(text: &str, at: usize, secret: &[char]) -> Option<usize> {
+    secret
+        .iter()
+        .try_fold(at, |j, &want| one_char(text, j, want))
+}
 
 impl Secrets {
-    fn add(&mut self, value: &str) {
-        if value.len() >= MIN_REDACTED_LEN && !self.0.iter().any(|v| v == value) {
-            self.0.push(value.to_string());
+    /// Adds `value` (at least [`MIN_REDACTED_LEN`] bytes; shorter ones are no credential and
+    /// would garble every text).
+    pub(crate) fn add(&mut self, value: &str) {
+        let chars: Vec<char> = value.chars().collect();
+        if value.len() >= MIN_REDACTED_LEN && !self.0.contains(&chars) {
+            self.0.push(chars);
             self.0.sort_by_key(|v| std::cmp::Reverse(v.len()));
         }
     }
 
+    /// The byte ranges of `text` holding a secret, in order and not overlapping: at each
+    /// position the longest secret found there.
+    fn occurrences(&self, text: &str) -> Vec<(usize, usize)> {
+        if self.0.is_empty() {
+            return Vec::new();
+        }
+        // The bytes an occurrence can start with: a backslash (an escape), or the first byte of
+        // a secret's first character in either case (any non-ASCII byte for a non-ASCII one).
+        let mut starts = [false; 256];
+        starts[usize::from(b'\\')] = true;
+        for secret in &self.0 {
+            let first = secret[0];
+            if first.is_ascii() {
+                starts[usize::from(first.to_ascii_lowercase() as u8)] = true;
+                starts[usize::from(first.to_ascii_uppercase() as u8)] = true;
+            } else {
+                starts[0x80..].iter_mut().for_each(|s| *s = true);
+                // A non-ASCII character may fold to an ASCII one (`K`, Kelvin sign, is `k`).
+                for c in first.to_lowercase().chain(first.to_uppercase()) {
+                    if c.is_ascii() {
+                        starts[usize::from(c as u8)] = true;
+                    }
+                }
+            }
+        }
+        let bytes = text.as_bytes();
+        let mut found = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            if starts[usize::from(bytes[at])] && text.is_char_boundary(at) {
+                if let Some(end) = self.0.iter().find_map(|s| occurrence_at(text, at, s)) {
+                    found.push((at, end));
+                    at = end;
+                    continue;
+                }
+                if bytes[at] == b'\\' {
+                    // What a run of backslashes escapes is the character after it, so a secret
+                    // not found at the run's start is found at no position inside it: skip the
+                    // run whole (trying each position takes time quadratic in its length).
+                    at += bytes[at..].iter().take_while(|&&b| b == b'\\').count();
+                    continue;
+                }
+            }
+            at += 1;
+        }
+        found
+    }
+
     /// `text` with every secret replaced by `[redacted]`.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.0 {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[redacted]");
+        self.redact_parts(&[text]).pop().unwrap_or_default()
+    }
+
+    /// Each of `parts` (the texts of one answer, in order) with every secret replaced by
+    /// `[redacted]`, a secret being looked for in the parts joined with nothing between them: a
+    /// secret split over two parts is replaced in both (`[redacted]` ends the first, starts the
+    /// second).
+    pub(crate) fn redact_parts(&self, parts: &[&str]) -> Vec<String> {
+        let joined = parts.concat();
+        let found = self.occurrences(&joined);
+        if found.is_empty() {
+            return parts.iter().map(|p| p.to_string()).collect();
+        }
+        let mut out = Vec::with_capacity(parts.len());
+        let mut part_start = 0;
+        let mut next = 0; // the first occurrence not wholly before this part
+        for part in parts {
+            let part_end = part_start + part.len();
+            let mut shown = String::with_capacity(part.len());
+            let mut at = part_start;
+            while next < found.len() && found[next].1 <= part_start {
+                next += 1;
             }
+            let mut k = next;
+            while !part.is_empty() && k < found.len() && found[k].0 < part_end {
+                // Past the loop above, an occurrence ends inside this part or after it.
+                let (start, end) = found[k];
+                shown.push_str(&joined[at..start.max(at)]);
+                shown.push_str(REDACTED);
+                at = end.min(part_end);
+                k += 1;
+            }
+            shown.push_str(&joined[at..part_end]);
+            out.push(shown);
+            part_start = part_end;
         }
         out
     }
@@ -401,42 +573,123 @@ impl ServerConfig {
             }
             Ok::<_, RemoteError>(out)
         };
-        let (env, headers) = match &self.transport {
-            Transport::Stdio { env, .. } => (resolve_map("env", env)?, Vec::new()),
+        let (env, headers, url) = match &self.transport {
+            Transport::Stdio { env, .. } => (resolve_map("env", env)?, Vec::new(), None),
             Transport::Http { url, headers } => {
-                let headers = resolve_map("headers", headers)?;
-                if let Some(password) = url_password(url) {
-                    secrets.add(password);
-                }
-                (Vec::new(), headers)
+                let mut headers = resolve_map("headers", headers)?;
+                let sent = match UserInfo::of(url) {
+                    None => url.clone(),
+                    Some(info) => {
+                        let credential = info.credential(&mut secrets);
+                        let configured = headers
+                            .iter()
+                            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+                        if let (Some(credential), false) = (credential, configured) {
+                            headers.push(("authorization".to_string(), credential));
+                        }
+                        info.without()
+                    }
+                };
+                (Vec::new(), headers, Some(sent))
             }
         };
         Ok(Resolved {
             env,
             headers,
+            url,
             secrets,
         })
     }
 }
 
-/// The password of `url`'s user information (`scheme://user:PASSWORD@host/...`), if any: a
-/// credential like a header value, redacted from every text that leaves the pool.
-fn url_password(url: &str) -> Option<&str> {
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = after_scheme
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default();
-    let (userinfo, _host) = authority.rsplit_once('@')?;
-    let (_user, password) = userinfo.split_once(':')?;
-    (!password.is_empty()).then_some(password)
+/// The user information of an HTTP `url` (`scheme://USER:PASSWORD@host/...`), as written
+/// (percent-encoded). The authority ends at the first `/`, `?`, `#` or `\\` after `://`, and the
+/// user information at its last `@`, as WHATWG URL parsers (the HTTP client's among them) read
+/// `http` and `https` URLs.
+struct UserInfo<'a> {
+    scheme: &'a str,
+    /// All of it: `USER:PASSWORD`, or `USER`.
+    written: &'a str,
+    user: &'a str,
+    password: Option<&'a str>,
+    /// What follows the `@`: the host, port, path, query and fragment.
+    rest: &'a str,
 }
 
-/// `url` with the password of its user information replaced by `[redacted]`, for display.
-fn url_shown(url: &str) -> String {
-    match url_password(url) {
-        Some(password) => url.replacen(&format!(":{password}@"), ":[redacted]@", 1),
-        None => url.to_string(),
+impl<'a> UserInfo<'a> {
+    fn of(url: &'a str) -> Option<Self> {
+        let (scheme, after) = url.split_once("://")?;
+        let end = after.find(['/', '?', '#', '\\']).unwrap_or(after.len());
+        let (written, _host) = after[..end].rsplit_once('@')?;
+        let (user, password) = match written.split_once(':') {
+            Some((user, password)) => (user, Some(password)),
+            None => (written, None),
+        };
+        Some(UserInfo {
+            scheme,
+            written,
+            user,
+            password,
+            rest: &after[written.len() + 1..],
+        })
+    }
+
+    /// The url without its user information: the one requested.
+    fn without(&self) -> String {
+        format!("{}://{}", self.scheme, self.rest)
+    }
+
+    /// The url with the user information's password, or the whole user information when it has
+    /// no password, shown as `[redacted]`.
+    fn shown(&self) -> String {
+        let shown = match self.password {
+            Some(_) => format!("{}:{REDACTED}", self.user),
+            None => REDACTED.to_string(),
+        };
+        format!("{}://{shown}@{}", self.scheme, self.rest)
+    }
+
+    /// The `Authorization` value the user information stands for, `Basic` + base64 of
+    /// `USER:PASSWORD` percent-decoded (RFC 7617; what the HTTP client would send for it); `None`
+    /// for an empty one. Adds to `secrets` every form a server could echo: the user information
+    /// and the password as written and decoded, `USER:PASSWORD`, its base64 (with and without
+    /// padding) and the whole `Basic` value. The user name alone is not a secret, unless it is
+    /// the whole user information.
+    fn credential(&self, secrets: &mut Secrets) -> Option<String> {
+        if self.written.is_empty() {
+            return None;
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        let user = decode(self.user);
+        let password = self.password.map(decode);
+        let pair = format!("{user}:{}", password.as_deref().unwrap_or_default());
+        let base64 = data_encoding::BASE64.encode(pair.as_bytes());
+        let basic = format!("Basic {base64}");
+        let mut forms = vec![
+            self.written.to_string(),
+            decode(self.written),
+            pair.clone(),
+            base64.trim_end_matches('=').to_string(),
+            base64.clone(),
+            basic.clone(),
+        ];
+        if let (Some(written), Some(decoded)) = (self.password, password) {
+            forms.extend([written.to_string(), decoded]);
+        }
+        forms.iter().for_each(|f| secrets.add(f));
+        Some(basic)
+    }
+}
+
+/// `url` with its credential replaced by `[redacted]` ([`UserInfo::shown`]), for display.
+pub(crate) fn url_shown(url: &str) -> String {
+    match UserInfo::of(url) {
+        Some(info) if !info.written.is_empty() => info.shown(),
+        _ => url.to_string(),
     }
 }
 
@@ -524,18 +777,105 @@ mod tests {
     }
 
     #[test]
-    fn a_url_password_is_found_and_hidden() {
-        assert_eq!(
-            url_password("http://user:pw-1234@127.0.0.1:1/mcp?x=a@b"),
-            Some("pw-1234")
-        );
-        assert_eq!(url_password("http://user@host/mcp"), None);
-        assert_eq!(url_password("http://host/a:b@c"), None);
+    fn a_url_credential_is_found_and_hidden() {
+        let info = UserInfo::of("http://user:pw-1234@127.0.0.1:1/mcp?x=a@b").unwrap();
+        assert_eq!((info.user, info.password), ("user", Some("pw-1234")));
+        assert_eq!(info.without(), "http://127.0.0.1:1/mcp?x=a@b");
+        let info = UserInfo::of("http://token-abcd@host/mcp").unwrap();
+        assert_eq!((info.written, info.password), ("token-abcd", None));
+        assert!(UserInfo::of("http://host/a:b@c").is_none());
+        assert!(UserInfo::of("http://host\\a:b@c").is_none());
         assert_eq!(
             url_shown("https://u:p@ss@h/mcp"),
             "https://u:[redacted]@h/mcp"
         );
+        assert_eq!(
+            url_shown("https://token-abcd@h/mcp"),
+            "https://[redacted]@h/mcp"
+        );
         assert_eq!(url_shown("https://h/mcp"), "https://h/mcp");
+    }
+
+    #[test]
+    fn a_url_credential_is_sent_as_basic_unless_a_header_is_configured_and_its_forms_are_secrets() {
+        // `%40` is `@`: the credential is the decoded pair, as RFC 7617 and the HTTP client have it.
+        let config = ServerConfig::http("https://alice:pa%40ss-77@h/mcp");
+        let resolved = config.resolve().unwrap();
+        assert_eq!(resolved.url.as_deref(), Some("https://h/mcp"));
+        let basic = format!("Basic {}", data_encoding::BASE64.encode(b"alice:pa@ss-77"));
+        assert_eq!(
+            resolved.headers,
+            vec![("authorization".to_string(), basic.clone())]
+        );
+        let base64 = &basic["Basic ".len()..];
+        let text = format!(
+            "a={basic} b={base64} c={} d=alice:pa@ss-77 e=pa%40ss-77 f=pa@ss-77 g=alice:pa%40ss-77 user alice",
+            base64.trim_end_matches('=')
+        );
+        let shown = resolved.secrets.redact(&text);
+        assert_eq!(
+            shown,
+            "a=[redacted] b=[redacted] c=[redacted] d=[redacted] e=[redacted] f=[redacted] g=[redacted] user alice"
+        );
+
+        // A configured `Authorization` wins: it is sent, the url's credential is not (and is
+        // still a secret).
+        let config = ServerConfig::http("https://alice:pa%40ss-77@h/mcp")
+            .with_header("Authorization", "Bearer configured-1");
+        let resolved = config.resolve().unwrap();
+        assert_eq!(resolved.url.as_deref(), Some("https://h/mcp"));
+        assert_eq!(
+            resolved.headers,
+            vec![(
+                "Authorization".to_string(),
+                "Bearer configured-1".to_string()
+            )]
+        );
+        assert_eq!(
+            resolved.secrets.redact("pa@ss-77 Bearer configured-1"),
+            "[redacted] [redacted]"
+        );
+        assert!(!format!("{resolved:?}").contains("pa@ss"));
+        assert!(!format!("{resolved:?}").contains("configured-1"));
+    }
+
+    #[test]
+    fn secrets_are_found_in_any_case_escaped_and_across_parts() {
+        let mut s = Secrets::default();
+        s.add("tok-Abc-123");
+        s.add("q\"uo\\te");
+        // Letter case.
+        assert_eq!(s.redact("x TOK-abc-123 y"), "x [redacted] y");
+        // `\u` escapes, any of the characters, at one or two levels of JSON.
+        assert_eq!(s.redact(r"x \u0074ok-\u0041bc-123 y"), "x [redacted] y");
+        assert_eq!(s.redact(r"x \\u0074OK-Abc-12\\u0033 y"), "x [redacted] y");
+        // A value with a quote and a backslash, JSON-escaped once and twice.
+        assert_eq!(s.redact(r#"{"m": "q\"uo\\te"}"#), r#"{"m": "[redacted]"}"#);
+        assert_eq!(
+            s.redact(r#"{"t": "{\"m\": \"q\\\"uo\\\\te\"}"}"#),
+            r#"{"t": "{\"m\": \"[redacted]\"}"}"#
+        );
+        // Split over two parts (content blocks): both ends replaced.
+        assert_eq!(
+            s.redact_parts(&["key: tok-A", "bc-123 done", "clean"]),
+            vec!["key: [redacted]", "[redacted] done", "clean"]
+        );
+        assert_eq!(
+            s.redact_parts(&["tok-", "", "Abc-123"]),
+            vec!["[redacted]", "", "[redacted]"]
+        );
+        // A long run of backslashes (each position the start of an escape) is passed over in
+        // linear time.
+        let run = "\\".repeat(1 << 20);
+        assert_eq!(s.redact(&run), run);
+        assert_eq!(
+            s.redact(&format!("{run}x tok-abc-123")),
+            format!("{run}x [redacted]")
+        );
+        // Nothing else changes: near misses, other escapes, non-ASCII text.
+        let kept = r"tok-Abc-12 \u0041 é tok_Abc-123 \n";
+        assert_eq!(s.redact(kept), kept);
+        assert!(!format!("{s:?}").contains("tok"));
     }
 
     #[test]

@@ -18,10 +18,18 @@
 //!   recorded `outcome_unknown` and never replayed.
 //!
 //! Credentials: values of `env` and `headers` may be `${VAR}` references, resolved from the
-//! process environment at each connection; every configured value (at least
-//! [`config::MIN_REDACTED_LEN`] bytes) is replaced by `[redacted]` in results, error texts and
-//! statuses before they leave the pool. The server's standard error is kept (its last 2 KiB, for
-//! error messages) and never printed.
+//! process environment at each connection. A `url`'s user information (`user:password@`) is
+//! taken out of the url requested and sent as `Authorization: Basic base64(user:password)`,
+//! unless `headers` configure an `Authorization`, which then wins (the user information is not
+//! sent). Every configured value (at least [`config::MIN_REDACTED_LEN`] bytes), the variables
+//! the references name, and the user information with every form derived from it (the
+//! password, `user:password`, its base64, the `Basic` value; as written and percent-decoded)
+//! are secrets: each is replaced by `[redacted]` in results, error texts, tool lists and
+//! statuses before they leave the pool, found in any letter case, JSON-escaped (`\u0041`,
+//! `\"`, at any depth) and across the content blocks of one answer, and a text is redacted
+//! before it is cut ([`MAX_ERROR_TEXT`]). The server's standard error is kept (its last 2 KiB,
+//! for error messages) and never printed. Redaction is for servers that echo what they get; a
+//! server that means to leak a credential it was given can always encode it some other way.
 
 pub mod config;
 pub mod drift;

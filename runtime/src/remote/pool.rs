@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::Catalog;
 use crate::handler::ToolError;
-use crate::remote::config::{Resolved, Secrets, ServerConfig, Transport};
+use crate::remote::config::{url_shown, Resolved, Secrets, ServerConfig, Transport, REDACTED};
 use crate::remote::drift::{compare, SchemaChange, SchemaDrift};
 use crate::remote::RemoteError;
 
@@ -34,7 +34,8 @@ const STDERR_TAIL: usize = 2048;
 /// Bytes read before the tail, so that a configured value cut by the tail's start is still
 /// whole when texts are redacted (the tail is cut after redaction): 1 KiB.
 const STDERR_OVERLAP: usize = 1024;
-/// Characters of a server's error text a failed call shows; the rest is cut, with a note.
+/// Characters of a server's error text a failed call shows; the rest is cut, with a note. The
+/// text is redacted before it is cut, and a cut never splits a `[redacted]` marker.
 pub const MAX_ERROR_TEXT: usize = 2000;
 /// Longest message a stdio server may send, in bytes (one line of its standard output): 16 MiB,
 /// the limit of the SDK's clients. A longer one ends the connection, naming why, rather than
@@ -175,14 +176,20 @@ impl Discovery {
     }
 }
 
+/// A listed tool with `secrets` redacted from its description, schema and annotations (its name
+/// is kept: rows are matched by it).
 fn remote_tool(tool: rmcp::model::Tool, secrets: &Secrets) -> RemoteTool {
     let mut input_schema = Value::Object(tool.input_schema.as_ref().clone());
     secrets.redact_json(&mut input_schema);
+    let mut annotations = tool.annotations.and_then(|a| serde_json::to_value(a).ok());
+    if let Some(a) = &mut annotations {
+        secrets.redact_json(a);
+    }
     RemoteTool {
         name: tool.name.to_string(),
         description: tool.description.map(|d| secrets.redact(&d)),
         input_schema,
-        annotations: tool.annotations.and_then(|a| serde_json::to_value(a).ok()),
+        annotations,
     }
 }
 
@@ -194,8 +201,11 @@ const MAX_PAGES: usize = 10_000;
 /// answer that is not a tool list.
 ///
 /// # Errors
-/// The reason, for [`RemoteError::List`].
-async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+/// The reason, for [`RemoteError::List`] (the server's text in it redacted by `secrets`).
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+    secrets: &Secrets,
+) -> Result<Vec<rmcp::model::Tool>, String> {
     let mut tools = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
@@ -212,7 +222,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, S
                 if !seen.insert(next.clone()) {
                     return Err(format!(
                         "its `tools/list` pagination loops: the cursor `{}` came back after {} tools; fix the server's `nextCursor`",
-                        cut(&next, 80),
+                        cut(&secrets.redact(&next), 80),
                         tools.len()
                     ));
                 }
@@ -371,7 +381,7 @@ async fn connect(
     let timeout = config.connect_timeout();
     let attempt = async {
         let service = open(config, resolved, events, &tail).await?;
-        let tools = list_tools(service.peer())
+        let tools = list_tools(service.peer(), &resolved.secrets)
             .await
             .map_err(|message| RemoteError::List {
                 server: config.name.clone(),
@@ -486,6 +496,7 @@ async fn open(
             })
         }
         Transport::Http { url, .. } => {
+            let sent = resolved.url.as_deref().unwrap_or(url);
             let mut headers = HashMap::new();
             for (name, value) in &resolved.headers {
                 let header = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -503,12 +514,12 @@ async fn open(
                 headers.insert(header, value);
             }
             let http_config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+                StreamableHttpClientTransportConfig::with_uri(sent).custom_headers(headers);
             let transport = StreamableHttpClientTransport::from_config(http_config);
             events
                 .serve(transport)
                 .await
-                .map_err(|e| failed(format!("`initialize` at `{url}` failed: {e}")))
+                .map_err(|e| failed(format!("`initialize` at `{}` failed: {e}", url_shown(url))))
         }
     }
 }
@@ -896,12 +907,13 @@ impl RemoteCall {
         };
         match answer {
             Ok(result) => RemoteOutcome::Done(self.result(result)),
-            Err(ServiceError::McpError(e)) => {
-                RemoteOutcome::Done(Err(ToolError::Failed(self.secrets.redact(&format!(
-                    "MCP server `{}` refused `{}`: {} (JSON-RPC error {})",
-                    self.server, self.tool, e.message, e.code.0
-                )))))
-            }
+            Err(ServiceError::McpError(e)) => RemoteOutcome::Done(Err(ToolError::Failed(format!(
+                "MCP server `{}` refused `{}`: {} (JSON-RPC error {})",
+                self.server,
+                self.tool,
+                cut(&self.secrets.redact(&e.message), MAX_ERROR_TEXT),
+                e.code.0
+            )))),
             Err(e) => {
                 let mut why = format!(
                     "lost its connection to MCP server `{}` after the request was sent ({e})",
@@ -917,16 +929,28 @@ impl RemoteCall {
 
     /// The model's value of an answer: the structured content if any, else the text of a single
     /// text block (all text blocks joined by newlines), else the content blocks as JSON. An
-    /// `isError` answer is a [`ToolError::Failed`] leading with the server's text.
+    /// `isError` answer is a [`ToolError::Failed`] leading with the server's text. Secrets are
+    /// redacted first, the text blocks as one text (a secret split over two blocks is found),
+    /// then texts are cut to [`MAX_ERROR_TEXT`].
     fn result(&self, result: CallToolResult) -> Result<Value, ToolError> {
-        let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
-        let blocks = content.as_array().cloned().unwrap_or_default();
-        let texts: Vec<&str> = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        let all_text = !blocks.is_empty() && texts.len() == blocks.len();
+        let mut content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
+        let mut blocks: Vec<&mut Value> = match &mut content {
+            Value::Array(blocks) => blocks.iter_mut().collect(),
+            _ => Vec::new(),
+        };
+        let all_blocks = blocks.len();
+        blocks.retain(|b| b["type"] == "text" && b["text"].is_string());
+        let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+        let texts = self.secrets.redact_parts(&texts);
+        for (block, text) in blocks.into_iter().zip(&texts) {
+            block["text"] = Value::String(text.clone());
+        }
+        let all_text = all_blocks > 0 && texts.len() == all_blocks;
+        let mut structured = result.structured_content;
+        if let Some(v) = &mut structured {
+            self.secrets.redact_json(v);
+        }
+        self.secrets.redact_json(&mut content);
         if result.is_error == Some(true) {
             // Each block gets its share of the room, so a dump before or after the explanation
             // cannot push it out.
@@ -937,12 +961,11 @@ impl RemoteCall {
                 .collect::<Vec<_>>()
                 .join("\n");
             if explanation.is_empty() {
-                explanation = match &result.structured_content {
+                explanation = match &structured {
                     Some(v) => v.to_string(),
                     None => content.to_string(),
                 };
             }
-            let explanation = self.secrets.redact(&explanation);
             return Err(ToolError::Failed(format!(
                 "`{}` failed on MCP server `{}`: {}",
                 self.tool,
@@ -950,25 +973,34 @@ impl RemoteCall {
                 cut(&explanation, MAX_ERROR_TEXT)
             )));
         }
-        let mut value = match (result.structured_content, all_text) {
+        Ok(match (structured, all_text) {
             (Some(structured), _) => structured,
             (None, true) => Value::String(texts.join("\n")),
             (None, false) => content,
-        };
-        self.secrets.redact_json(&mut value);
-        Ok(value)
+        })
     }
 }
 
-/// `text` cut to at most `max` characters, with how much was left out.
+/// `text` cut to at most `max` characters, with how much was left out; a cut that would split a
+/// `[redacted]` marker is made before it. Cut redacted texts only: a secret cut first would no
+/// longer be found.
 fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
-        Some((at, _)) => format!(
-            "{}… ({} more characters not shown)",
-            &text[..at],
-            text[at..].chars().count()
-        ),
+        Some((mut at, _)) => {
+            // The marker has no `[` past its first character: the last `[` before the cut starts
+            // the marker the cut is inside of, if any.
+            if let Some(start) = text[..at].rfind('[') {
+                if text[start..].starts_with(REDACTED) && start + REDACTED.len() > at {
+                    at = start;
+                }
+            }
+            format!(
+                "{}… ({} more characters not shown)",
+                &text[..at],
+                text[at..].chars().count()
+            )
+        }
     }
 }
 
@@ -1113,8 +1145,11 @@ impl Task {
                 }
             };
             if refresh {
-                let listed =
-                    tokio::time::timeout(self.config.connect_timeout(), list_tools(&peer)).await;
+                let listed = tokio::time::timeout(
+                    self.config.connect_timeout(),
+                    list_tools(&peer, &resolved.secrets),
+                )
+                .await;
                 match listed {
                     Ok(Ok(tools)) => {
                         let discovery = Discovery {
@@ -1165,5 +1200,21 @@ mod tests {
         assert_eq!(cut("abc", 5), "abc");
         assert_eq!(cut("abcdef", 2), "ab… (4 more characters not shown)");
         assert_eq!(cut("ééé", 1), "é… (2 more characters not shown)");
+    }
+
+    #[test]
+    fn cut_never_splits_a_redacted_marker() {
+        assert_eq!(
+            cut("ab[redacted]cd", 5),
+            "ab… (12 more characters not shown)"
+        );
+        assert_eq!(
+            cut("ab[redacted]cd", 12),
+            "ab[redacted]… (2 more characters not shown)"
+        );
+        assert_eq!(
+            cut("a[b [redacted", 4),
+            "a[b … (9 more characters not shown)"
+        );
     }
 }

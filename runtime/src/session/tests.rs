@@ -810,14 +810,25 @@ async fn results_over_the_archive_budget_come_back_through_read_tool_result() {
     let mut s = Session::new(c, c.full_profile(), sets, ToolContext::new("."))
         .without_preselection()
         .with_coordinator(coordinator);
+    // A second session on the same coordinator (and archive).
+    let mut other = Session::new(c, c.full_profile(), sets, ToolContext::new("."))
+        .without_preselection()
+        .with_coordinator(s.coordinator().clone());
     s.begin_turn("x").await;
+    other.begin_turn("x").await;
     let r = s
         .handle_call("read_file", json!({"path": "a-long-file-name.txt"}))
         .await;
     assert_eq!(r.outcome.kind(), "ran");
     let whole = json!({"tool": "read_file", "path": "a-long-file-name.txt"}).to_string();
     assert!(r.text.starts_with(&whole[..8]), "{}", r.text);
-    assert!(r.text.contains("result-1"), "{}", r.text);
+    let reference = r
+        .text
+        .split('`')
+        .find(|p| p.starts_with("result-"))
+        .unwrap_or_else(|| panic!("no reference in {}", r.text))
+        .to_string();
+    assert_eq!(reference.len(), "result-".len() + 26, "{reference}");
     assert!(
         !r.text.contains("a-long-file-name"),
         "only the preview: {}",
@@ -827,7 +838,7 @@ async fn results_over_the_archive_budget_come_back_through_read_tool_result() {
     let r = s
         .handle_call(
             "read_tool_result",
-            json!({"reference": "result-1", "offset": 8, "length": 12}),
+            json!({"reference": reference, "offset": 8, "length": 12}),
         )
         .await;
     assert_eq!(r.outcome, Outcome::ReadResult);
@@ -839,10 +850,32 @@ async fn results_over_the_archive_budget_come_back_through_read_tool_result() {
     assert_eq!(v["totalChars"], whole.chars().count());
     assert_eq!(v["nextOffset"], 20);
 
-    let r = s
-        .handle_call("read_tool_result", json!({"reference": "result-7"}))
+    // The other session gets the answer of a reference that does not exist.
+    let unknown = |r: &CallResult, reference: &str| {
+        assert_eq!(r.outcome, Outcome::Failed);
+        assert!(r.is_error);
+        r.text.replace(reference, "REF")
+    };
+    let theirs = other
+        .handle_call("read_tool_result", json!({"reference": reference}))
         .await;
-    assert_eq!(r.outcome, Outcome::Failed);
-    assert!(r.is_error);
-    assert!(r.text.contains("no result `result-7`"), "{}", r.text);
+    let never = "result-00000000000000000000000000";
+    let none = s
+        .handle_call("read_tool_result", json!({"reference": never}))
+        .await;
+    assert_eq!(unknown(&theirs, &reference), unknown(&none, never));
+    assert!(
+        none.text.contains(&format!("no result `{never}`")),
+        "{}",
+        none.text
+    );
+    // The old sequential form is no reference.
+    let r = s
+        .handle_call("read_tool_result", json!({"reference": "result-1"}))
+        .await;
+    assert!(
+        r.is_error && r.text.contains("is not a result reference"),
+        "{}",
+        r.text
+    );
 }
