@@ -96,8 +96,8 @@ impl Refusal {
 }
 
 /// Reads one message that passed [`check`] as the SDK's typed client message, or the
-/// [`Refusal`] of one whose `params` do not fit its method (a `tools/list` whose `cursor` is a
-/// number, an `initialize` without `protocolVersion`): `-32602` with the request's `id`, or
+/// [`Refusal`] of one whose `params` do not fit its method (the SDK reads most shapes leniently;
+/// a `_meta` that is not an object is one it does not): `-32602` with the request's `id`, or
 /// `-32600` for a notification or response (`id` null). The SDK itself would answer such a
 /// message with an `id`-less error, which a client cannot match to its request.
 pub fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
@@ -396,6 +396,35 @@ mod tests {
         assert!(r.response.as_object().unwrap().contains_key("id"));
         let r = check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
         assert_eq!(r.response["id"], 1.5);
+    }
+
+    #[test]
+    fn params_unfit_for_the_method_are_refused_with_the_requests_id() {
+        for (line, code, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":5}}"#,
+                INVALID_PARAMS,
+                json!(7),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"i","method":"tools/call","params":{"name":"x","arguments":{},"_meta":[]}}"#,
+                INVALID_PARAMS,
+                json!("i"),
+            ),
+        ] {
+            assert_eq!(check(line.as_bytes()), Ok(()), "{line}");
+            let r = parse(line.as_bytes()).unwrap_err();
+            assert_eq!((r.code, &r.response["id"]), (code, &id), "{line}");
+            let message = r.response["error"]["message"].as_str().unwrap();
+            assert!(message.contains("do not fit its MCP schema"), "{message}");
+        }
+        for ok in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"0:50"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        ] {
+            assert!(parse(ok.as_bytes()).is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -1373,6 +1373,74 @@ mod tests {
         server.await.unwrap().unwrap();
     }
 
+    async fn next_answer<R: AsyncBufRead + Unpin>(answers: &mut R) -> Value {
+        let mut line = String::new();
+        answers.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// A request reusing the id of one still in flight is refused with that id, and the first
+    /// request is still answered; after its answer, the id may be used again.
+    #[tokio::test(start_paused = true)]
+    async fn an_id_in_flight_is_refused_and_free_again_once_answered() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let table = ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        )
+        .unwrap();
+        let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, from_server) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(serve_lines(Shared::new(table), server_in, server_out));
+        let mut answers = BufReader::new(from_server);
+
+        let mut input = request_line(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        input
+            .extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        // One write: the server reads the second request before the SDK answers the first.
+        input.extend(request_line(5, "tools/list", json!({})));
+        input.extend(request_line(5, "tools/list", json!({})));
+        to_server.write_all(&input).await.unwrap();
+        // The refusal is written as soon as the second request is read, so it may come first.
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(next_answer(&mut answers).await);
+        }
+        assert!(
+            got.iter().any(|v| v["result"]["serverInfo"].is_object()),
+            "{got:?}"
+        );
+        let refused: Vec<&Value> = got.iter().filter(|v| v.get("error").is_some()).collect();
+        assert_eq!(refused.len(), 1, "{got:?}");
+        assert_eq!(refused[0]["id"], 5, "{got:?}");
+        assert_eq!(
+            refused[0]["error"]["code"],
+            guard::INVALID_REQUEST,
+            "{got:?}"
+        );
+        assert!(refused[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still in flight"));
+        assert!(
+            got.iter()
+                .any(|v| v["id"] == 5 && v["result"]["tools"].is_array()),
+            "{got:?}"
+        );
+        to_server
+            .write_all(&request_line(5, "tools/list", json!({})))
+            .await
+            .unwrap();
+        assert!(next_answer(&mut answers).await["result"]["tools"].is_array());
+        drop(to_server);
+        server.await.unwrap().unwrap();
+    }
+
     #[test]
     fn cursors_carry_the_generation_and_stay_in_range() {
         assert_eq!(parse_cursor("3:50", 3, 120).ok(), Some(50));
