@@ -34,8 +34,9 @@ pub struct ServeArgs {
     /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8080`; port 0 picks a free port,
     /// printed on stderr) instead of stdio. The server has no authentication, so only loopback
     /// addresses (`127.0.0.1`, `::1`) are accepted; requests must name a loopback host
-    /// (`localhost`, `127.0.0.1`, `::1`) in their `Host` header and, when they carry an `Origin`,
-    /// a loopback origin, against DNS rebinding. The endpoint is `/mcp`.
+    /// (`localhost`, `127.0.0.1`, `[::1]`) with the bound port in their `Host` header and, when
+    /// they carry an `Origin`, be from `http(s)://` + such a host + the bound port, against DNS
+    /// rebinding. The endpoint is `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).

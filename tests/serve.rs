@@ -840,6 +840,107 @@ fn hostile_stdio_input_is_answered_with_errors_and_the_session_keeps_serving() {
     );
 }
 
+/// The resident memory of process `pid` in KiB (`VmRSS` of `/proc/PID/status`), `None` where
+/// there is no `/proc`.
+fn resident_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A client that writes requests and never reads: the server stops reading stdin after a bounded
+/// number of requests (so the client's writes block on the full pipe) and its memory stays
+/// bounded; once the client reads, every request is answered exactly once.
+#[test]
+fn a_stdio_client_that_does_not_read_blocks_its_own_writes_and_loses_no_answer() {
+    let ws = workspace();
+    let store = store_in(&ws);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["serve", "--servers", "none", "--store", &store])
+        .args(["--profile", "coding", "--exposure", "full", "--workspace"])
+        .arg(ws.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = |id: usize, method: &str, params: Value| {
+        let mut l =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        l.push('\n');
+        l
+    };
+    stdin
+        .write_all(line(0, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}})).as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).unwrap();
+    assert!(answer.contains("serverInfo"), "{answer}");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .unwrap();
+    let before = resident_kib(child.id());
+
+    // 4,000 requests are 260 KB on the pipe, which holds 64 KiB.
+    const N: usize = 4_000;
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let written = Arc::clone(&written);
+        std::thread::spawn(move || {
+            for id in 1..=N {
+                if stdin
+                    .write_all(line(id, "tools/list", json!({})).as_bytes())
+                    .is_err()
+                {
+                    break;
+                }
+                written.store(id, Ordering::SeqCst);
+            }
+            stdin
+        })
+    };
+    // Until the writer is done, or has made no progress for 2 s (blocked on the full pipe).
+    let mut last = (0, Instant::now());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !writer.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = written.load(Ordering::SeqCst);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+    }
+    let stalled_at = written.load(Ordering::SeqCst);
+    assert!(
+        !writer.is_finished() && stalled_at < N,
+        "all {N} requests were taken while no answer was read: the server does not stop reading"
+    );
+    match (before, resident_kib(child.id())) {
+        (Some(before), Some(after)) => assert!(
+            after < before + 64 * 1024,
+            "the server grew from {before} KiB to {after} KiB holding unread answers"
+        ),
+        _ => eprintln!("no /proc here: the server's memory is not measured, only its reading"),
+    }
+
+    let mut seen = vec![false; N + 1];
+    for _ in 0..N {
+        answer.clear();
+        assert!(stdout.read_line(&mut answer).unwrap() > 0, "stdout ended");
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert!(v["result"]["tools"].is_array(), "{v}");
+        let id = v["id"].as_u64().unwrap() as usize;
+        assert!(!seen[id], "request {id} answered twice");
+        seen[id] = true;
+    }
+    assert!(seen[1..].iter().all(|&s| s), "a request was not answered");
+    drop(writer.join().unwrap());
+    assert!(child.wait().unwrap().success());
+}
+
 // ---- streamable HTTP ----
 
 /// Starts `toolcat serve --http 127.0.0.1:0 ARGS` and returns it with the bound address.
@@ -880,12 +981,24 @@ fn post(addr: &str, body: &[u8]) -> (u16, String) {
 /// `Content-Length` of `length` (which may differ from `body`); returns the status code and the
 /// body.
 fn raw_post(addr: &str, path: &str, extra: &str, length: usize, body: &[u8]) -> (u16, String) {
+    raw_http(
+        addr,
+        path,
+        &format!("Host: {addr}\r\n{extra}"),
+        length,
+        body,
+    )
+}
+
+/// [`raw_post`] with exactly the header lines `headers` (the `Host` header included, or left
+/// out) besides the content and connection headers.
+fn raw_http(addr: &str, path: &str, headers: &str, length: usize, body: &[u8]) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
     );
     stream.write_all(head.as_bytes()).unwrap();
     // The server may answer (413) before reading the whole body; a reset then is fine.
@@ -985,8 +1098,8 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
     let (status, text) = raw_post(&addr, "/etc/passwd", "", list.len(), list);
     assert_eq!(status, 404, "{text}");
     assert!(text.contains("`/mcp`"), "{text}");
-    // A browser origin other than a loopback one is refused (DNS rebinding); a loopback one
-    // opens a session.
+    // A browser origin other than the server's own loopback one is refused (DNS rebinding); its
+    // own opens a session (every vector: `http_checks_host_and_origin_exactly`).
     let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"o","version":"1"}}}"#;
     let (status, text) = raw_post(
         &addr,
@@ -999,7 +1112,7 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
     let (status, text) = raw_post(
         &addr,
         "/mcp",
-        "Origin: http://localhost:3000\r\n",
+        &format!("Origin: http://{addr}\r\n"),
         init.len(),
         init,
     );
@@ -1015,6 +1128,103 @@ async fn http_serves_the_same_scope_and_answers_hostile_requests() {
     // The session still works.
     assert_eq!(client.list_all_tools().await.unwrap().len(), expected.len());
     client.cancel().await.ok();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `Host` must name a loopback host with the server's own port, and a present `Origin` must be
+/// `http(s)://` + a loopback host + the server's port: each part parsed and compared whole, so
+/// neither a suffix (`localhost:PORT.evil.com`) nor another port passes.
+#[test]
+fn http_checks_host_and_origin_exactly() {
+    let ws = workspace();
+    let store = store_in(&ws);
+    let (mut child, addr) = spawn_http(&[
+        "--store",
+        &store,
+        "--profile",
+        "minimal",
+        "--exposure",
+        "full",
+        "--workspace",
+        ws.path().to_str().unwrap(),
+    ]);
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let other = if port == 1 { 2 } else { 1 };
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}"#;
+    let send = |headers: String| raw_http(&addr, "/mcp", &headers, init.len(), init);
+
+    for host in [
+        format!("localhost:{port}.evil.com"),
+        format!("127.0.0.1:{port}.evil.com"),
+        format!("127.0.0.1:{other}"),
+        format!("localhost:{other}"),
+        format!("[::1]:{other}"),
+        format!("evil.com:{port}"),
+        format!("localhost.evil.com:{port}"),
+        format!("127.0.0.1.evil.com:{port}"),
+        format!("user@localhost:{port}"),
+        format!("127.0.0.2:{port}"),
+        format!("[::1]x:{port}"),
+        format!("localhost:{port}:{port}"),
+        "localhost".to_string(),
+        "localhost:".to_string(),
+        String::new(),
+    ] {
+        let (status, text) = send(format!("Host: {host}\r\n"));
+        assert_eq!(status, 403, "Host `{host}`: {text}");
+        assert!(
+            text.contains("`Host") && text.contains(&format!(":{port}")),
+            "Host `{host}`: {text}"
+        );
+    }
+    let (status, text) = send(String::new());
+    assert_eq!(status, 403, "no Host: {text}");
+    assert!(text.contains("`Host` header"), "{text}");
+
+    for origin in [
+        format!("http://localhost:{port}.evil.com"),
+        format!("http://127.0.0.1:{port}.evil.com"),
+        format!("http://localhost:{other}"),
+        format!("http://evil.com:{port}"),
+        format!("http://localhost.evil.com:{port}"),
+        format!("http://localhost:{port}/path"),
+        format!("ftp://localhost:{port}"),
+        format!("http://user@localhost:{port}"),
+        "http://localhost".to_string(),
+        "https://127.0.0.1".to_string(),
+        "http://evil.example".to_string(),
+        "null".to_string(),
+    ] {
+        let (status, text) = send(format!("Host: {addr}\r\nOrigin: {origin}\r\n"));
+        assert_eq!(status, 403, "Origin `{origin}`: {text}");
+        assert!(
+            text.contains("`Origin") && text.contains(&format!(":{port}")),
+            "Origin `{origin}`: {text}"
+        );
+    }
+    let (status, text) = send(format!(
+        "Host: {addr}\r\nOrigin: http://localhost:{port}\r\nOrigin: http://evil.example\r\n"
+    ));
+    assert_eq!(status, 403, "two Origins: {text}");
+
+    for host in [
+        format!("localhost:{port}"),
+        format!("LocalHost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, text) = send(format!("Host: {host}\r\n"));
+        assert_eq!(status, 200, "Host `{host}`: {text}");
+    }
+    for origin in [
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("https://[::1]:{port}"),
+    ] {
+        let (status, text) = send(format!("Host: {addr}\r\nOrigin: {origin}\r\n"));
+        assert_eq!(status, 200, "Origin `{origin}`: {text}");
+    }
     let _ = child.kill();
     let _ = child.wait();
 }

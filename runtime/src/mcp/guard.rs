@@ -13,9 +13,12 @@
 //! | JSON but not one JSON-RPC message object (an array, a number, no `jsonrpc: "2.0"`, a `method` that is not a string, an `id` that is not a string or an integer (MCP forbids `null` ids), neither `method` nor `result`/`error`) | `-32600` invalid request |
 //! | a `tools/call` whose `params` lack a string `name`, or whose `arguments` is not an object | `-32602` invalid params, naming the field |
 //! | a request other than `initialize` before the session is initialized ([`check_uninitialized`]), unless its `params._meta` carries `io.modelcontextprotocol/protocolVersion` (a stateless request) | `-32600`, saying to send `initialize` first |
+//! | on stdio: a message whose `params` do not fit its MCP method ([`parse`]) | `-32602` for a request (with its `id`), `-32600` otherwise |
+//! | on stdio: a request whose `id` is that of a request still in flight ([`Refusal::id_in_flight`]) | `-32600` |
 //!
 //! Everything else goes on to the SDK, which answers an unknown method with `-32601`.
 
+use rmcp::model::{ClientJsonRpcMessage, RequestId};
 use serde_json::{json, Value};
 
 /// The largest message accepted: 1 MiB (1 048 576 bytes) of JSON per line on stdio, per request
@@ -75,6 +78,48 @@ impl Refusal {
             Some(json!({"limitBytes": MAX_MESSAGE_BYTES})),
         )
     }
+}
+
+impl Refusal {
+    /// The answer to a request whose `id` is already that of a request in flight on the same
+    /// connection (JSON-RPC 2.0: ids tell concurrent requests apart); nothing runs for it. The
+    /// answer carries the id, as any answer to that request would.
+    pub fn id_in_flight(id: &RequestId) -> Self {
+        let id = serde_json::to_value(id).unwrap_or(Value::Null);
+        Refusal::new(
+            INVALID_REQUEST,
+            id.clone(),
+            format!("`id` {id} is that of a request still in flight; give each concurrent request its own id"),
+            None,
+        )
+    }
+}
+
+/// Reads one message that passed [`check`] as the SDK's typed client message, or the
+/// [`Refusal`] of one whose `params` do not fit its method (the SDK reads most shapes leniently;
+/// a `_meta` that is not an object is one it does not): `-32602` with the request's `id`, or
+/// `-32600` for a notification or response (`id` null). The SDK itself would answer such a
+/// message with an `id`-less error, which a client cannot match to its request.
+pub fn parse(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let value: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        let method = value.get("method").and_then(Value::as_str);
+        let id = value.get("id").filter(|id| id.is_string() || id.is_number());
+        match (method, id) {
+            (Some(method), Some(id)) => Refusal::new(
+                INVALID_PARAMS,
+                id.clone(),
+                format!("the `params` of `{method}` do not fit its MCP schema: {e}; send them as the MCP specification defines them"),
+                None,
+            ),
+            _ => Refusal::new(
+                INVALID_REQUEST,
+                Value::Null,
+                format!("the message does not fit its MCP schema: {e}; send it as the MCP specification defines it"),
+                None,
+            ),
+        }
+    })
 }
 
 /// Checks one message (a stdio line without its newline, or an HTTP request body): `Ok` when it
@@ -351,6 +396,35 @@ mod tests {
         assert!(r.response.as_object().unwrap().contains_key("id"));
         let r = check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
         assert_eq!(r.response["id"], 1.5);
+    }
+
+    #[test]
+    fn params_unfit_for_the_method_are_refused_with_the_requests_id() {
+        for (line, code, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":5}}"#,
+                INVALID_PARAMS,
+                json!(7),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"i","method":"tools/call","params":{"name":"x","arguments":{},"_meta":[]}}"#,
+                INVALID_PARAMS,
+                json!("i"),
+            ),
+        ] {
+            assert_eq!(check(line.as_bytes()), Ok(()), "{line}");
+            let r = parse(line.as_bytes()).unwrap_err();
+            assert_eq!((r.code, &r.response["id"]), (code, &id), "{line}");
+            let message = r.response["error"]["message"].as_str().unwrap();
+            assert!(message.contains("do not fit its MCP schema"), "{message}");
+        }
+        for ok in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"0:50"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        ] {
+            assert!(parse(ok.as_bytes()).is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -53,7 +53,9 @@
 //! reloads follow edits by a person, so this is a few catalogs, not a stream.
 
 pub mod guard;
+pub mod loopback;
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -69,13 +71,17 @@ use rmcp::model::{
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
     SubscriptionFilter, Tool,
 };
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
+};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
 use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
 use toolcat_codegen::model::{Exposure, Tier};
 use toolcat_codegen::tables::bit;
 
@@ -677,10 +683,85 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Requests a client may have in flight on one newline-delimited connection (stdio): read, and
+/// their answers not yet written to the output: 64. At the limit the server stops reading input
+/// until an answer is written, so a client that writes without reading fills its own pipe
+/// (its writes block) while the server holds at most this many answers; refusals count against
+/// the same limit. A request cancelled by the client (`notifications/cancelled`) frees its place.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// One line for the output, with the place in flight of the request it answers (freed once the
+/// line is written).
+struct Outgoing {
+    line: Vec<u8>,
+    _place: Option<OwnedSemaphorePermit>,
+}
+
+/// The places held by the requests in flight, by request id.
+type InFlight = Arc<Mutex<HashMap<RequestId, OwnedSemaphorePermit>>>;
+
+fn places(
+    in_flight: &InFlight,
+) -> std::sync::MutexGuard<'_, HashMap<RequestId, OwnedSemaphorePermit>> {
+    in_flight.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The SDK's side of a [`serve_lines`] connection: the messages the reader checked and parsed,
+/// and the queue of lines for the writer. `send` writes the message into the queue when the SDK
+/// calls it (not when its future is polled), so lines leave in the order the SDK hands them over,
+/// and an answer takes its request's place in flight along to the writer.
+struct LinesTransport {
+    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
+    in_flight: InFlight,
+}
+
+impl Transport<RoleServer> for LinesTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl std::future::Future<Output = Result<(), std::io::Error>> + Send + 'static {
+        let id = match &item {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        let place = id.and_then(|id| places(&self.in_flight).remove(id));
+        let queued = serde_json::to_vec(&item)
+            .map_err(std::io::Error::from)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                self.outgoing
+                    .send(Outgoing {
+                        line,
+                        _place: place,
+                    })
+                    .map_err(|_| {
+                        std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the output is closed")
+                    })
+            });
+        std::future::ready(queued)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.incoming.recv().await
+    }
+
+    async fn close(&mut self) -> Result<(), std::io::Error> {
+        self.incoming.close();
+        Ok(())
+    }
+}
+
 /// Serves MCP over newline-delimited JSON-RPC on `input`/`output` (stdio: `tokio::io::stdin()`
-/// and `stdout()`) until `input` ends. Each line passes [`guard::check`] first; refused lines
-/// are answered on `output`, the others go to the SDK through an in-memory pipe, and the SDK's
-/// answers are written back whole lines at a time.
+/// and `stdout()`) until `input` ends. Each line passes [`guard::check`] and [`guard::parse`]
+/// first; refused lines are answered on `output`, the others go to the SDK, and every answer is
+/// written as one line. At most [`MAX_IN_FLIGHT`] requests are in flight: beyond them, `input`
+/// is not read until an answer has been written to `output` (back-pressure on a client that
+/// does not read). Answers leave in the order the SDK produces them: concurrent requests may be
+/// answered out of order (JSON-RPC matches them by `id`).
 ///
 /// # Errors
 /// An I/O error on `input` or `output`.
@@ -689,35 +770,34 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (ours, sdk_end) = tokio::io::duplex(64 * 1024);
-    let (from_sdk, mut to_sdk) = tokio::io::split(ours);
-    let (lines, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
+    let (to_sdk, incoming) = mpsc::channel::<ClientJsonRpcMessage>(16);
+    // Unbounded, yet bounded: every answer and refusal in it holds a place in flight, so it
+    // holds at most MAX_IN_FLIGHT of them, plus the server's own notifications (one
+    // `list_changed` per catalog change).
+    let (lines, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
+    let in_flight: InFlight = Arc::default();
+    let room = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
 
     let writer = tokio::spawn(async move {
-        while let Some(line) = outgoing.recv().await {
-            output.write_all(&line).await?;
+        while let Some(first) = outgoing.recv().await {
+            output.write_all(&first.line).await?;
+            drop(first);
+            // Lines already queued go out before one flush.
+            while let Ok(next) = outgoing.try_recv() {
+                output.write_all(&next.line).await?;
+            }
             output.flush().await?;
         }
         Ok::<(), std::io::Error>(())
     });
-    let answers = lines.clone();
-    let pump = tokio::spawn(async move {
-        let mut from_sdk = BufReader::new(from_sdk);
-        loop {
-            let mut line = Vec::new();
-            match from_sdk.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if answers.send(line).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
+    let transport = LinesTransport {
+        incoming,
+        outgoing: lines.clone(),
+        in_flight: Arc::clone(&in_flight),
+    };
     let server = McpServer::new(shared);
     let sdk = tokio::spawn(async move {
-        match server.serve(sdk_end).await {
+        match server.serve(transport).await {
             Ok(running) => {
                 let _ = running.waiting().await;
             }
@@ -730,42 +810,76 @@ where
     let mut buf = Vec::new();
     let mut initialized = false;
     let result = loop {
-        let refused = match read_line(&mut input, &mut buf, guard::MAX_MESSAGE_BYTES).await {
+        let checked = match read_line(&mut input, &mut buf, guard::MAX_MESSAGE_BYTES).await {
             Err(e) => break Err(e),
             Ok(Line::Eof) => break Ok(()),
-            Ok(Line::TooLong(n)) => Some(guard::Refusal::too_large(n)),
-            Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => None,
-            Ok(Line::Complete) => match guard::check(&buf).and_then(|()| {
-                if initialized {
-                    Ok(())
-                } else {
-                    guard::check_uninitialized(&buf)
-                }
-            }) {
-                Ok(()) => {
-                    initialized = initialized || guard::is_initialize(&buf);
-                    buf.push(b'\n');
-                    if to_sdk.write_all(&buf).await.is_err() {
-                        // The SDK's session ended.
-                        break Ok(());
+            Ok(Line::TooLong(n)) => Err(guard::Refusal::too_large(n)),
+            Ok(Line::Complete) if buf.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(Line::Complete) => guard::check(&buf)
+                .and_then(|()| {
+                    if initialized {
+                        Ok(())
+                    } else {
+                        guard::check_uninitialized(&buf)
                     }
-                    None
-                }
-                Err(refusal) => Some(refusal),
-            },
+                })
+                .and_then(|()| guard::parse(&buf)),
         };
-        if let Some(refusal) = refused {
-            let mut line = refusal.response.to_string().into_bytes();
-            line.push(b'\n');
-            if lines.send(line).await.is_err() {
-                break Ok(());
+        let message = match checked {
+            Ok(JsonRpcMessage::Request(request))
+                if places(&in_flight).contains_key(&request.id) =>
+            {
+                Err(guard::Refusal::id_in_flight(&request.id))
             }
+            other => other,
+        };
+        let message = match message {
+            Ok(message) => message,
+            Err(refusal) => {
+                let Ok(place) = Arc::clone(&room).acquire_owned().await else {
+                    break Ok(());
+                };
+                let mut line = refusal.response.to_string().into_bytes();
+                line.push(b'\n');
+                let refused = Outgoing {
+                    line,
+                    _place: Some(place),
+                };
+                if lines.send(refused).is_err() {
+                    break Ok(());
+                }
+                continue;
+            }
+        };
+        let mut cancelled = None;
+        match &message {
+            JsonRpcMessage::Request(request) => {
+                initialized =
+                    initialized || matches!(request.request, ClientRequest::InitializeRequest(_));
+                // Waits while MAX_IN_FLIGHT answers are unwritten: input is not read meanwhile.
+                let Ok(place) = Arc::clone(&room).acquire_owned().await else {
+                    break Ok(());
+                };
+                places(&in_flight).insert(request.id.clone(), place);
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    cancelled = c.params.request_id.clone();
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        if to_sdk.send(message).await.is_err() {
+            // The SDK's session ended.
+            break Ok(());
+        }
+        // The SDK drops the answer of a cancelled request, so its place is freed here.
+        if let Some(id) = cancelled {
+            places(&in_flight).remove(&id);
         }
     };
-    let _ = to_sdk.shutdown().await;
     drop(to_sdk);
     let _ = sdk.await;
-    let _ = pump.await;
     drop(lines);
     match writer.await {
         Ok(Err(e)) if result.is_ok() => Err(e),
@@ -810,18 +924,6 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The one HTTP path served; every other path answers 404.
 pub const HTTP_PATH: &str = "/mcp";
 
-/// Origins a browser may send with a request (`Origin` header): pages served from a loopback
-/// host only, against DNS rebinding (MCP, streamable HTTP transport, "Security Warning").
-/// Requests without `Origin` (non-browser clients) pass; any other origin is refused with 403.
-const ALLOWED_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "https://localhost:*",
-    "http://127.0.0.1:*",
-    "https://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://[::1]:*",
-];
-
 /// A JSON-RPC error response (`id` null) with an HTTP status, for refusals made before the
 /// message is read.
 fn http_refusal(status: StatusCode, message: String, data: Option<Value>) -> Response<HttpBody> {
@@ -835,7 +937,38 @@ fn http_refusal(status: StatusCode, message: String, data: Option<Value>) -> Res
     )
 }
 
-/// One HTTP request. Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
+/// The 403 of a request whose `Host` or `Origin` is not this server's ([`loopback`]), or
+/// `None` when both pass. `port` is the server's.
+fn foreign(request: &Request<Incoming>, port: u16) -> Option<Response<HttpBody>> {
+    let one = |name: hyper::header::HeaderName| {
+        let mut values = request.headers().get_all(name).iter();
+        match (values.next(), values.next()) {
+            (None, _) => None,
+            (Some(v), None) => Some(Some(String::from_utf8_lossy(v.as_bytes()).into_owned())),
+            (Some(_), Some(_)) => Some(None),
+        }
+    };
+    let host = one(hyper::header::HOST).flatten();
+    // An absolute-form request target names the host too (RFC 9112, section 3.2.2).
+    let target = request.uri().authority().map(|a| a.as_str().to_string());
+    let origin = one(hyper::header::ORIGIN);
+    let checked = loopback::check_host(host.as_deref(), port)
+        .and_then(|()| match &target {
+            Some(t) => loopback::check_host(Some(t), port),
+            None => Ok(()),
+        })
+        .and_then(|()| loopback::check_origin(origin.as_ref().map(Option::as_deref), port));
+    checked.err().map(|message| {
+        http_refusal(
+            StatusCode::FORBIDDEN,
+            message,
+            Some(json!({"allowedHosts": loopback::LOOPBACK_HOSTS, "port": port})),
+        )
+    })
+}
+
+/// One HTTP request. It is refused with 403 unless its `Host` and `Origin` are this server's, on
+/// `port` ([`loopback`]). Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
 /// `Content-Length` is over [`guard::MAX_MESSAGE_BYTES`] is answered 413 before its body is read;
 /// a body must arrive within [`BODY_READ_TIMEOUT`] (408); it then passes the size limit and
 /// [`guard::check`] before the SDK's streamable HTTP service sees it; refusals are JSON-RPC
@@ -845,8 +978,12 @@ fn http_refusal(status: StatusCode, message: String, data: Option<Value>) -> Res
 async fn handle_http(
     service: StreamableHttpService<McpServer, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
+    port: u16,
     request: Request<Incoming>,
 ) -> Response<HttpBody> {
+    if let Some(refused) = foreign(&request, port) {
+        return refused;
+    }
     if request.uri().path() != HTTP_PATH {
         return http_refusal(
             StatusCode::NOT_FOUND,
@@ -943,9 +1080,12 @@ async fn handle_http(
 
 /// Serves MCP over streamable HTTP (endpoint [`HTTP_PATH`], 404 elsewhere) on `addr` until the
 /// process ends; `bound` is called with the address actually bound (port 0 picks a free port).
-/// Hosts allowed in the `Host` header: the SDK's default, loopback names only; a present
-/// `Origin` must be a loopback origin (403 otherwise). There is no authentication: callers bind
-/// loopback addresses only (`toolcat serve` refuses others). Limits: [`HEADER_READ_TIMEOUT`],
+/// `Host` must name a loopback host with the bound port, and a present `Origin` must be the
+/// server's own loopback origin ([`loopback`]; 403 otherwise). There is no authentication:
+/// callers bind loopback addresses only (`toolcat serve` refuses others). Accepted sockets are
+/// set to `TCP_NODELAY`: an answer goes out in several small writes (headers, the SSE priming
+/// event, the message), and Nagle's algorithm would hold each after the first until the client's
+/// delayed ACK. Limits: [`HEADER_READ_TIMEOUT`],
 /// [`BODY_READ_TIMEOUT`], [`guard::MAX_MESSAGE_BYTES`], [`MAX_SESSIONS`],
 /// [`SESSION_IDLE_TIMEOUT`].
 ///
@@ -957,10 +1097,12 @@ pub async fn serve_http(
     bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    bound(listener.local_addr()?);
-    let config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES)
-        .with_allowed_origins(ALLOWED_ORIGINS);
+    let local = listener.local_addr()?;
+    bound(local);
+    let port = local.port();
+    // `Host` and `Origin` are checked by `handle_http` before the SDK sees a request.
+    let config =
+        StreamableHttpServerConfig::default().with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES);
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     let sessions = Arc::new(manager);
@@ -980,13 +1122,17 @@ pub async fn serve_http(
                 continue;
             }
         };
+        if let Err(e) = stream.set_nodelay(true) {
+            // The connection still works, at the cost of a delayed ACK per answer.
+            eprintln!("mcp: cannot set TCP_NODELAY on a connection: {e}");
+        }
         let service = service.clone();
         let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request| {
                 let service = service.clone();
                 let sessions = Arc::clone(&sessions);
-                async move { Ok::<_, Infallible>(handle_http(service, sessions, request).await) }
+                async move { Ok::<_, Infallible>(handle_http(service, sessions, port, request).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
@@ -1103,6 +1249,185 @@ mod tests {
             vec![Ok("0123456789".into())]
         );
         assert_eq!(lines(b"0123456789x\n", 10).await, vec![Err(11)]);
+    }
+
+    /// An input that counts the bytes the server took from it.
+    struct Counted<R> {
+        inner: R,
+        taken: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let before = buf.filled().len();
+            let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+            let n = buf.filled().len() - before;
+            self.taken.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            polled
+        }
+    }
+
+    fn request_line(id: usize, method: &str, params: Value) -> Vec<u8> {
+        let mut line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        line.push('\n');
+        line.into_bytes()
+    }
+
+    /// A client writes many `tools/list` requests and reads nothing: the server stops reading
+    /// after a bounded number of them (so the client's writes block and the server's memory holds
+    /// at most that many answers); once the client reads, every answer arrives, in order.
+    ///
+    /// The clock is paused: tokio moves it forward only when every task is blocked, so the
+    /// timeout below fires exactly when nothing can progress any more, without real waiting.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_does_not_read_stops_the_server_reading_and_loses_no_answer() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let table = ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        )
+        .unwrap();
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (mut to_server, server_in) = tokio::io::duplex(4096);
+        let (server_out, from_server) = tokio::io::duplex(4096);
+        let input = Counted {
+            inner: server_in,
+            taken: Arc::clone(&taken),
+        };
+        let server = tokio::spawn(serve_lines(Shared::new(table), input, server_out));
+        let mut answers = BufReader::new(from_server);
+        let mut line = String::new();
+
+        to_server
+            .write_all(&request_line(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+            ))
+            .await
+            .unwrap();
+        answers.read_line(&mut line).await.unwrap();
+        assert!(line.contains("serverInfo"), "{line}");
+        to_server
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .unwrap();
+
+        const N: usize = 3000;
+        let one = request_line(N, "tools/list", json!({})).len();
+        let start = taken.load(std::sync::atomic::Ordering::SeqCst);
+        let mut writer = tokio::spawn(async move {
+            for id in 1..=N {
+                to_server
+                    .write_all(&request_line(id, "tools/list", json!({})))
+                    .await
+                    .unwrap();
+            }
+            to_server
+        });
+        let blocked = tokio::time::timeout(Duration::from_secs(3600), &mut writer)
+            .await
+            .is_err();
+        let read = taken.load(std::sync::atomic::Ordering::SeqCst) - start;
+        assert!(
+            blocked,
+            "all {N} requests were read while no answer was: the server does not stop reading"
+        );
+        // In flight, plus the one waiting for a slot, plus what the input buffer holds.
+        let bound = (MAX_IN_FLIGHT + 1) * one + 8 * 1024;
+        assert!(
+            read <= bound,
+            "the server read {read} bytes of requests (bound {bound}) with no answer read"
+        );
+
+        let mut ids = Vec::with_capacity(N);
+        while ids.len() < N {
+            line.clear();
+            assert!(
+                answers.read_line(&mut line).await.unwrap() > 0,
+                "output ended"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert!(v["result"]["tools"].is_array(), "{v}");
+            ids.push(v["id"].as_u64().unwrap() as usize);
+        }
+        assert_eq!(ids, (1..=N).collect::<Vec<_>>());
+        drop(writer.await.unwrap());
+        server.await.unwrap().unwrap();
+    }
+
+    async fn next_answer<R: AsyncBufRead + Unpin>(answers: &mut R) -> Value {
+        let mut line = String::new();
+        answers.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// A request reusing the id of one still in flight is refused with that id, and the first
+    /// request is still answered; after its answer, the id may be used again.
+    #[tokio::test(start_paused = true)]
+    async fn an_id_in_flight_is_refused_and_free_again_once_answered() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let table = ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        )
+        .unwrap();
+        let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, from_server) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(serve_lines(Shared::new(table), server_in, server_out));
+        let mut answers = BufReader::new(from_server);
+
+        let mut input = request_line(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        input
+            .extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        // One write: the server reads the second request before the SDK answers the first.
+        input.extend(request_line(5, "tools/list", json!({})));
+        input.extend(request_line(5, "tools/list", json!({})));
+        to_server.write_all(&input).await.unwrap();
+        // The refusal is written as soon as the second request is read, so it may come first.
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(next_answer(&mut answers).await);
+        }
+        assert!(
+            got.iter().any(|v| v["result"]["serverInfo"].is_object()),
+            "{got:?}"
+        );
+        let refused: Vec<&Value> = got.iter().filter(|v| v.get("error").is_some()).collect();
+        assert_eq!(refused.len(), 1, "{got:?}");
+        assert_eq!(refused[0]["id"], 5, "{got:?}");
+        assert_eq!(
+            refused[0]["error"]["code"],
+            guard::INVALID_REQUEST,
+            "{got:?}"
+        );
+        assert!(refused[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still in flight"));
+        assert!(
+            got.iter()
+                .any(|v| v["id"] == 5 && v["result"]["tools"].is_array()),
+            "{got:?}"
+        );
+        to_server
+            .write_all(&request_line(5, "tools/list", json!({})))
+            .await
+            .unwrap();
+        assert!(next_answer(&mut answers).await["result"]["tools"].is_array());
+        drop(to_server);
+        server.await.unwrap().unwrap();
     }
 
     #[test]
