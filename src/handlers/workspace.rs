@@ -14,8 +14,10 @@
 //! resolving beneath it), whatever changed on disk since resolution:
 //! - Reads ([`Workspace::read`]) open the resolved path relative to that directory; an open that
 //!   would leave it through `..` or a symbolic link fails with [`ToolError::OutsideWorkspace`].
-//!   A symbolic link that stays inside the workspace is still followed, except that an absolute
-//!   link target counts as leaving (it is not resolved against the root).
+//!   The path opened is the resolved one, so a link that stays inside the workspace was already
+//!   followed at resolution; a link found at the open (swapped in since) is followed only while
+//!   it stays beneath the directory, and an absolute link target counts as leaving there (it is
+//!   not resolved against the root).
 //! - Writes ([`Workspace::write_atomically`], the only write of file contents, used by
 //!   `write_file`, `edit_file` and every state file of [`super::state`]) follow no symbolic link
 //!   at all: the parent directories are opened one at a time with `O_NOFOLLOW`, a link at the
