@@ -70,9 +70,15 @@
 //! The repository is the first folder from the workspace root upwards that holds `.git`. Refused,
 //! each with an error naming the fix: a `.git` file or symbolic link whose git directory is outside
 //! the workspace (a linked worktree, a submodule); a linked worktree's git directory; an entry of
-//! the git directory that leads outside it; borrowed objects (`objects/info/alternates`);
-//! `core.worktree` naming another folder than the one that holds `.git`; `git_commit` during a
-//! merge, cherry-pick, revert or rebase.
+//! the git directory that leads outside it; a symbolic link anywhere inside `objects/` (fan-out
+//! folders, loose objects, `pack/`, `info/`), `refs/`, `logs/` or `reftable/`, or at
+//! `packed-refs`, `shallow`, `sharedindex.*`, `index` or `HEAD` (git never creates one there, and
+//! follows one: a link to another repository's objects or refs would let `git_show` read it);
+//! borrowed objects (`objects/info/alternates`); `core.worktree` naming another folder than the
+//! one that holds `.git`; `git_commit` during a merge, cherry-pick, revert or rebase. The link
+//! check lists those trees without following links and only `lstat`s (never opens) what they
+//! hold, so each call costs one directory listing per folder: proportional to the loose objects,
+//! refs and reflogs (a `git gc` packs them).
 //!
 //! When the workspace is a folder inside the repository, every command is limited to it: the
 //! working directory is the workspace, diffs and logs are limited to the pathspec `.` (diffs with
@@ -1504,6 +1510,124 @@ mod hostile {
             err.to_string().contains("leads outside the git directory"),
             "{err}"
         );
+    }
+
+    /// Another repository with `s.txt` holding `OTHERSECRET` committed on `main`.
+    fn other_repo() -> Option<tempfile::TempDir> {
+        let other = repo()?;
+        write(other.path(), "s.txt", "OTHERSECRET\n");
+        commit_all(other.path(), "othersecret");
+        Some(other)
+    }
+
+    #[cfg(unix)]
+    fn symlink(target: &Path, at: &Path) {
+        std::os::unix::fs::symlink(target, at).expect("link");
+    }
+
+    /// Links `refs/heads/stolen` of `dir` to the `main` branch file of `other`.
+    #[cfg(unix)]
+    fn link_stolen_ref(dir: &Path, other: &Path) {
+        symlink(
+            &other.join(".git/refs/heads/main"),
+            &dir.join(".git/refs/heads/stolen"),
+        );
+    }
+
+    /// `git_log` of `rev` and `git_show` of `show` on `dir` are both refused, naming a symbolic
+    /// link at `link` (a path relative to `.git`, or its start) and the fix.
+    #[cfg(unix)]
+    async fn both_refuse_the_link(dir: &Path, rev: &str, show: &str, link: &str) {
+        let ctx = ToolContext::new(dir);
+        let log = GitLogArgs {
+            rev: Some(rev.into()),
+            ..log_args()
+        };
+        let errors = [
+            git_log(log, &ctx).await.expect_err("git_log").to_string(),
+            git_show(show_args(show), &ctx)
+                .await
+                .expect_err("git_show")
+                .to_string(),
+        ];
+        for text in errors {
+            assert!(
+                text.contains(&format!("/.git/{link}"))
+                    && text.contains("` is a symbolic link inside the git directory `")
+                    && text.contains("replace the symbolic link with a copy")
+                    && !text.contains("OTHERSECRET"),
+                "{text}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn links_to_another_repositorys_loose_objects_and_refs_are_refused() {
+        let (Some(dir), Some(other)) = (repo(), other_repo()) else {
+            return;
+        };
+        let objects = other.path().join(".git/objects");
+        for fan_out in std::fs::read_dir(&objects).expect("list objects").flatten() {
+            let name = fan_out.file_name();
+            let at = dir.path().join(".git/objects").join(&name);
+            if name.len() == 2 && !at.exists() {
+                symlink(&fan_out.path(), &at);
+            }
+        }
+        link_stolen_ref(dir.path(), other.path());
+        // Plain git follows the links: the setup is live.
+        assert_eq!(ok(dir.path(), &["show", "stolen:s.txt"]), "OTHERSECRET\n");
+        both_refuse_the_link(dir.path(), "stolen", "stolen:s.txt", "objects/").await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_link_to_another_repositorys_pack_folder_is_refused() {
+        let (Some(dir), Some(other)) = (repo(), other_repo()) else {
+            return;
+        };
+        ok(other.path(), &["gc", "--quiet"]);
+        let sha = ok(other.path(), &["rev-parse", "HEAD"]).trim().to_string();
+        let pack = dir.path().join(".git/objects/pack");
+        std::fs::remove_dir_all(&pack).expect("remove pack");
+        symlink(&other.path().join(".git/objects/pack"), &pack);
+        let rev = format!("{sha}:s.txt");
+        assert_eq!(ok(dir.path(), &["show", &rev]), "OTHERSECRET\n");
+        both_refuse_the_link(dir.path(), &sha, &rev, "objects/pack").await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_link_to_another_repositorys_ref_is_refused() {
+        let (Some(dir), Some(other)) = (repo(), other_repo()) else {
+            return;
+        };
+        link_stolen_ref(dir.path(), other.path());
+        let sha = ok(other.path(), &["rev-parse", "HEAD"]);
+        assert_eq!(ok(dir.path(), &["rev-parse", "stolen"]), sha);
+        both_refuse_the_link(dir.path(), "stolen", "stolen", "refs/heads/stolen").await;
+    }
+
+    /// Loose and packed objects, packed and nested loose refs, reflogs: no link, so the reads work.
+    #[tokio::test]
+    async fn a_repository_without_links_is_read() {
+        let Some(dir) = repo() else { return };
+        ok(dir.path(), &["gc", "--quiet"]);
+        write(dir.path(), "b.txt", "two\n");
+        commit_all(dir.path(), "second");
+        ok(dir.path(), &["branch", "topic/nested"]);
+        let ctx = ToolContext::new(dir.path());
+        let log = GitLogArgs {
+            rev: Some("topic/nested".into()),
+            ..log_args()
+        };
+        let log = git_log(log, &ctx).await.expect("git_log");
+        assert_eq!(log.commits.len(), 2, "{log:?}");
+        let show = git_show(show_args("HEAD~1:a.txt"), &ctx)
+            .await
+            .expect("git_show");
+        assert_eq!(show.text, "one\n");
     }
 
     /// A repository with `secret.txt` at the top and the workspace `ws/` (holding `inner.txt`)

@@ -69,6 +69,10 @@ const LINKED: &[&str] = &[
     "shallow",
 ];
 
+/// The directories among [`LINKED`] that git fills with directories and regular files only; each
+/// is walked for symbolic links (see [`refuse_inner_links`]).
+const WALKED: &[&str] = &["objects", "refs", "logs", "reftable"];
+
 /// Marks of an operation in progress that `git commit` would conclude (a merge, cherry-pick,
 /// revert or rebase); the shadow does not carry them, so `git_commit` refuses instead.
 const IN_PROGRESS: &[(&str, &str)] = &[
@@ -147,9 +151,11 @@ impl Repo {
     /// file or symbolic link whose git directory is outside the workspace (a linked worktree or
     /// a submodule of a repository elsewhere); a linked worktree's git directory (`commondir`);
     /// an entry of the git directory (`HEAD`, `index`, `config`, `objects`, `refs`, ...) that
-    /// leads outside it; borrowed objects (`objects/info/alternates`); `core.worktree` naming
-    /// another folder than the one that holds `.git`; for [`Mode::Commit`], an operation in
-    /// progress (merge, cherry-pick, revert, rebase).
+    /// leads outside it; a symbolic link inside the object and ref trees or at `packed-refs`,
+    /// `shallow`, `sharedindex.*`, `index`, `HEAD` (see [`refuse_inner_links`]); borrowed
+    /// objects (`objects/info/alternates`); `core.worktree` naming another folder than the one
+    /// that holds `.git`; for [`Mode::Commit`], an operation in progress (merge, cherry-pick,
+    /// revert, rebase).
     ///
     /// # Errors
     /// Those refusals; I/O errors creating the shadow; git's message when the real config does
@@ -613,8 +619,8 @@ fn check_git_dir(git_dir: &Path) -> Result<(), ToolError> {
     }
     let mut entries = linked_entries(git_dir)?;
     entries.extend(["HEAD".to_string(), "index".into(), "config".into()]);
-    for name in entries {
-        let entry = git_dir.join(&name);
+    for name in &entries {
+        let entry = git_dir.join(name);
         if std::fs::symlink_metadata(&entry).is_err() {
             continue;
         }
@@ -628,6 +634,7 @@ fn check_git_dir(git_dir: &Path) -> Result<(), ToolError> {
             )));
         }
     }
+    refuse_inner_links(git_dir, &entries)?;
     let alternates = git_dir.join("objects/info/alternates");
     if let Ok(text) = std::fs::read_to_string(&alternates) {
         if text
@@ -640,6 +647,59 @@ fn check_git_dir(git_dir: &Path) -> Result<(), ToolError> {
                  file in a terminal",
                 alternates.display()
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a symbolic link anywhere inside the [`WALKED`] trees of `git_dir` (fan-out
+/// directories, loose objects, `objects/pack/` and `objects/info/`, refs, reflogs, reftable
+/// files) and at the other `entries` except `config` (`packed-refs`, `shallow`, `sharedindex.*`,
+/// `index`, `HEAD`). Git itself never creates a link there, and git follows one, so a link would
+/// read another repository's objects or refs. The trees are walked without following links (a
+/// [`WALKED`] directory that is itself a link stays allowed when it stays inside `git_dir`, as
+/// [`check_git_dir`] checks first); entries are only listed and `lstat`ed, never opened. Cost:
+/// one directory listing per folder, so proportional to the loose objects, refs and reflogs.
+///
+/// # Errors
+/// The refusal, naming the link and the fix; an I/O error naming a folder that cannot be listed.
+fn refuse_inner_links(git_dir: &Path, entries: &[String]) -> Result<(), ToolError> {
+    let refuse = |link: &Path| {
+        let fix = if link == git_dir.join("HEAD") {
+            "make it a symbolic ref again (`git symbolic-ref HEAD refs/heads/BRANCH` in a \
+             terminal)"
+        } else {
+            "replace the symbolic link with a copy of what it names"
+        };
+        failed(format!(
+            "`{}` is a symbolic link inside the git directory `{}`, which git never creates \
+             there; the git tools read only what that directory holds: {fix}",
+            link.display(),
+            git_dir.display()
+        ))
+    };
+    for name in entries.iter().filter(|name| *name != "config") {
+        let entry = git_dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&entry) else {
+            continue;
+        };
+        if !WALKED.contains(&name.as_str()) {
+            if meta.file_type().is_symlink() {
+                return Err(refuse(&entry));
+            }
+            continue;
+        }
+        for item in walkdir::WalkDir::new(&entry)
+            .follow_links(false)
+            .min_depth(1)
+        {
+            let item = item.map_err(|e| {
+                let at = e.path().unwrap_or(&entry).display().to_string();
+                ToolError::io(format!("cannot list `{at}`"), e.into())
+            })?;
+            if item.path_is_symlink() {
+                return Err(refuse(item.path()));
+            }
         }
     }
     Ok(())
