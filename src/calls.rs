@@ -8,7 +8,7 @@
 //! forever. Nothing is run again.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -45,12 +45,72 @@ impl StoreArg {
     /// `--store`, else `TOOLCAT_STORE`, else [`DEFAULT_STORE`]. An empty `TOOLCAT_STORE` counts
     /// as unset (clap sees the empty value only through the environment: `--store ""` is refused
     /// by clap itself).
-    pub fn path(&self) -> PathBuf {
-        self.store
-            .clone()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE))
+    ///
+    /// The default location lies in the current directory, often an untrusted workspace, so it
+    /// is checked first ([`check_default_location`]); `create` makes its `.toolcat` directory
+    /// when absent. Any store is then opened without following a link at its path
+    /// ([`toolcat::StoreError::Symlink`]).
+    ///
+    /// # Errors
+    /// For the default location: `.toolcat`, the store file or one of SQLite's files beside it
+    /// is a symbolic link, or `.toolcat` cannot be created.
+    pub fn path(&self, create: bool) -> anyhow::Result<PathBuf> {
+        match self.store.clone().filter(|p| !p.as_os_str().is_empty()) {
+            Some(path) => Ok(path),
+            None => {
+                let path = PathBuf::from(DEFAULT_STORE);
+                check_default_location(&path, create)?;
+                Ok(path)
+            }
+        }
     }
+}
+
+/// Refuses a symbolic link at the directory of `store` (`.toolcat`), at `store` or at SQLite's
+/// files beside it (`-wal`, `-shm`, `-journal`), none of which SQLite's `SQLITE_OPEN_NOFOLLOW`
+/// covers; when `create`, the missing directory is made with `create_dir` (never through a
+/// link). A link swapped in after this check is still refused at the store file by the open.
+///
+/// # Errors
+/// Names the link and the fix (remove it, or pass `--store PATH` / `TOOLCAT_STORE`); the I/O
+/// error when the directory cannot be created.
+pub fn check_default_location(store: &Path, create: bool) -> anyhow::Result<()> {
+    let refuse_link = |path: &Path| -> anyhow::Result<bool> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => anyhow::bail!(
+                "`{}` is a symbolic link, which the default call store never follows; remove \
+                 it, or pass another store with `--store PATH` or `TOOLCAT_STORE`",
+                path.display()
+            ),
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => {
+                Err(anyhow::Error::new(e).context(format!("cannot inspect `{}`", path.display())))
+            }
+        }
+    };
+    if let Some(dir) = store.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !refuse_link(dir)? && create {
+            match std::fs::create_dir(dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("cannot create `{}`", dir.display()))
+                    );
+                }
+                // Another process may have made it (or planted a link) meanwhile.
+                _ => {
+                    refuse_link(dir)?;
+                }
+            }
+        }
+    }
+    refuse_link(store)?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut beside = store.as_os_str().to_owned();
+        beside.push(suffix);
+        refuse_link(Path::new(&beside))?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -99,7 +159,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Opens the store to list it: writable when it can be (so calls of ended processes are
 /// judged), else read-only with a warning.
-fn open_for_listing(path: &std::path::Path) -> anyhow::Result<CallStore> {
+fn open_for_listing(path: &Path) -> anyhow::Result<CallStore> {
     match CallStore::open(path) {
         Ok(store) => Ok(store),
         Err(
@@ -123,7 +183,7 @@ fn open_for_listing(path: &std::path::Path) -> anyhow::Result<CallStore> {
 }
 
 fn list(a: &CallsArgs) -> anyhow::Result<ExitCode> {
-    let path = a.store.path();
+    let path = a.store.path(false)?;
     let rows: Vec<Result<CallRecord, DamagedRecord>> = if path.exists() {
         let store = open_for_listing(&path)?;
         // A store this user may read but not write is still listed, as it stands.

@@ -1050,7 +1050,7 @@ fn call(a: &CallArgs) -> anyhow::Result<ExitCode> {
     }
     // Every call is recorded, in the same default store `toolcat calls` reads; a store that
     // cannot be opened runs nothing (the record must exist before the side effect).
-    let store = toolcat::CallStore::open(&a.store.path())?;
+    let store = toolcat::CallStore::open(&a.store.path(true)?)?;
     coordinator = coordinator.with_store(std::sync::Arc::new(store));
     if a.approve {
         coordinator = coordinator.with_approval(|req| {

@@ -89,7 +89,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let workspace = crate::cli::workspace_dir(a.workspace.as_deref())?;
-    let store_path = a.store.path();
+    let store_path = a.store.path(true)?;
     let store = CallStore::open(&store_path)
         .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
     let archive = ResultArchive::open(&store_path)

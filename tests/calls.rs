@@ -803,3 +803,93 @@ fn parallel_processes_editing_one_file_never_lose_a_succeeded_edit() {
     let on_disk = text.matches("EDITED").count();
     assert_eq!(on_disk, succeeded, "{text}");
 }
+
+/// A workspace `ws` with `a.txt` beside an empty folder `out`, both in a fresh temporary dir.
+fn workspace_beside_outside() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, out) = (dir.path().join("ws"), dir.path().join("out"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(ws.join("a.txt"), "hi\n").unwrap();
+    (dir, ws, out)
+}
+
+fn read_a_txt(ws: &Path) -> Output {
+    toolcat(&["call", "read_file", "--args", r#"{"path":"a.txt"}"#], ws)
+}
+
+fn assert_refused_as_link(o: &Output, link: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(link), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(err.contains("--store PATH"), "{err}");
+}
+
+#[test]
+fn the_default_store_never_follows_a_toolcat_dir_that_is_a_link() {
+    let (_dir, ws, out) = workspace_beside_outside();
+    std::os::unix::fs::symlink("../out", ws.join(".toolcat")).unwrap();
+    let o = read_a_txt(&ws);
+    assert_refused_as_link(&o, "`.toolcat`");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing made outside"
+    );
+    // Listing refuses it too, and creates nothing.
+    let o = toolcat(&["calls"], &ws);
+    assert_refused_as_link(&o, "`.toolcat`");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing made outside"
+    );
+}
+
+#[test]
+fn the_default_store_never_follows_a_link_at_its_file_or_sqlites_files_beside_it() {
+    for name in [
+        "calls.sqlite",
+        "calls.sqlite-wal",
+        "calls.sqlite-shm",
+        "calls.sqlite-journal",
+    ] {
+        let (_dir, ws, out) = workspace_beside_outside();
+        std::fs::create_dir(ws.join(".toolcat")).unwrap();
+        let created = out.join("created.db");
+        std::os::unix::fs::symlink(&created, ws.join(".toolcat").join(name)).unwrap();
+        let o = read_a_txt(&ws);
+        assert_refused_as_link(&o, &format!("`.toolcat/{name}`"));
+        assert!(!created.exists(), "{name}: a file was created outside");
+    }
+}
+
+#[test]
+fn a_store_given_as_a_symbolic_link_is_refused() {
+    let (_dir, ws, out) = workspace_beside_outside();
+    let created = out.join("created.db");
+    let link = ws.join("store.sqlite");
+    std::os::unix::fs::symlink(&created, &link).unwrap();
+    let o = toolcat(
+        &[
+            "call",
+            "read_file",
+            "--store",
+            link.to_str().unwrap(),
+            "--args",
+            r#"{"path":"a.txt"}"#,
+        ],
+        &ws,
+    );
+    assert_refused_as_link(&o, "store.sqlite");
+    assert!(!created.exists(), "a file was created outside");
+}
+
+#[test]
+fn the_default_store_is_still_created_in_a_plain_workspace() {
+    let (_dir, ws, _out) = workspace_beside_outside();
+    let o = read_a_txt(&ws);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(ws.join(".toolcat/calls.sqlite").is_file());
+}

@@ -12,7 +12,9 @@ use toolcat_cli::handlers::files::{
 };
 use toolcat_cli::handlers::memory::{memory_store, memory_store_targets, MemoryStoreArgs};
 use toolcat_cli::handlers::planning::{todo_write, TodoWriteArgs};
-use toolcat_cli::handlers::search::{grep, GrepArgs, GrepOutputMode};
+use toolcat_cli::handlers::search::{
+    find_files, glob, grep, FindFilesArgs, GlobArgs, GrepArgs, GrepOutputMode,
+};
 use toolcat_cli::handlers::workspace::{content_fingerprint, Workspace};
 
 const SECRET: &str = "outside secret, never to be read\n";
@@ -526,4 +528,82 @@ fn fifos_are_refused_without_stalling_the_runtime() {
         );
     }
     assert_eq!(plain.expect("an ordinary read"), "plain");
+}
+
+/// Swaps the directory `ws/d` with a symbolic link to `target` (by renames: `d` aside, the link
+/// in, back) until `stop`, returning once it has swapped a few times.
+fn dir_swapper(ws: &Path, target: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    let swapped = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&swapped);
+    let (d, real, link) = (ws.join("d"), ws.join(".d.real"), ws.join(".d.link"));
+    std::os::unix::fs::symlink(target, &link).expect("symlink");
+    let handle = std::thread::spawn(move || {
+        let mut swaps = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            if std::fs::rename(&d, &real).is_ok() && std::fs::rename(&link, &d).is_ok() {
+                swaps += 1;
+                counted.store(swaps, Ordering::Relaxed);
+            }
+            let _ = std::fs::rename(&d, &link);
+            let _ = std::fs::rename(&real, &d);
+        }
+        swaps
+    });
+    let started = Instant::now();
+    while swapped.load(Ordering::Relaxed) < 4 && started.elapsed() < Duration::from_secs(2) {
+        std::thread::yield_now();
+    }
+    handle
+}
+
+/// `glob` and `find_files` racing a swap of a directory for a symbolic link to a folder outside
+/// never list a name from outside.
+#[test]
+fn glob_racing_a_directory_swap_never_lists_outside_names() {
+    const CALLS: usize = 200;
+    let (_base, ws, outside) = setup();
+    std::fs::create_dir(ws.join("d")).expect("mkdir");
+    for i in 0..50 {
+        std::fs::write(ws.join(format!("d/inside{i:02}.txt")), "x\n").expect("write");
+        std::fs::write(outside.join(format!("OUTSIDE_{i}")), "x\n").expect("write");
+    }
+    let ctx = ToolContext::new(&ws);
+    let rt = runtime();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = dir_swapper(&ws, &outside, Arc::clone(&stop));
+    let mut listed = 0;
+    for i in 0..CALLS {
+        if Instant::now() > deadline {
+            break;
+        }
+        let out = if i % 2 == 0 {
+            let args = GlobArgs {
+                pattern: "**".into(),
+                path: None,
+                include_ignored: true,
+                max_results: None,
+            };
+            rt.block_on(glob(args, &ctx)).expect("glob")
+        } else {
+            let args = FindFilesArgs {
+                name: "_".into(),
+                max_results: None,
+            };
+            rt.block_on(find_files(args, &ctx)).expect("find_files")
+        };
+        for m in &out.matches {
+            assert!(
+                !m.contains("OUTSIDE"),
+                "`{m}` was listed through a symbolic link out of the workspace"
+            );
+        }
+        listed += out.matches.len();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(
+        swaps.join().expect("dir swapper") > 0,
+        "the swapper never ran"
+    );
+    assert!(listed > 0, "nothing was ever listed");
 }

@@ -284,6 +284,11 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The path of the store is, or passes through, a symbolic link: never followed, so a link
+    /// planted where a store is expected cannot make toolcat create or write a file elsewhere
+    /// (SQLite's `SQLITE_OPEN_NOFOLLOW`).
+    #[error("the call store `{path}` is a symbolic link (or lies under one), which is not followed; remove the link, or pass another path with `--store PATH` or `TOOLCAT_STORE`")]
+    Symlink { path: String },
     /// The file is not an SQLite database, is damaged, or belongs to another application.
     #[error("`{path}` is not a toolcat call store or is damaged ({reason}); move it aside and a new store is created, or pass another path with `--store`")]
     Corrupt { path: String, reason: String },
@@ -352,6 +357,28 @@ pub(crate) fn sqlite_error(path: &str, e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Maps a failed open of the store file `path`: a symbolic link refused by
+/// `SQLITE_OPEN_NOFOLLOW` is [`StoreError::Symlink`], a file that cannot be opened
+/// [`StoreError::Open`], anything else as [`sqlite_error`].
+fn open_error(path: &str, e: rusqlite::Error) -> StoreError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK =>
+        {
+            StoreError::Symlink {
+                path: path.to_string(),
+            }
+        }
+        _ => match e.sqlite_error_code() {
+            Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
+                path: path.to_string(),
+                source: std::io::Error::other(e.to_string()),
+            },
+            _ => sqlite_error(path, e),
+        },
+    }
+}
+
 /// The current time as SQLite writes it: RFC 3339, UTC, milliseconds.
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -398,7 +425,8 @@ UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now
 ";
 
 /// Opens (creating when absent) the SQLite store at `path`, or an in-memory one for `None`, with
-/// WAL, `synchronous = FULL`, [`BUSY_TIMEOUT`], and the schema checked or created. Returns the
+/// WAL, `synchronous = FULL`, [`BUSY_TIMEOUT`], and the schema checked or created. A path that
+/// is or passes through a symbolic link is refused ([`StoreError::Symlink`]). Returns the
 /// connection and the label errors name the store by.
 pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String), StoreError> {
     let (conn, label) = match path {
@@ -420,13 +448,9 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
                     source: std::io::Error::other("it is a directory, not a file"),
                 });
             }
-            let conn = Connection::open(path).map_err(|e| match e.sqlite_error_code() {
-                Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
-                    path: label.clone(),
-                    source: std::io::Error::other(e.to_string()),
-                },
-                _ => sqlite_error(&label, e),
-            })?;
+            let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+            let conn =
+                Connection::open_with_flags(path, flags).map_err(|e| open_error(&label, e))?;
             // SQLite opens a file it may not write read-only without an error; a writer must
             // know now, before any call is begun.
             if conn.is_readonly("main").unwrap_or(false) {
@@ -592,7 +616,8 @@ impl CallStore {
         let label = path.display().to_string();
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let readable = |conn: Connection| {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0))?;
@@ -604,13 +629,7 @@ impl CallStore {
             Ok(conn) => conn,
             Err(_) => Connection::open_with_flags(read_only_uri(path, true), flags)
                 .and_then(readable)
-                .map_err(|e| match e.sqlite_error_code() {
-                    Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => StoreError::Open {
-                        path: label.clone(),
-                        source: std::io::Error::other(e.to_string()),
-                    },
-                    _ => sqlite_error(&label, e),
-                })?,
+                .map_err(|e| open_error(&label, e))?,
         };
         migrate(&conn, &label, false)?;
         Ok(CallStore {

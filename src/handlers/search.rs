@@ -9,8 +9,11 @@
 //!
 //! `grep` opens each file through the workspace's capability directory ([`Workspace::read`]):
 //! a file swapped for a symbolic link to something outside the workspace after the walk saw it
-//! is refused (and skipped), never read, and a FIFO, socket or device is never opened. The walk
-//! runs on the blocking pool ([`blocking`]).
+//! is refused (and skipped), never read, and a FIFO, socket or device is never opened. `glob` and
+//! `find_files` return only paths that are regular files inside the workspace when the walk
+//! ends, checked through that directory without following any link
+//! ([`Workspace::retain_files`]), so a directory swapped for a link mid-walk lists no names from
+//! outside. The walk runs on the blocking pool ([`blocking`]).
 //!
 //! Limits: `glob` returns at most [`GLOB_MAX_RESULTS`] paths, `grep` at most
 //! [`GREP_MAX_RESULTS`] matches, skips files over [`GREP_MAX_FILE_BYTES`] and binary files, and
@@ -80,10 +83,10 @@ pub async fn glob(args: GlobArgs, ctx: &ToolContext) -> Result<GlobOutput, ToolE
             }
             let rel = file.strip_prefix(&base).unwrap_or(&file);
             if matcher.is_match(rel) {
-                matches.push(ws.relative(&file));
+                matches.push(file);
             }
         }
-        Ok(limit_sorted(matches, limit))
+        Ok(limit_sorted(&ws, matches, limit))
     })
     .await
 }
@@ -122,10 +125,10 @@ pub async fn find_files(args: FindFilesArgs, ctx: &ToolContext) -> Result<GlobOu
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().contains(&args.name));
             if hit {
-                matches.push(ws.relative(&file));
+                matches.push(file);
             }
         }
-        Ok(limit_sorted(matches, limit))
+        Ok(limit_sorted(&ws, matches, limit))
     })
     .await
 }
@@ -333,8 +336,13 @@ fn clamp(requested: Option<usize>, max: usize) -> usize {
     requested.unwrap_or(max).clamp(1, max)
 }
 
-/// Sorts `matches` and keeps the first `limit`.
-fn limit_sorted(mut matches: Vec<String>, limit: usize) -> GlobOutput {
+/// Keeps the `files` that really are files inside the workspace now
+/// ([`Workspace::retain_files`]: the walk reopens directories by name, so a directory swapped
+/// for a link mid-walk could have listed names from outside), relative to the root, sorted, the
+/// first `limit`.
+fn limit_sorted(ws: &Workspace, mut files: Vec<PathBuf>, limit: usize) -> GlobOutput {
+    ws.retain_files(&mut files);
+    let mut matches: Vec<String> = files.iter().map(|f| ws.relative(f)).collect();
     matches.sort();
     let truncated = matches.len() > limit;
     matches.truncate(limit);

@@ -673,6 +673,31 @@ impl Workspace {
         parent.symlink_metadata(&name).ok()
     }
 
+    /// Keeps only the paths of `files` (absolute, under the root) that are regular files inside
+    /// the workspace now, each looked at through the root's capability directory with no
+    /// symbolic link followed in its parents (opened one at a time with `O_NOFOLLOW`, as
+    /// [`Self::write_atomically`] does) or at itself. A walk that reopens directories by name
+    /// can be led outside by a directory swapped for a link mid-walk; this drops what it
+    /// found there. Paths that cannot be looked at are dropped too.
+    pub fn retain_files(&self, files: &mut Vec<PathBuf>) {
+        let Ok(root) = self.dir() else {
+            files.clear();
+            return;
+        };
+        files.retain(|abs| {
+            let Ok(rel) = self.beneath(abs) else {
+                return false;
+            };
+            let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
+                return false;
+            };
+            self.open_dirs(&root, parent, &rel.to_string_lossy(), false)
+                .ok()
+                .and_then(|dir| dir.symlink_metadata(name).ok())
+                .is_some_and(|meta| meta.is_file())
+        });
+    }
+
     /// Creates the directory `abs` (from [`Self::target`]) and its missing parents through the
     /// root's capability directory.
     ///
@@ -984,6 +1009,31 @@ mod tests {
         std::fs::write(dir.path().join("src/lib.rs"), "fn x() {}\n").expect("write");
         let ws = Workspace::open(&ToolContext::new(dir.path())).expect("open");
         (dir, ws)
+    }
+
+    #[test]
+    fn retain_files_drops_a_match_under_a_directory_now_a_link_to_outside() {
+        let (dir, ws) = setup();
+        let outside = tempfile::tempdir().expect("temp dir");
+        std::fs::write(outside.path().join("OUTSIDE_1"), "secret\n").expect("write");
+        std::fs::create_dir(dir.path().join("d")).expect("mkdir");
+        std::fs::write(dir.path().join("d/inside.txt"), "x\n").expect("write");
+        // `d` as the walk saw it, then swapped for a link to the outside folder.
+        let walked_inside = ws.root().join("d/inside.txt");
+        std::fs::rename(dir.path().join("d"), dir.path().join("d.old")).expect("rename");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).expect("symlink");
+        std::os::unix::fs::symlink("lib.rs", dir.path().join("src/link.rs")).expect("symlink");
+        let mut files = vec![
+            ws.root().join("src/lib.rs"),
+            ws.root().join("d/OUTSIDE_1"),
+            walked_inside,
+            ws.root().join("src/link.rs"),
+            ws.root().join("src/inner"),
+            ws.root().join("src/gone.rs"),
+        ];
+        assert!(ws.root().join("d/OUTSIDE_1").is_file(), "reachable by path");
+        ws.retain_files(&mut files);
+        assert_eq!(files, vec![ws.root().join("src/lib.rs")]);
     }
 
     #[test]
