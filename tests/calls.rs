@@ -887,6 +887,29 @@ fn a_store_given_as_a_symbolic_link_is_refused() {
 }
 
 #[test]
+fn an_absolute_store_in_a_directory_reached_through_a_link_is_opened() {
+    // The host names the store; the directory of an absolute path is its choice (a home or
+    // `/tmp` reached through a link): only a link at the store file itself is refused.
+    let (_dir, ws, out) = workspace_beside_outside();
+    let via = out.parent().unwrap().join("via");
+    std::os::unix::fs::symlink(&out, &via).unwrap();
+    let store = via.join("calls.sqlite");
+    let o = toolcat(
+        &[
+            "call",
+            "read_file",
+            "--store",
+            store.to_str().unwrap(),
+            "--args",
+            r#"{"path":"a.txt"}"#,
+        ],
+        &ws,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("calls.sqlite").is_file(), "the store is in the linked directory");
+}
+
+#[test]
 fn the_default_store_is_still_created_in_a_plain_workspace() {
     let (_dir, ws, _out) = workspace_beside_outside();
     let o = read_a_txt(&ws);

@@ -284,10 +284,10 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    /// The path of the store is, or passes through, a symbolic link: never followed, so a link
-    /// planted where a store is expected cannot make toolcat create or write a file elsewhere
-    /// (SQLite's `SQLITE_OPEN_NOFOLLOW`).
-    #[error("the call store `{path}` is a symbolic link (or lies under one), which is not followed; remove the link, or pass another path with `--store PATH` or `TOOLCAT_STORE`")]
+    /// The store file, or a part of a relative store path, is a symbolic link: never followed,
+    /// so a link planted where a store is expected cannot make toolcat create or write a file
+    /// elsewhere (SQLite's `SQLITE_OPEN_NOFOLLOW`; see [`store_open_path`]).
+    #[error("the call store `{path}` is a symbolic link (or a relative path through one), which is not followed; remove the link, or pass another path with `--store PATH` or `TOOLCAT_STORE`")]
     Symlink { path: String },
     /// The file is not an SQLite database, is damaged, or belongs to another application.
     #[error("`{path}` is not a toolcat call store or is damaged ({reason}); move it aside and a new store is created, or pass another path with `--store`")]
@@ -424,10 +424,30 @@ UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now
     WHERE text IS NOT NULL;
 ";
 
+/// The path SQLite opens for the store at `path`, with `SQLITE_OPEN_NOFOLLOW`, which refuses a
+/// symbolic link at any part of the path it is given. A relative path is given as it is (SQLite
+/// puts it under the current directory's physical path), so no part of it may be a link: the
+/// current directory is often an untrusted workspace. The directory of an absolute path is the
+/// host's choice and is resolved first (a home or `/tmp` reached through a link still works);
+/// only the store file itself may then not be a link. Falls back to `path` when the directory
+/// cannot be resolved (the open then reports why).
+fn store_open_path(path: &Path) -> std::path::PathBuf {
+    if !path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|dir| dir.join(name))
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// Opens (creating when absent) the SQLite store at `path`, or an in-memory one for `None`, with
-/// WAL, `synchronous = FULL`, [`BUSY_TIMEOUT`], and the schema checked or created. A path that
-/// is or passes through a symbolic link is refused ([`StoreError::Symlink`]). Returns the
-/// connection and the label errors name the store by.
+/// WAL, `synchronous = FULL`, [`BUSY_TIMEOUT`], and the schema checked or created. A store file
+/// that is a symbolic link, or a relative path through one, is refused
+/// ([`StoreError::Symlink`], [`store_open_path`]). Returns the connection and the label errors
+/// name the store by.
 pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String), StoreError> {
     let (conn, label) = match path {
         None => {
@@ -449,8 +469,8 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
                 });
             }
             let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-            let conn =
-                Connection::open_with_flags(path, flags).map_err(|e| open_error(&label, e))?;
+            let conn = Connection::open_with_flags(store_open_path(path), flags)
+                .map_err(|e| open_error(&label, e))?;
             // SQLite opens a file it may not write read-only without an error; a writer must
             // know now, before any call is begun.
             if conn.is_readonly("main").unwrap_or(false) {
@@ -623,11 +643,12 @@ impl CallStore {
             conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0))?;
             Ok::<_, rusqlite::Error>(conn)
         };
-        let conn = match Connection::open_with_flags(read_only_uri(path, false), flags)
+        let open_path = store_open_path(path);
+        let conn = match Connection::open_with_flags(read_only_uri(&open_path, false), flags)
             .and_then(readable)
         {
             Ok(conn) => conn,
-            Err(_) => Connection::open_with_flags(read_only_uri(path, true), flags)
+            Err(_) => Connection::open_with_flags(read_only_uri(&open_path, true), flags)
                 .and_then(readable)
                 .map_err(|e| open_error(&label, e))?,
         };
