@@ -906,7 +906,10 @@ fn an_absolute_store_in_a_directory_reached_through_a_link_is_opened() {
         &ws,
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.join("calls.sqlite").is_file(), "the store is in the linked directory");
+    assert!(
+        out.join("calls.sqlite").is_file(),
+        "the store is in the linked directory"
+    );
 }
 
 #[test]
