@@ -1218,6 +1218,17 @@ pub fn coordinator(catalog: &'static Catalog, workspace: PathBuf) -> Coordinator
 mod tests {
     use super::*;
 
+    /// The test fixture's `coder` profile served at exposure `full`.
+    fn coder_table() -> ScopeTable {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        )
+        .unwrap()
+    }
+
     async fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
         let mut reader = BufReader::with_capacity(4, input);
         let mut buf = Vec::new();
@@ -1286,13 +1297,7 @@ mod tests {
     /// timeout below fires exactly when nothing can progress any more, without real waiting.
     #[tokio::test(start_paused = true)]
     async fn a_client_that_does_not_read_stops_the_server_reading_and_loses_no_answer() {
-        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
-        let table = ScopeTable::new(
-            coordinator(catalog, std::env::temp_dir()),
-            "coder",
-            Exposure::Full,
-        )
-        .unwrap();
+        let table = coder_table();
         let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (mut to_server, server_in) = tokio::io::duplex(4096);
         let (server_out, from_server) = tokio::io::duplex(4096);
@@ -1372,13 +1377,7 @@ mod tests {
     /// request is still answered; after its answer, the id may be used again.
     #[tokio::test(start_paused = true)]
     async fn an_id_in_flight_is_refused_and_free_again_once_answered() {
-        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
-        let table = ScopeTable::new(
-            coordinator(catalog, std::env::temp_dir()),
-            "coder",
-            Exposure::Full,
-        )
-        .unwrap();
+        let table = coder_table();
         let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
         let (server_out, from_server) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(serve_lines(Shared::new(table), server_in, server_out));
