@@ -1,18 +1,14 @@
 //! Per-turn plan time at 100, 1,000 and 10,000 tools, compiled in (1,000; 10,000 with the
 //! feature `compiled-10k`) and loaded from a scaled `tools.toml` (all three sizes), for the
 //! scenarios of `toolcat_bench::turn`. Before timing, each case counts the heap allocations of
-//! 100 plans with the counting allocator and prints them (`allocations per plan: N`).
+//! 100 plans with a counting allocator (`allocation-counter`) and prints them (`allocations per plan: N`).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use toolcat::{Catalog, TurnPlanner};
-use toolcat_bench::alloc::{allocations, CountingAllocator};
 use toolcat_bench::scale;
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn plan_case(c: &mut Criterion, kind: &str, n: usize, catalog: &Catalog) {
     let turns = toolcat_bench::turn::turns(catalog).unwrap_or_else(|e| panic!("{e}"));
@@ -24,12 +20,13 @@ fn plan_case(c: &mut Criterion, kind: &str, n: usize, catalog: &Catalog) {
     for turn in &turns {
         let mut planner = TurnPlanner::new(catalog);
         let input = turn.input();
-        let before = allocations();
         let mut visible = 0;
-        for _ in 0..100 {
-            visible = planner.plan(catalog, &input).tools().len();
-        }
-        let per_plan = (allocations() - before) as f64 / 100.0;
+        let counted = allocation_counter::measure(|| {
+            for _ in 0..100 {
+                visible = planner.plan(catalog, &input).tools().len();
+            }
+        });
+        let per_plan = counted.count_total as f64 / 100.0;
         println!(
             "plan/{kind}/{}/{n}: allocations per plan: {per_plan}, visible tools: {visible}",
             turn.scenario

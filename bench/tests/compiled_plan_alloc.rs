@@ -1,13 +1,9 @@
 //! Planning a turn performs no heap allocation once the planner exists: a counting global
-//! allocator watches this thread while turns are planned, for the compiled 1,000-tool catalog
+//! allocator (`allocation-counter`, per thread) watches this thread while turns are planned, for the compiled 1,000-tool catalog
 //! and for the reference catalog (`tools.toml` at the workspace root, loaded from the file).
 
 use toolcat::{Catalog, TurnInput, TurnPlanner};
-use toolcat_bench::alloc::{allocations, CountingAllocator};
 use toolcat_bench::c1000::toolcat_catalog;
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Plans, three times over, every profile with all toolsets and with the first one, each with
 /// nothing / every tool / every tool reversed (and every tool named) / a few tools discovered and
@@ -25,46 +21,47 @@ fn sweep(
     let few = 5.min(everything.len());
     let fewer = 3.min(reversed.len());
 
-    let before = allocations();
     let mut seen = 0usize;
-    for _ in 0..3 {
-        seen += extra(planner);
-        for &profile in &profiles {
-            for (discovered, named) in [
-                (&[][..], &[][..]),
-                (&everything[..], &[][..]),
-                (&reversed[..], &everything[..]),
-                (&everything[..few], &reversed[..fewer]),
-            ] {
-                for active in [&toolsets[..], &toolsets[..1.min(toolsets.len())]] {
-                    let plan = planner.plan(
-                        catalog,
-                        &TurnInput {
-                            profile,
-                            toolsets: active,
-                            discovered,
-                            named,
-                        },
-                    );
-                    seen += plan.tools().len() + plan.deferred().count() + plan.counts().visible;
+    let sweep = allocation_counter::measure(|| {
+        for _ in 0..3 {
+            seen += extra(planner);
+            for &profile in &profiles {
+                for (discovered, named) in [
+                    (&[][..], &[][..]),
+                    (&everything[..], &[][..]),
+                    (&reversed[..], &everything[..]),
+                    (&everything[..few], &reversed[..fewer]),
+                ] {
+                    for active in [&toolsets[..], &toolsets[..1.min(toolsets.len())]] {
+                        let plan = planner.plan(
+                            catalog,
+                            &TurnInput {
+                                profile,
+                                toolsets: active,
+                                discovered,
+                                named,
+                            },
+                        );
+                        seen +=
+                            plan.tools().len() + plan.deferred().count() + plan.counts().visible;
+                    }
                 }
             }
         }
-    }
-    let after = allocations();
+    });
     // The counter itself works: one boxed value is one allocation.
-    let probe = allocations();
-    std::hint::black_box(Box::new(seen));
+    let probe = allocation_counter::measure(|| {
+        std::hint::black_box(Box::new(seen));
+    });
     assert_eq!(
-        allocations() - probe,
-        1,
+        probe.count_total, 1,
         "the counting allocator does not count"
     );
     assert!(
         seen > 0,
         "the plans were empty; the test would prove nothing"
     );
-    (after - before, seen)
+    (sweep.count_total, seen)
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `toolcat-bench`: makes scaled catalogs, measures per-query search latency, gathers the
 //! criterion results and draws the plot. `bench/run` calls each step.
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
