@@ -42,6 +42,7 @@ pub mod preselect;
 pub mod records;
 #[cfg(feature = "mcp-client")]
 pub mod remote;
+pub mod remote_source;
 pub mod search;
 #[cfg(feature = "semantic")]
 pub mod semantic;
