@@ -20,8 +20,8 @@
 //!   answers `{"tools":[{"name","description","inputSchema"}]}` plus `"notFound":[{"name","message"}]`
 //!   for names outside the reachable set (unknown names alike); an error only when nothing was
 //!   found. Costs no search budget.
-//! - `tool_call {"name","arguments"?}`: [`Answer::Call`]: the caller runs the named tool exactly
-//!   as a direct call (arguments default to `{}`); inside it, `tool_call` answers
+//! - `tool_call {"name","arguments"?}`: the caller runs the named tool exactly as a direct call
+//!   (arguments default to `{}`); inside it, `tool_call` answers
 //!   ``` `tool_call` cannot call `tool_call`; pass the tool to run as `name` ```.
 //! - `read_tool_result {"reference","offset"?,"length"?}`: with a result archive it answers
 //!   `{"reference","offset","length","totalChars","nextOffset","truncated","text"}`, offsets and
@@ -31,8 +31,7 @@
 //!   ``no archived result `REF`: this session archives no tool results, every result was sent whole``.
 //!
 //! Arguments that do not fit a meta-tool's input schema answer
-//! `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`
-//! ([`invalid_arguments`]).
+//! `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`.
 
 use serde_json::{json, Map, Value};
 use toolcat_codegen::model::{Status, Tier};
