@@ -224,15 +224,13 @@ impl ScopeTable {
         self.listed.binary_search(&t).is_ok()
     }
 
-    /// The tool `name` names and the meta-tool it is, when it is listed; otherwise the
-    /// `outside-scope` answer (a meta-tool outside the listed set included).
-    fn resolve(&self, name: &str) -> Result<(ToolIndex, Option<MetaTool>), CallToolResult> {
-        let Ok(t) = self.catalog.tool(name) else {
-            return Err(self.outside_scope(name));
-        };
+    /// The tool `name` names and the meta-tool it is; `None` for an unknown name and for a
+    /// meta-tool outside the listed set (both answered [`ScopeTable::outside_scope`]).
+    fn resolve(&self, name: &str) -> Option<(ToolIndex, Option<MetaTool>)> {
+        let t = self.catalog.tool(name).ok()?;
         match MetaTool::of(self.catalog, t) {
-            Some(_) if !self.is_listed(t) => Err(self.outside_scope(name)),
-            m => Ok((t, m)),
+            Some(_) if !self.is_listed(t) => None,
+            m => Some((t, m)),
         }
     }
 
@@ -375,9 +373,8 @@ impl McpServer {
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
         let table = self.shared.table();
-        let (t, m) = match table.resolve(name) {
-            Ok(found) => found,
-            Err(refused) => return refused,
+        let Some((t, m)) = table.resolve(name) else {
+            return table.outside_scope(name);
         };
         let Some(m) = m else {
             return run(&table, t, arguments, self.owner, cancel).await;
@@ -386,9 +383,9 @@ impl McpServer {
             Answer::Done(result) => answered(result),
             // `tool_call`: the named tool is called exactly as by `tools/call`.
             Answer::Call { name, arguments } => match table.resolve(&name) {
-                Err(refused) => refused,
-                Ok((d, None)) => run(&table, d, arguments, self.owner, cancel).await,
-                Ok((d, Some(m))) => answered(meta::answer_nested(
+                None => table.outside_scope(&name),
+                Some((d, None)) => run(&table, d, arguments, self.owner, cancel).await,
+                Some((d, Some(m))) => answered(meta::answer_nested(
                     &self.scope(&table),
                     m,
                     d,
