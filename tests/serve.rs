@@ -293,7 +293,6 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                     .call_tool(call(&row.exported, args.clone()))
                     .await
                     .expect("tools/call answers");
-                let allowed = row.allowed(&profile, scope_name);
                 if row.listed(&profile, scope_name) {
                     assert!(
                         !refuses(&direct, &row.exported),
@@ -318,17 +317,26 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                         ))
                         .await
                         .expect("tools/call answers");
+                    // `tool_call` runs exactly what a direct call runs: listed meta-tools too
+                    // (the session's answer), but not `tool_call` itself.
                     assert_eq!(
                         refuses(&nested, &row.exported),
-                        !allowed,
+                        !row.listed(&profile, scope_name),
                         "tool_call `{}` for `{profile}`/`{scope_name}`: {:?}",
                         row.exported,
                         body(&nested)
                     );
+                    if row.exported == "tool_call" {
+                        assert_eq!(
+                            body(&nested),
+                            json!("`tool_call` cannot call `tool_call`; pass the tool to run as `name`")
+                        );
+                    }
                 }
             }
             if listed.iter().any(|n| n == "tool_search") {
-                // Search by the exact name of every tool: nothing outside the allowed set comes back.
+                // Search by the exact name of every tool: nothing outside the listed set comes
+                // back (a listed meta-tool is found by its name, as in a session).
                 for row in &rows {
                     let found = client
                         .call_tool(call(
@@ -341,7 +349,7 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                         let name = hit["name"].as_str().unwrap_or_default();
                         let hit_row = rows.iter().find(|r| r.exported == name).unwrap();
                         assert!(
-                            hit_row.allowed(&profile, scope_name),
+                            hit_row.listed(&profile, scope_name),
                             "tool_search `{}` found `{name}` outside `{profile}`/`{scope_name}`",
                             row.exported
                         );
@@ -350,7 +358,8 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
             }
             if listed.iter().any(|n| n == "tool_describe") {
                 // tool_describe answers for exactly the listed tools (meta-tools included) and
-                // refuses every other name like an unknown one.
+                // answers every other name as `notFound`, like an unknown one (the session's
+                // answer).
                 let names = rows.iter().map(|r| r.exported.as_str()).chain([
                     "tool_search",
                     "tool_describe",
@@ -372,7 +381,8 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                     if is_listed {
                         assert_eq!(body(&described)["tools"][0]["name"], json!(name));
                     } else {
-                        assert_eq!(body(&described)["error"], json!("outside-scope"));
+                        assert_eq!(body(&described)["tools"], json!([]));
+                        assert_eq!(body(&described)["notFound"][0]["name"], json!(name));
                     }
                 }
             }
@@ -1455,15 +1465,14 @@ async fn an_archived_result_is_read_back_by_the_http_session_that_got_it_and_no_
         body(&got)
     );
 
-    // The other session gets exactly the answer of a reference that was never issued; the
-    // sequential references of earlier versions are no references.
+    // The other session gets exactly the answer of a reference that was never issued (the
+    // archive's text, as a session answers it); the sequential references of earlier versions
+    // are no references.
     let unknown = |result: &CallToolResult, reference: &str| {
         assert_eq!(result.is_error, Some(true), "{:?}", body(result));
-        assert_eq!(error_kind(result).as_deref(), Some("unknown-reference"));
-        body(result)["message"]
-            .as_str()
-            .unwrap()
-            .replace(reference, "REF")
+        let text = body(result);
+        assert!(text.as_str().unwrap().contains("no result `"), "{text:?}");
+        text.as_str().unwrap().replace(reference, "REF")
     };
     let never = "result-00000000000000000000000000";
     let stolen = theirs.call_tool(read_back(&first)).await.unwrap();

@@ -18,8 +18,8 @@
 //!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
 //!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
 //!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
-//!    meta-tool) is refused after this step with [`CallError::Tool`]; with a server pool
-//!    ([`Coordinator::with_servers`]) a server tool is refused with
+//!    meta-tool) is refused after this step with [`CallError::Tool`]; with a remote source
+//!    ([`Coordinator::with_remote`], the server pool of feature `mcp-client`) a server tool is refused with
 //!    [`CallError::ServerNotConnected`] or [`CallError::SchemaDrift`], checked again in step 5.
 //! 4. **Schedule**: the targets' resources are locked, readers shared and writers alone, always
 //!    in one canonical (sorted) order, so calls that conflict (same resource, one writes) run one
@@ -67,6 +67,7 @@ use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
 use crate::handler::{Access, CallScope, ErasedHandler, Target, ToolContext, ToolError};
 use crate::records::{CallId, CallState, CallStore, NewCall};
+use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
 /// Most validation errors reported for one call: 10.
 pub const MAX_VALIDATION_ERRORS: usize = 10;
@@ -210,7 +211,7 @@ pub enum CallError {
     #[error("cannot retry call `{call}`: {reason}")]
     NotRetryable { call: String, reason: String },
     /// The tool's MCP server is not connected (still connecting, failed, or not started in this
-    /// process); nothing was sent. Only with a server pool ([`Coordinator::with_servers`]);
+    /// process); nothing was sent. Only with a remote source ([`Coordinator::with_remote`]);
     /// without one a server tool is [`ToolError::ServerNotConnected`].
     #[error(
         "tool `{tool}` is served by MCP server `{server}`, which is {status}; nothing ran; {hint}"
@@ -473,15 +474,14 @@ pub struct Coordinator<'c> {
     owner: ArchiveOwner,
     per_tool: Arc<PerTool>,
     locks: Arc<ResourceLocks>,
-    #[cfg(feature = "mcp-client")]
-    servers: Option<Arc<crate::remote::ServerPool>>,
+    /// Where the calls of server tools go, when set.
+    remote: Option<Arc<dyn RemoteSource>>,
 }
 
-/// What runs a call: a local handler, or a remote MCP server's connection.
+/// What runs a call: a local handler, or a remote server's connection.
 enum Runner {
     Local(ErasedHandler),
-    #[cfg(feature = "mcp-client")]
-    Remote(crate::remote::RemoteCall),
+    Remote(RemoteCall),
 }
 
 impl fmt::Debug for Coordinator<'_> {
@@ -507,29 +507,33 @@ impl<'c> Coordinator<'c> {
             owner: ArchiveOwner::new(),
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::default(),
-            #[cfg(feature = "mcp-client")]
-            servers: None,
+            remote: None,
         }
     }
 
-    /// Sends the calls of server tools (`source = "NAME"`) to `pool`'s connections: a call is
-    /// refused with [`CallError::ServerNotConnected`] while its server is not connected, and
-    /// with [`CallError::SchemaDrift`] when the server's input schema of the tool differs from
-    /// the row's (checked against the pool's latest `tools/list` before each call); otherwise
-    /// it is sent as `tools/call` under the server's own (un-namespaced) name. A call whose
-    /// connection breaks or times out after it was sent ends [`CallError::OutcomeUnknown`]
-    /// (recorded `outcome_unknown`, never replayed); an error the server reports is a
-    /// [`CallError::Tool`] leading with the server's text.
-    #[cfg(feature = "mcp-client")]
-    pub fn with_servers(mut self, pool: Arc<crate::remote::ServerPool>) -> Self {
-        self.servers = Some(pool);
+    /// Sends the calls of server tools (`source = "NAME"`) to `source`: a call is refused with
+    /// [`CallError::ServerNotConnected`] while its server is not connected, and with
+    /// [`CallError::SchemaDrift`] when the server's input schema of the tool differs from the
+    /// row's ([`RemoteSource::check`], before permission and again under the locks); otherwise
+    /// it is sent under the server's own (un-namespaced) name. A call whose connection breaks or
+    /// times out after it was sent ends [`CallError::OutcomeUnknown`] (recorded
+    /// `outcome_unknown`, never replayed); an error the server reports is a [`CallError::Tool`]
+    /// leading with the server's text.
+    pub fn with_remote(mut self, source: Arc<dyn RemoteSource>) -> Self {
+        self.remote = Some(source);
         self
     }
 
-    /// The server pool, when set.
+    /// [`Coordinator::with_remote`] with `pool`'s connections (checked against the pool's latest
+    /// `tools/list` before each call).
     #[cfg(feature = "mcp-client")]
-    pub fn servers(&self) -> Option<&Arc<crate::remote::ServerPool>> {
-        self.servers.as_ref()
+    pub fn with_servers(self, pool: Arc<crate::remote::ServerPool>) -> Self {
+        self.with_remote(pool)
+    }
+
+    /// Where the calls of server tools go, when set.
+    pub fn remote_source(&self) -> Option<&Arc<dyn RemoteSource>> {
+        self.remote.as_ref()
     }
 
     /// Keeps a record of every call in `store` (see [`crate::records`]): `not_started` once the
@@ -595,8 +599,7 @@ impl<'c> Coordinator<'c> {
             owner: self.owner,
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::clone(&self.locks),
-            #[cfg(feature = "mcp-client")]
-            servers: self.servers.clone(),
+            remote: self.remote.clone(),
         }
     }
 
@@ -653,9 +656,8 @@ impl<'c> Coordinator<'c> {
                 .map(Runner::Local)
                 .ok_or_else(|| CallError::Tool(ToolError::NoHandler(c.name(t).to_string()))),
             ToolSource::Loop => Err(CallError::Tool(ToolError::MetaTool(c.name(t).to_string()))),
-            #[cfg(feature = "mcp-client")]
-            ToolSource::Server(s) if self.servers.is_some() => {
-                self.remote(t, s).map(Runner::Remote)
+            ToolSource::Server(s) if self.remote.is_some() => {
+                self.remote_call(t, s).map(Runner::Remote)
             }
             ToolSource::Server(s) => Err(CallError::Tool(ToolError::ServerNotConnected {
                 tool: c.exported_name(t).to_string(),
@@ -664,23 +666,22 @@ impl<'c> Coordinator<'c> {
         }
     }
 
-    /// The connection a call of server tool `t` is sent on, or why it is not sent.
-    #[cfg(feature = "mcp-client")]
-    fn remote(
+    /// The call of server tool `t` to send, or why it is not sent.
+    fn remote_call(
         &self,
         t: ToolIndex,
         s: crate::catalog::ServerId,
-    ) -> Result<crate::remote::RemoteCall, CallError> {
-        use crate::remote::Refusal;
+    ) -> Result<RemoteCall, CallError> {
         let c = self.catalog;
         let server = c.server_name(s);
-        let Some(pool) = &self.servers else {
+        let Some(source) = &self.remote else {
             return Err(CallError::Tool(ToolError::ServerNotConnected {
                 tool: c.exported_name(t).to_string(),
                 server: server.to_string(),
             }));
         };
-        pool.check(server, c.name(t), c.input_schema(t))
+        source
+            .check(server, c.name(t), c.input_schema(t))
             .map_err(|refusal| match refusal {
                 Refusal::NotConnected { status, hint } => CallError::ServerNotConnected {
                     tool: c.exported_name(t).to_string(),
@@ -688,10 +689,10 @@ impl<'c> Coordinator<'c> {
                     status,
                     hint,
                 },
-                Refusal::Drift(drift) => CallError::SchemaDrift {
+                Refusal::Drift(change) => CallError::SchemaDrift {
                     tool: c.exported_name(t).to_string(),
                     server: server.to_string(),
-                    change: drift.to_string(),
+                    change,
                 },
             })
     }
@@ -958,7 +959,6 @@ impl<'c> Coordinator<'c> {
                 }
                 Runner::Local(h)
             }
-            #[cfg(feature = "mcp-client")]
             Runner::Remote(_) => match self.dispatch(t) {
                 Ok(runner) => runner,
                 Err(e) => return (false, Err(e)),
@@ -1005,12 +1005,11 @@ impl<'c> Coordinator<'c> {
             }
             // Sent once: a broken connection after the request left ends `outcome_unknown`,
             // and nothing here sends it again.
-            #[cfg(feature = "mcp-client")]
             Runner::Remote(remote) => tokio::spawn(async move {
                 let _guards = guards;
-                match remote.run(arguments).await {
-                    crate::remote::RemoteOutcome::Done(result) => finish.finish(result),
-                    crate::remote::RemoteOutcome::Unknown(reason) => finish.unknown(reason),
+                match remote(arguments).await {
+                    RemoteOutcome::Done(result) => finish.finish(result),
+                    RemoteOutcome::Unknown(reason) => finish.unknown(reason),
                 }
             }),
         };
@@ -1113,7 +1112,6 @@ struct Finish {
 impl Finish {
     /// The caller's result and the final record of a call whose outcome is unknown (its
     /// connection broke after it was sent): `outcome_unknown`, never replayed.
-    #[cfg(feature = "mcp-client")]
     fn unknown(self, reason: String) -> (Result<CallValue, CallError>, Option<String>) {
         let e = CallError::OutcomeUnknown {
             tool: self.tool.clone(),

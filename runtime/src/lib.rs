@@ -10,6 +10,8 @@
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`eval`]: search quality on benchmark query sets (recall@k, nDCG@5) and the token economy
 //!   of plans;
+//! - [`meta`]: the discovery meta-tools' answers, one implementation for the session and the MCP
+//!   server;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
 //!   with [`preselect`] choosing tools before a turn's first step;
 //! - [`coordinator`]: the only way a tool runs: scope, JSON Schema validation, prepare,
@@ -34,11 +36,13 @@ pub mod fusion;
 pub mod handler;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod meta;
 pub mod plan;
 pub mod preselect;
 pub mod records;
 #[cfg(feature = "mcp-client")]
 pub mod remote;
+pub mod remote_source;
 pub mod search;
 #[cfg(feature = "semantic")]
 pub mod semantic;

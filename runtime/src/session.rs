@@ -29,7 +29,8 @@
 //!    (meta-tools aside), in plan order, separated by `, `. Without inline tools the clause
 //!    `, or use one of: ...` is left out; when `tool_search` is not in the plan the message is
 //!    `Tool 'NAME' not in active set. Use one of: a, b, c`.
-//! 2. Meta-tools (source `loop`) are answered by the session:
+//! 2. Meta-tools (source `loop`) are answered by [`crate::meta`], as the MCP server answers them,
+//!    within the session's reachable set, search budget and archive owner:
 //!    - `tool_search {"query", "limit"?}`: counts against the per-turn budget
 //!      ([`SessionOptions::search_budget`], default 3); past it the answer is exactly
 //!      `{"error":"search-budget-exhausted","budgetCap":3}` (with the configured cap). A query
@@ -75,18 +76,22 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use toolcat_codegen::model::{Status, Tier, Visibility};
 use toolcat_codegen::tables::bit;
 
 use crate::archive::ArchiveOwner;
-use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolSource, ToolsetId};
+use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
-use crate::export::exported_schema;
 use crate::handler::{ToolContext, ToolError};
+use crate::meta::{self, Answer, Budget, Scope};
 
 pub use crate::coordinator::{ApprovalRequest, MAX_VALIDATION_ERRORS};
+pub use crate::meta::{
+    budget_exhausted, one_line, CallResult, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
 
@@ -96,10 +101,6 @@ pub mod transcript;
 pub const DEFAULT_SEARCH_BUDGET: usize = 3;
 /// Discovered tools carried from one turn to the next by default: 20.
 pub const DEFAULT_DISCOVERED_CAP: usize = 20;
-/// Hits of a `tool_search` without `limit`: 5.
-pub const DEFAULT_SEARCH_LIMIT: usize = 5;
-/// Most hits of one `tool_search` (the `maximum` of its `limit` in the input schema): 50.
-pub const MAX_SEARCH_LIMIT: usize = 50;
 
 /// The tunable numbers of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,152 +131,6 @@ impl Default for SessionOptions {
             preselect_timeout: preselect::DEFAULT_TIMEOUT,
             preselect_budget: preselect::DEFAULT_BUDGET,
             dense_weight: crate::fusion::DenseWeight::default(),
-        }
-    }
-}
-
-/// The meta-tools a session answers itself (tier `loop`, source `loop`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MetaTool {
-    /// `tool_search`.
-    Search,
-    /// `tool_describe`.
-    Describe,
-    /// `tool_call`.
-    Call,
-    /// `read_tool_result`.
-    ReadResult,
-}
-
-impl MetaTool {
-    /// The meta-tool tool `t` is, if any.
-    pub fn of(catalog: &Catalog, t: ToolIndex) -> Option<MetaTool> {
-        if catalog.source(t) != ToolSource::Loop {
-            return None;
-        }
-        match catalog.name(t) {
-            "tool_search" => Some(MetaTool::Search),
-            "tool_describe" => Some(MetaTool::Describe),
-            "tool_call" => Some(MetaTool::Call),
-            "read_tool_result" => Some(MetaTool::ReadResult),
-            _ => None,
-        }
-    }
-
-    /// Its declared name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            MetaTool::Search => "tool_search",
-            MetaTool::Describe => "tool_describe",
-            MetaTool::Call => "tool_call",
-            MetaTool::ReadResult => "read_tool_result",
-        }
-    }
-}
-
-/// What a call came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// [`Catalog::call`] ran the tool; `ok` is false when it returned an error.
-    Ran { tool: ToolIndex, ok: bool },
-    /// `tool_search` answered these hits (none: the zero-hit answer).
-    Found { tools: Vec<ToolIndex> },
-    /// `tool_search` past the budget.
-    BudgetExhausted,
-    /// `tool_describe` answered these definitions.
-    Described { tools: Vec<ToolIndex> },
-    /// The name is not in the active set; nothing ran.
-    NotInActiveSet,
-    /// The arguments do not fit the tool's input schema; nothing ran, unless the handler itself
-    /// refused them ([`CallResult::ran`] says which).
-    InvalidArguments { tool: ToolIndex },
-    /// A gated tool and no approval hook; nothing ran.
-    NeedsApproval { tool: ToolIndex },
-    /// The approval hook said no; nothing ran.
-    Denied { tool: ToolIndex },
-    /// Over the tool's `rate_limit`; nothing ran. The text is
-    /// `{"error":"rate-limited","message":...,"retryAfterMs":N}`.
-    RateLimited { tool: ToolIndex },
-    /// A target changed after the approval; nothing ran.
-    TargetChanged { tool: ToolIndex },
-    /// The call was cancelled with no side effect.
-    Cancelled { tool: ToolIndex },
-    /// The call stopped while its side effect may have happened (never replayed).
-    OutcomeUnknown { tool: ToolIndex },
-    /// `read_tool_result` answered a slice of an archived result.
-    ReadResult,
-    /// A meta-tool could not answer (a nested `tool_call`, an unknown result reference, an
-    /// internal search error).
-    Failed,
-}
-
-impl Outcome {
-    /// Every [`Outcome::kind`], for transcript expectations.
-    pub const KINDS: &'static [&'static str] = &[
-        "ran",
-        "tool-error",
-        "found",
-        "no-hits",
-        "budget-exhausted",
-        "described",
-        "not-in-active-set",
-        "invalid-arguments",
-        "needs-approval",
-        "denied",
-        "rate-limited",
-        "target-changed",
-        "cancelled",
-        "outcome-unknown",
-        "read-result",
-        "failed",
-    ];
-
-    /// A kebab-case word for the outcome: `ran` (ok), `tool-error` (ran, failed), `found`,
-    /// `no-hits`, `budget-exhausted`, `described`, `not-in-active-set`, `invalid-arguments`,
-    /// `needs-approval`, `denied`, `rate-limited`, `target-changed`, `cancelled`,
-    /// `outcome-unknown`, `read-result`, `failed`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Outcome::Ran { ok: true, .. } => "ran",
-            Outcome::Ran { ok: false, .. } => "tool-error",
-            Outcome::Found { tools } if tools.is_empty() => "no-hits",
-            Outcome::Found { .. } => "found",
-            Outcome::BudgetExhausted => "budget-exhausted",
-            Outcome::Described { .. } => "described",
-            Outcome::NotInActiveSet => "not-in-active-set",
-            Outcome::InvalidArguments { .. } => "invalid-arguments",
-            Outcome::NeedsApproval { .. } => "needs-approval",
-            Outcome::Denied { .. } => "denied",
-            Outcome::RateLimited { .. } => "rate-limited",
-            Outcome::TargetChanged { .. } => "target-changed",
-            Outcome::Cancelled { .. } => "cancelled",
-            Outcome::OutcomeUnknown { .. } => "outcome-unknown",
-            Outcome::ReadResult => "read-result",
-            Outcome::Failed => "failed",
-        }
-    }
-}
-
-/// The answer to one tool call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallResult {
-    /// Exactly what the model receives as the tool result.
-    pub text: String,
-    /// Whether the result is an error (MCP `isError`).
-    pub is_error: bool,
-    /// What happened.
-    pub outcome: Outcome,
-    /// The tool handed to [`Catalog::call`], if any: the only way a call has effects.
-    pub ran: Option<ToolIndex>,
-}
-
-impl CallResult {
-    fn error(text: String, outcome: Outcome) -> Self {
-        CallResult {
-            text,
-            is_error: true,
-            outcome,
-            ran: None,
         }
     }
 }
@@ -621,31 +476,64 @@ impl<'c> Session<'c> {
         let Some(t) = self.resolve_active(name) else {
             return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
         };
-        match MetaTool::of(self.catalog, t) {
-            None => self.run_tool(t, arguments).await,
-            Some(MetaTool::Search) => {
-                let dense = self.search_cosines(&arguments).await;
-                self.tool_search(t, &arguments, dense)
+        let Some(m) = MetaTool::of(self.catalog, t) else {
+            return self.run_tool(t, arguments).await;
+        };
+        let dense = match m {
+            MetaTool::Search => self
+                .search_cosines(&arguments)
+                .await
+                .map(|r| r.map(|cosines| (cosines, self.options.dense_weight))),
+            _ => None,
+        };
+        let answer = {
+            let scope = self.scope();
+            if nested {
+                Answer::Done(meta::answer_nested(&scope, m, t, &arguments, dense))
+            } else {
+                meta::answer(&scope, m, t, &arguments, dense)
             }
-            Some(MetaTool::Describe) => self.tool_describe(t, &arguments),
-            Some(MetaTool::ReadResult) => self.read_tool_result(t, &arguments),
-            Some(MetaTool::Call) if nested => CallResult::error(
-                "`tool_call` cannot call `tool_call`; pass the tool to run as `name`".to_string(),
-                Outcome::Failed,
-            ),
-            Some(MetaTool::Call) => {
-                let errors = self.validation_errors(t, &arguments);
-                if !errors.is_empty() {
-                    return self.invalid_arguments(t, errors, None);
-                }
-                let inner = arguments["name"].as_str().unwrap_or_default().to_string();
-                let inner_args = match arguments.get("arguments") {
-                    Some(Value::Null) | None => Value::Object(Map::new()),
-                    Some(v) => v.clone(),
-                };
-                Box::pin(self.call(&inner, inner_args, true)).await
+        };
+        match answer {
+            Answer::Done(result) => {
+                self.discover(&result.outcome);
+                result
             }
+            Answer::Call { name, arguments } => Box::pin(self.call(&name, arguments, true)).await,
         }
+    }
+
+    /// What the meta-tools answer within: the reachable set, the budget, the archive owner.
+    fn scope(&self) -> Scope<'_, 'c> {
+        Scope {
+            catalog: self.catalog,
+            coordinator: &self.coordinator,
+            profile: self.profile,
+            reachable: &self.reachable,
+            owner: self.owner,
+            search_limit: self.options.search_limit,
+            budget: Some(Budget {
+                cap: self.options.search_budget,
+                used: self.searches,
+            }),
+        }
+    }
+
+    /// After a meta-tool's answer: a search is counted, and the tools found or described join
+    /// the active set.
+    fn discover(&mut self, outcome: &Outcome) {
+        let tools = match outcome {
+            Outcome::Found { tools } => {
+                self.searches += 1;
+                tools
+            }
+            Outcome::Described { tools } => tools,
+            _ => return,
+        };
+        for &t in tools {
+            self.activate(t);
+        }
+        self.refresh();
     }
 
     /// The tool `name` names (exported name, or declared name when unique) if it is active.
@@ -685,10 +573,10 @@ impl<'c> Session<'c> {
                 outcome: Outcome::Ran { tool: t, ok: true },
                 ran,
             },
-            Err(CallError::InvalidArguments { errors, .. }) => self.invalid_arguments(t, errors, ran),
+            Err(CallError::InvalidArguments { errors, .. }) => meta::invalid_arguments(self.catalog, t, errors, ran),
             Err(CallError::Tool(ToolError::InvalidArguments { message, .. })) => {
                 let errors = vec![json!({"instancePath": "", "message": message})];
-                self.invalid_arguments(t, errors, ran)
+                meta::invalid_arguments(self.catalog, t, errors, ran)
             }
             Err(CallError::NeedsApproval { .. }) => CallResult::error(
                 format!("tool `{name}` is gated: it needs approval, and this session has no approval hook; nothing ran"),
@@ -742,249 +630,6 @@ impl<'c> Session<'c> {
                 outcome: Outcome::Failed,
                 ran,
             },
-        }
-    }
-
-    /// Validation errors of `arguments` against the input schema of `t`, at most
-    /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`.
-    fn validation_errors(&self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
-        self.coordinator.validation_errors(t, arguments)
-    }
-
-    fn invalid_arguments(
-        &self,
-        t: ToolIndex,
-        errors: Vec<Value>,
-        ran: Option<ToolIndex>,
-    ) -> CallResult {
-        let text = json!({
-            "error": "invalid-arguments",
-            "tool": self.catalog.exported_name(t),
-            "errors": errors,
-            "inputSchema": exported_schema(self.catalog, t),
-        })
-        .to_string();
-        CallResult {
-            text,
-            is_error: true,
-            outcome: Outcome::InvalidArguments { tool: t },
-            ran,
-        }
-    }
-
-    /// `dense`: the query's cosines with every tool to fuse with BM25, or why there are none
-    /// (then BM25 and a `notice` in the answer); `None`: BM25.
-    fn tool_search(
-        &mut self,
-        meta: ToolIndex,
-        arguments: &Value,
-        dense: Option<Result<Vec<f32>, String>>,
-    ) -> CallResult {
-        let errors = self.validation_errors(meta, arguments);
-        if !errors.is_empty() {
-            return self.invalid_arguments(meta, errors, None);
-        }
-        if self.searches >= self.options.search_budget {
-            return CallResult::error(
-                budget_exhausted(self.options.search_budget),
-                Outcome::BudgetExhausted,
-            );
-        }
-        let query = arguments["query"].as_str().unwrap_or_default();
-        let limit = arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(self.options.search_limit, |l| {
-                usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
-            })
-            .clamp(1, MAX_SEARCH_LIMIT);
-        let hits: Vec<ToolIndex> = match query.trim().strip_prefix("select:") {
-            Some(names) => {
-                let mut hits = Vec::new();
-                for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                    if let Ok(t) = self.catalog.tool(name) {
-                        if bit(&self.reachable, t.index())
-                            && !hits.contains(&t)
-                            && hits.len() < limit
-                        {
-                            hits.push(t);
-                        }
-                    }
-                }
-                hits
-            }
-            None => match match &dense {
-                // Without the feature there are never cosines: the fused ranking is compiled out.
-                #[cfg(feature = "semantic")]
-                Some(Ok(cosines)) => self.catalog.search_fused_in(
-                    query,
-                    &self.reachable,
-                    limit,
-                    cosines,
-                    self.options.dense_weight,
-                ),
-                _ => self.catalog.search_in(query, &self.reachable, limit),
-            } {
-                Ok(hits) => {
-                    let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
-                    hits.iter()
-                        .filter(|h| !exact || h.kind == crate::HitKind::Name)
-                        .map(|h| h.tool)
-                        .collect()
-                }
-                Err(e) => {
-                    return CallResult::error(
-                        format!("tool search failed: {e}; the search was not counted, try again"),
-                        Outcome::Failed,
-                    )
-                }
-            },
-        };
-        self.searches += 1;
-        for &t in &hits {
-            self.activate(t);
-        }
-        self.refresh();
-        let left = self.searches_left();
-        let text = if hits.is_empty() {
-            self.no_hits(query, left)
-        } else {
-            let tools: Vec<Value> = hits
-                .iter()
-                .map(|&t| json!({"name": self.catalog.exported_name(t), "description": one_line(self.catalog.description(t))}))
-                .collect();
-            match dense {
-                Some(Err(notice)) => {
-                    json!({"tools": tools, "searchesLeft": left, "notice": notice}).to_string()
-                }
-                _ => json!({"tools": tools, "searchesLeft": left}).to_string(),
-            }
-        };
-        CallResult {
-            text,
-            is_error: false,
-            outcome: Outcome::Found { tools: hits },
-            ran: None,
-        }
-    }
-
-    /// The zero-hit answer: the toolsets of the profile, so the model does not conclude the
-    /// capability is missing.
-    fn no_hits(&self, query: &str, left: usize) -> String {
-        let c = self.catalog;
-        let profile = c.profile_tools(self.profile);
-        let meta = c.tier_tools(Tier::Loop);
-        let deprecated = c.status_tools(Status::Deprecated);
-        let toolsets: Vec<Value> = c
-            .toolsets()
-            .filter_map(|s| {
-                let members = c.toolset_tools(s);
-                let mut any = false;
-                let mut active = true;
-                for k in 0..c.words() {
-                    let owned = members[k] & profile[k] & !meta[k] & !deprecated[k];
-                    any |= owned != 0;
-                    active &= owned & !self.reachable[k] == 0;
-                }
-                any.then(|| {
-                    json!({"name": c.toolset_name(s), "description": c.toolset_description(s), "active": active})
-                })
-            })
-            .collect();
-        json!({
-            "tools": [],
-            "searchesLeft": left,
-            "message": format!("no tool this session can reach matches `{}`; the capability may be in a toolset that is not active (see `toolsets`), or try other words", query.trim()),
-            "toolsets": toolsets,
-        })
-        .to_string()
-    }
-
-    fn tool_describe(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
-        let Some(names) = describe_names(arguments) else {
-            let errors = vec![json!({
-                "instancePath": "/name",
-                "message": "`name` must be a tool name or an array of tool names",
-            })];
-            return self.invalid_arguments(meta, errors, None);
-        };
-        let mut tools = Vec::new();
-        let mut found = Vec::new();
-        let mut missing = Vec::new();
-        for name in &names {
-            match self.catalog.tool(name).ok().filter(|t| bit(&self.reachable, t.index())) {
-                Some(t) => {
-                    if !found.contains(&t) {
-                        found.push(t);
-                        tools.push(json!({
-                            "name": self.catalog.exported_name(t),
-                            "description": self.catalog.description(t),
-                            "inputSchema": exported_schema(self.catalog, t),
-                        }));
-                    }
-                }
-                None => missing.push(json!({
-                    "name": name,
-                    "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do"),
-                })),
-            }
-        }
-        for &t in &found {
-            self.activate(t);
-        }
-        self.refresh();
-        let mut answer = Map::new();
-        answer.insert("tools".into(), Value::Array(tools));
-        if !missing.is_empty() {
-            answer.insert("notFound".into(), Value::Array(missing));
-        }
-        CallResult {
-            text: Value::Object(answer).to_string(),
-            is_error: found.is_empty(),
-            outcome: Outcome::Described { tools: found },
-            ran: None,
-        }
-    }
-
-    fn read_tool_result(&mut self, meta: ToolIndex, arguments: &Value) -> CallResult {
-        let errors = self.validation_errors(meta, arguments);
-        if !errors.is_empty() {
-            return self.invalid_arguments(meta, errors, None);
-        }
-        let reference = arguments["reference"].as_str().unwrap_or_default();
-        let Some(archive) = self.coordinator.archive() else {
-            return CallResult::error(
-                format!("no archived result `{reference}`: this session archives no tool results, every result was sent whole"),
-                Outcome::Failed,
-            );
-        };
-        let offset = arguments
-            .get("offset")
-            .and_then(Value::as_u64)
-            .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
-        let length = arguments
-            .get("length")
-            .and_then(Value::as_u64)
-            .map_or(archive.limits().inline_budget, |l| {
-                usize::try_from(l).unwrap_or(usize::MAX)
-            });
-        match archive.read(self.owner, reference, offset, length) {
-            Ok(slice) => CallResult {
-                text: json!({
-                    "reference": reference,
-                    "offset": slice.offset,
-                    "length": slice.length,
-                    "totalChars": slice.total_chars,
-                    "nextOffset": slice.next_offset,
-                    "truncated": slice.truncated,
-                    "text": slice.text,
-                })
-                .to_string(),
-                is_error: false,
-                outcome: Outcome::ReadResult,
-                ran: None,
-            },
-            Err(e) => CallResult::error(e.to_string(), Outcome::Failed),
         }
     }
 
@@ -1058,12 +703,6 @@ impl<'c> Session<'c> {
     }
 }
 
-/// The answer to a `tool_search` past the budget, byte for byte:
-/// `{"error":"search-budget-exhausted","budgetCap":CAP}`.
-pub fn budget_exhausted(cap: usize) -> String {
-    format!(r#"{{"error":"search-budget-exhausted","budgetCap":{cap}}}"#)
-}
-
 /// The answer to a call outside the active set, byte for byte (see the module docs):
 /// `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one of:
 /// a, b` when `search` (the plan has `tool_search`), else `Tool 'NAME' not in active set. Use one
@@ -1081,23 +720,6 @@ pub fn not_in_active_set<'a>(
         (false, false) => format!("Tool '{name}' not in active set. Use one of: {list}"),
         (false, true) => format!("Tool '{name}' not in active set"),
     }
-}
-
-/// The one-line description of a search hit: the first sentence of the description's first line
-/// (up to and including the first `. `), at most 200 characters (cut with `…`).
-pub fn one_line(description: &str) -> String {
-    const MAX: usize = 200;
-    let line = description.lines().next().unwrap_or("").trim();
-    let sentence = match line.find(". ") {
-        Some(k) => &line[..=k],
-        None => line,
-    };
-    if sentence.chars().count() <= MAX {
-        return sentence.to_string();
-    }
-    let mut cut: String = sentence.chars().take(MAX - 1).collect();
-    cut.push('…');
-    cut
 }
 
 /// The tools a user message names: every maximal run of name characters (ASCII letters, digits,
@@ -1118,21 +740,6 @@ pub fn named_in_message(catalog: &Catalog, message: &str) -> Vec<ToolIndex> {
         }
     }
     named
-}
-
-/// The names a `tool_describe` call asks for: `name` (or `names`), a string or an array of
-/// strings, not empty. `None` when the arguments have another shape.
-fn describe_names(arguments: &Value) -> Option<Vec<String>> {
-    let value = arguments.get("name").or_else(|| arguments.get("names"))?;
-    let names: Vec<String> = match value {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(items) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<_>>()?,
-        _ => return None,
-    };
-    (!names.is_empty()).then_some(names)
 }
 
 #[cfg(test)]

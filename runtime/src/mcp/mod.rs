@@ -18,13 +18,14 @@
 //! outside it before anything else, then validates the arguments, asks for approval, applies the
 //! rate limit, runs and records. A name the catalog does not know is refused the same way
 //! (`outside-scope`), so a client cannot tell unknown tools from tools outside its scope.
-//! The meta-tools answer within the scope only: `tool_search` searches the allowed set (exact
-//! name, then BM25), `tool_describe` describes a listed tool (an allowed tool or a meta-tool),
-//! `tool_call` hands an allowed tool to the coordinator exactly as `tools/call` does;
-//! `read_tool_result` reads only results archived for the same MCP session (each session — one
-//! stdio connection, one HTTP `Mcp-Session-Id` — is its own [`ArchiveOwner`]): another
-//! session's reference is answered as one that does not exist. A meta-tool outside the listed
-//! set is refused like any other tool.
+//! The meta-tools give the answers of [`crate::meta`], as a [`crate::Session`] does, within the
+//! listed set and with no search budget (an MCP session has no turns): `tool_search` and
+//! `tool_describe` find and describe listed tools only (an unlisted name is `notFound`, like an
+//! unknown one), `tool_call` runs the named tool exactly as `tools/call` does (a meta-tool as
+//! well, but not `tool_call`); `read_tool_result` reads only results archived for the same MCP
+//! session (each session — one stdio connection, one HTTP `Mcp-Session-Id` — is its own
+//! [`ArchiveOwner`]): another session's reference is answered as one that does not exist. A
+//! meta-tool outside the listed set is refused like any other tool.
 //!
 //! # Errors
 //! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
@@ -33,7 +34,9 @@
 //! `invalid-arguments` (`errors` names each field path as `instancePath`; `inputSchema` is the
 //! schema), `needs-approval` (a `gated` tool: this server has no approval path, so nothing ran;
 //! the message names the tier and how to allow it; `"tier": "gated"`), `rate-limited`
-//! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`].
+//! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`]. A meta-tool's own
+//! errors are those of [`crate::meta`]: its `invalid-arguments` object, and plain texts for a
+//! failed search, a nested `tool_call` and a result reference that cannot be read.
 //!
 //! Messages that are not calls never reach the coordinator: [`guard`] answers malformed JSON-RPC
 //! (`-32700`, `-32600`), wrongly typed `tools/call` params (`-32602`), requests before
@@ -79,7 +82,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
 use rmcp::{Peer, ServerHandler, ServiceExt as _};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
 use toolcat_codegen::model::{Exposure, Tier};
@@ -89,16 +92,14 @@ use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::{CatalogError, NameError};
-use crate::export::{exported_schema, mcp_tool};
+use crate::export::mcp_tool;
 use crate::handler::ToolContext;
-use crate::session::{one_line, MetaTool, MAX_SEARCH_LIMIT};
+use crate::meta::{self, Answer, CallResult, MetaTool, Scope, DEFAULT_SEARCH_LIMIT};
 
 /// Tools per `tools/list` page: 50.
 pub const PAGE_SIZE: usize = 50;
 /// How often a catalog file is checked for changes: 500 ms.
 pub const RELOAD_POLL: Duration = Duration::from_millis(500);
-/// Hits of a `tool_search` without `limit`: 10.
-pub const SEARCH_LIMIT: usize = 10;
 
 /// The listed and allowed sets of one catalog for one profile and scope, and the coordinator
 /// that runs its calls (see the module docs).
@@ -110,6 +111,8 @@ pub struct ScopeTable {
     allowed: Vec<u64>,
     /// Listed tools in catalog order: allowed ∪ (tier `loop` ∩ profile).
     listed: Vec<ToolIndex>,
+    /// The listed tools as a bitset: what the meta-tools search and describe.
+    listed_bits: Vec<u64>,
     /// The `tools/list` definitions, one per listed tool.
     definitions: Vec<Tool>,
     coordinator: Coordinator<'static>,
@@ -170,6 +173,7 @@ impl ScopeTable {
             exposure,
             allowed,
             listed,
+            listed_bits,
             definitions,
             coordinator,
         })
@@ -218,6 +222,16 @@ impl ScopeTable {
     /// Whether `t` is listed: allowed, or one of the profile's meta-tools.
     pub fn is_listed(&self, t: ToolIndex) -> bool {
         self.listed.binary_search(&t).is_ok()
+    }
+
+    /// The tool `name` names and the meta-tool it is; `None` for an unknown name and for a
+    /// meta-tool outside the listed set (both answered [`ScopeTable::outside_scope`]).
+    fn resolve(&self, name: &str) -> Option<(ToolIndex, Option<MetaTool>)> {
+        let t = self.catalog.tool(name).ok()?;
+        match MetaTool::of(self.catalog, t) {
+            Some(_) if !self.is_listed(t) => None,
+            m => Some((t, m)),
+        }
     }
 
     /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
@@ -359,125 +373,51 @@ impl McpServer {
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
         let table = self.shared.table();
-        let catalog = table.catalog();
-        let Ok(t) = catalog.tool(name) else {
+        let Some((t, m)) = table.resolve(name) else {
             return table.outside_scope(name);
         };
-        let listed = table.listed().binary_search(&t).is_ok();
-        match MetaTool::of(catalog, t) {
-            Some(meta) if listed => self.meta(&table, t, meta, arguments, cancel).await,
-            Some(_) => table.outside_scope(name),
-            None => run(&table, t, arguments, self.owner, cancel).await,
+        let Some(m) = m else {
+            return run(&table, t, arguments, self.owner, cancel).await;
+        };
+        match meta::answer(&self.scope(&table), m, t, &arguments, None) {
+            Answer::Done(result) => answered(result),
+            // `tool_call`: the named tool is called exactly as by `tools/call`.
+            Answer::Call { name, arguments } => match table.resolve(&name) {
+                None => table.outside_scope(&name),
+                Some((d, None)) => run(&table, d, arguments, self.owner, cancel).await,
+                Some((d, Some(m))) => answered(meta::answer_nested(
+                    &self.scope(&table),
+                    m,
+                    d,
+                    &arguments,
+                    None,
+                )),
+            },
         }
     }
 
-    async fn meta(
-        &self,
-        table: &ScopeTable,
-        t: ToolIndex,
-        meta: MetaTool,
-        arguments: Value,
-        cancel: Option<tokio_util::sync::CancellationToken>,
-    ) -> CallToolResult {
-        let catalog = table.catalog();
-        let errors = table.coordinator().validation_errors(t, &arguments);
-        if !errors.is_empty() {
-            return refusal(
-                CallError::InvalidArguments {
-                    tool: catalog.exported_name(t).to_string(),
-                    errors,
-                    input_schema: exported_schema(catalog, t),
-                }
-                .to_json(),
-            );
+    /// What the meta-tools answer within: the listed set, no search budget (an MCP session has
+    /// no turns), this session's archive owner.
+    fn scope<'a>(&self, table: &'a ScopeTable) -> Scope<'a, 'static> {
+        Scope {
+            catalog: table.catalog(),
+            coordinator: table.coordinator(),
+            profile: table.profile(),
+            reachable: &table.listed_bits,
+            owner: self.owner,
+            search_limit: DEFAULT_SEARCH_LIMIT,
+            budget: None,
         }
-        match meta {
-            MetaTool::Search => {
-                let query = arguments["query"].as_str().unwrap_or_default();
-                let limit = arguments
-                    .get("limit")
-                    .and_then(Value::as_u64)
-                    .map_or(SEARCH_LIMIT, |l| {
-                        usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
-                    })
-                    .clamp(1, MAX_SEARCH_LIMIT);
-                match catalog.search_in(query, table.allowed(), limit) {
-                    Ok(hits) => {
-                        let tools: Vec<Value> = hits
-                            .iter()
-                            .map(|h| {
-                                json!({
-                                    "name": catalog.exported_name(h.tool),
-                                    "description": one_line(catalog.description(h.tool)),
-                                })
-                            })
-                            .collect();
-                        success(json!({ "tools": tools }))
-                    }
-                    Err(e) => refusal(json!({
-                        "error": "search-failed",
-                        "message": format!("tool search failed: {e}; try again"),
-                    })),
-                }
-            }
-            MetaTool::Describe => {
-                let name = arguments["name"].as_str().unwrap_or_default();
-                // Any listed tool, the meta-tools included: describing reveals nothing the list
-                // does not.
-                match catalog.tool(name).ok().filter(|&d| table.is_listed(d)) {
-                    Some(d) => success(json!({"tools": [{
-                        "name": catalog.exported_name(d),
-                        "description": catalog.description(d),
-                        "inputSchema": exported_schema(catalog, d),
-                        "annotations": catalog.mcp_annotations(d),
-                    }]})),
-                    None => table.outside_scope(name),
-                }
-            }
-            MetaTool::Call => {
-                let name = arguments["name"].as_str().unwrap_or_default();
-                let inner = match arguments.get("arguments") {
-                    Some(Value::Null) | None => Value::Object(Map::new()),
-                    Some(v) => v.clone(),
-                };
-                match catalog.tool(name).ok().filter(|&d| table.is_allowed(d)) {
-                    Some(d) => run(table, d, inner, self.owner, cancel).await,
-                    // Meta-tools are never allowed: no nested `tool_call`.
-                    None => table.outside_scope(name),
-                }
-            }
-            MetaTool::ReadResult => {
-                let reference = arguments["reference"].as_str().unwrap_or_default();
-                let Some(archive) = table.coordinator().archive() else {
-                    return refusal(json!({
-                        "error": "unknown-reference",
-                        "message": format!("no archived result `{reference}` from this server; use the reference given with the preview of a result it returned"),
-                    }));
-                };
-                let number = |key: &str| {
-                    arguments
-                        .get(key)
-                        .and_then(Value::as_u64)
-                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-                };
-                let offset = number("offset").unwrap_or(0);
-                let length = number("length").unwrap_or(archive.limits().inline_budget);
-                match archive.read(self.owner, reference, offset, length) {
-                    Ok(slice) => success(json!({
-                        "reference": reference,
-                        "offset": slice.offset,
-                        "length": slice.length,
-                        "totalChars": slice.total_chars,
-                        "nextOffset": slice.next_offset,
-                        "truncated": slice.truncated,
-                        "text": slice.text,
-                    })),
-                    Err(e) => {
-                        refusal(json!({"error": "unknown-reference", "message": e.to_string()}))
-                    }
-                }
-            }
-        }
+    }
+}
+
+/// A meta-tool's answer as an MCP result: its text as the one text content.
+fn answered(result: CallResult) -> CallToolResult {
+    let content = vec![ContentBlock::text(result.text)];
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
     }
 }
 
@@ -509,10 +449,6 @@ async fn run(
         }
         Err(e) => refusal(e.to_json()),
     }
-}
-
-fn success(body: Value) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(body.to_string())])
 }
 
 /// The offset a cursor `GENERATION:OFFSET` points at.
@@ -1427,6 +1363,215 @@ mod tests {
         assert!(next_answer(&mut answers).await["result"]["tools"].is_array());
         drop(to_server);
         server.await.unwrap().unwrap();
+    }
+
+    /// A server of the fixture's `profile` at `exposure` over `coordinator` (one MCP session).
+    fn server_with(
+        coordinator: Coordinator<'static>,
+        profile: &str,
+        exposure: Exposure,
+    ) -> McpServer {
+        McpServer::new(Shared::new(
+            ScopeTable::new(coordinator, profile, exposure).unwrap(),
+        ))
+    }
+
+    fn server(profile: &str, exposure: Exposure) -> McpServer {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        server_with(
+            coordinator(catalog, std::env::temp_dir()),
+            profile,
+            exposure,
+        )
+    }
+
+    /// `isError` and the one text content of a call's answer.
+    async fn answer(server: &McpServer, name: &str, arguments: Value) -> (bool, String) {
+        let r = server.call(name, arguments, None).await;
+        let text = r.content[0]
+            .as_text()
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        (r.is_error == Some(true), text)
+    }
+
+    fn names(body: &Value) -> Vec<&str> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect()
+    }
+
+    /// `tool_search` answers as a session does (`crate::meta`), without a budget: an exact name
+    /// alone, `select:`, a default limit of 5, the zero-hit answer with the toolsets, and no
+    /// `searchesLeft`, however many searches.
+    #[tokio::test]
+    async fn tool_search_answers_as_a_session_does_without_a_budget() {
+        let s = server("coder", Exposure::Full);
+        let (err, text) = answer(&s, "tool_search", json!({"query": "read_file"})).await;
+        assert!(!err);
+        assert_eq!(
+            text,
+            r#"{"tools":[{"name":"read_file","description":"Read the contents of a file in the workspace."}]}"#
+        );
+        let (_, text) = answer(
+            &s,
+            "tool_search",
+            json!({"query": "select:git_status, read_file,run_shell,git_status"}),
+        )
+        .await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        // `run_shell` is not listed for `coder`.
+        assert_eq!(names(&body), ["git_status", "read_file"]);
+
+        let (_, all) = answer(&s, "tool_search", json!({"query": "file", "limit": 50})).await;
+        let all = names(&serde_json::from_str(&all).unwrap()).len();
+        let (_, default) = answer(&s, "tool_search", json!({"query": "file"})).await;
+        let default = names(&serde_json::from_str(&default).unwrap()).len();
+        assert_eq!(default, all.min(crate::meta::DEFAULT_SEARCH_LIMIT));
+        assert!(all > 0);
+
+        for _ in 0..crate::session::DEFAULT_SEARCH_BUDGET + 2 {
+            let (err, text) = answer(&s, "tool_search", json!({"query": "zzqx"})).await;
+            assert!(!err, "{text}");
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert!(body.get("searchesLeft").is_none(), "{text}");
+            assert_eq!(body["tools"], json!([]));
+            assert_eq!(
+                body["message"],
+                "no tool this session can reach matches `zzqx`; the capability may be in a toolset that is not active (see `toolsets`), or try other words"
+            );
+            let toolsets = body["toolsets"].as_array().unwrap();
+            assert!(toolsets.iter().any(|t| t["name"] == "files"), "{text}");
+            assert!(toolsets.iter().all(|t| t["active"] == true), "{text}");
+        }
+        // Read-only: `write_file` (staging) is outside the scope, so `files` is not all reachable.
+        let s = server("coder", Exposure::ReadOnly);
+        let (_, text) = answer(&s, "tool_search", json!({"query": "zzqx"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        let files = body["toolsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "files")
+            .unwrap();
+        assert_eq!(files["active"], false, "{text}");
+    }
+
+    /// `tool_describe` answers as a session does: several names, `notFound` for names outside the
+    /// listed set exactly as for unknown ones, no `annotations`, an error only when nothing was
+    /// found, and the session's `invalid-arguments` object (with `tool`, without `message`).
+    #[tokio::test]
+    async fn tool_describe_answers_as_a_session_does() {
+        let s = server("coder", Exposure::ReadOnly);
+        let (err, text) = answer(
+            &s,
+            "tool_describe",
+            json!({"name": ["read_file", "write_file", "nope", "read_file"]}),
+        )
+        .await;
+        assert!(!err, "{text}");
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(names(&body), ["read_file"]);
+        let keys: Vec<&String> = body["tools"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["name", "description", "inputSchema"]);
+        let missing = |name: &str| json!({"name": name, "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do")});
+        assert_eq!(
+            body["notFound"],
+            json!([missing("write_file"), missing("nope")])
+        );
+
+        let (err, text) = answer(&s, "tool_describe", json!({"name": "write_file"})).await;
+        assert!(err);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"tools": [], "notFound": [missing("write_file")]})
+        );
+        let (err, text) = answer(&s, "tool_describe", json!({"names": ["list_dir"]})).await;
+        assert!(!err, "{text}");
+
+        let (err, text) = answer(&s, "tool_describe", json!({"name": 3})).await;
+        assert!(err);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["error"], "invalid-arguments");
+        assert_eq!(body["tool"], "tool_describe");
+        assert!(body.get("message").is_none(), "{text}");
+        assert_eq!(body["errors"][0]["instancePath"], "/name");
+    }
+
+    /// `tool_call` runs a listed meta-tool as a direct call would, refuses a nested `tool_call`
+    /// with the session's text, and refuses a tool outside the scope as `tools/call` does.
+    #[tokio::test]
+    async fn tool_call_runs_meta_tools_and_refuses_a_nested_tool_call() {
+        let s = server("coder", Exposure::Full);
+        let direct = answer(&s, "tool_search", json!({"query": "git_status"})).await;
+        let nested = answer(
+            &s,
+            "tool_call",
+            json!({"name": "tool_search", "arguments": {"query": "git_status"}}),
+        )
+        .await;
+        assert_eq!(nested, direct);
+
+        let (err, text) = answer(
+            &s,
+            "tool_call",
+            json!({"name": "tool_call", "arguments": {"name": "read_file"}}),
+        )
+        .await;
+        assert!(err);
+        assert_eq!(
+            text,
+            "`tool_call` cannot call `tool_call`; pass the tool to run as `name`"
+        );
+        // `read_tool_result` is not listed for `coder`; `run_shell` is not in its scope.
+        for name in ["read_tool_result", "run_shell", "nope"] {
+            let (err, text) = answer(&s, "tool_call", json!({"name": name})).await;
+            assert!(err);
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(body["error"], "outside-scope", "{text}");
+            assert_eq!(body["tool"], name, "{text}");
+        }
+        let (err, text) = answer(&s, "tool_call", json!({"arguments": {}})).await;
+        assert!(err);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["error"], "invalid-arguments");
+        assert_eq!(body["tool"], "tool_call");
+        assert!(body.get("message").is_none(), "{text}");
+    }
+
+    /// `read_tool_result` answers the session's texts: without an archive, and for a reference
+    /// the archive does not hold (plain text, not a JSON object).
+    #[tokio::test]
+    async fn read_tool_result_answers_the_session_texts() {
+        let s = server("full", Exposure::Full);
+        let (err, text) = answer(&s, "read_tool_result", json!({"reference": "r1"})).await;
+        assert!(err);
+        assert_eq!(
+            text,
+            "no archived result `r1`: this session archives no tool results, every result was sent whole"
+        );
+
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let archive =
+            crate::archive::ResultArchive::in_memory_with(crate::archive::ArchiveLimits::default())
+                .unwrap();
+        let coordinator =
+            coordinator(catalog, std::env::temp_dir()).with_archive(Arc::new(archive));
+        let s = server_with(coordinator.clone(), "full", Exposure::Full);
+        let never = "result-00000000000000000000000000";
+        let (err, text) = answer(&s, "read_tool_result", json!({"reference": never})).await;
+        assert!(err);
+        assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+        let owner = ArchiveOwner::new();
+        let archived = coordinator
+            .archive()
+            .unwrap()
+            .read(owner, never, 0, 10)
+            .unwrap_err();
+        assert_eq!(text, archived.to_string());
     }
 
     #[test]

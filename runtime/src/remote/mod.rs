@@ -11,7 +11,8 @@
 //!   ([`ServerPool::discovered`]); [`discover`] does the same once, for tools that import or
 //!   check a server. The catalog's search and plans use the declared rows only, so they work
 //!   while a server is down.
-//! - **Execute** (through [`crate::Coordinator::with_servers`], like every call): a call checks
+//! - **Execute** (through [`crate::Coordinator::with_servers`], like every call; the pool is the
+//!   coordinator's [`crate::remote_source::RemoteSource`]): a call checks
 //!   that its server is connected and that the server's input schema of the tool is still the
 //!   row's ([`compare`]); it is refused otherwise, naming the server and the change, and nothing
 //!   is sent. A call whose connection breaks (or times out) after the request was sent is
@@ -41,7 +42,6 @@ pub use pool::{
     discover, Discovery, PoolOptions, RemoteTool, ServerPool, ServerState, ServerStatus,
     MAX_ERROR_TEXT, MAX_MESSAGE_BYTES,
 };
-pub(crate) use pool::{Refusal, RemoteCall, RemoteOutcome};
 
 /// Why a server could not be configured, reached or listed. Messages never contain a configured
 /// `env` or `headers` value.

@@ -28,6 +28,7 @@ use crate::handler::ToolError;
 use crate::remote::config::{url_shown, Resolved, Secrets, ServerConfig, Transport, REDACTED};
 use crate::remote::drift::{compare, SchemaChange, SchemaDrift};
 use crate::remote::RemoteError;
+use crate::remote_source::{Refusal, RemoteOutcome, RemoteSource};
 
 /// Bytes of a server's standard error kept for error messages: its last 2 KiB.
 const STDERR_TAIL: usize = 2048;
@@ -765,12 +766,7 @@ impl ServerPool {
     /// Whether `tool` (the server's name for it) can be called on `server` now, its declared
     /// input schema being `declared`: the server is connected, lists the tool, and lists it with
     /// the same schema ([`compare`]).
-    pub(crate) fn check(
-        &self,
-        server: &str,
-        tool: &str,
-        declared: &Value,
-    ) -> Result<RemoteCall, Refusal> {
+    fn check(&self, server: &str, tool: &str, declared: &Value) -> Result<RemoteCall, Refusal> {
         let Some(slot) = self.slot(server) else {
             return Err(Refusal::NotConnected {
                 status: "not one of this process's servers".to_string(),
@@ -820,14 +816,17 @@ impl ServerPool {
             });
         };
         let Some(remote) = discovery.tool(tool) else {
-            return Err(Refusal::Drift(SchemaDrift {
-                changes: vec![SchemaChange::ToolMissing {
-                    tool: tool.to_string(),
-                }],
-            }));
+            return Err(Refusal::Drift(
+                SchemaDrift {
+                    changes: vec![SchemaChange::ToolMissing {
+                        tool: tool.to_string(),
+                    }],
+                }
+                .to_string(),
+            ));
         };
         if let Some(drift) = compare(declared, &remote.input_schema) {
-            return Err(Refusal::Drift(drift));
+            return Err(Refusal::Drift(drift.to_string()));
         }
         Ok(RemoteCall {
             peer,
@@ -840,16 +839,21 @@ impl ServerPool {
     }
 }
 
-/// Why a call is not sent ([`ServerPool::check`]).
-#[derive(Debug)]
-pub(crate) enum Refusal {
-    NotConnected { status: String, hint: String },
-    Drift(SchemaDrift),
+impl RemoteSource for ServerPool {
+    fn check(
+        &self,
+        server: &str,
+        tool: &str,
+        declared: &Value,
+    ) -> Result<crate::remote_source::RemoteCall, Refusal> {
+        let call = ServerPool::check(self, server, tool, declared)?;
+        Ok(Box::new(move |arguments| Box::pin(call.run(arguments))))
+    }
 }
 
 /// A call that passed [`ServerPool::check`]: the connection to send it on.
 #[derive(Clone)]
-pub(crate) struct RemoteCall {
+struct RemoteCall {
     peer: Peer<RoleClient>,
     server: String,
     tool: String,
@@ -867,18 +871,9 @@ impl std::fmt::Debug for RemoteCall {
     }
 }
 
-/// How a sent call ended.
-pub(crate) enum RemoteOutcome {
-    /// The server answered: a result, or an error it reported.
-    Done(Result<Value, ToolError>),
-    /// The connection broke or the answer did not come in time after the request was sent: the
-    /// reason, for "the call of `x` {reason}".
-    Unknown(String),
-}
-
 impl RemoteCall {
     /// Sends `tools/call` and waits for the answer (within the pool's call timeout).
-    pub(crate) async fn run(self, arguments: Value) -> RemoteOutcome {
+    async fn run(self, arguments: Value) -> RemoteOutcome {
         let arguments = match arguments {
             Value::Object(map) => Some(map),
             Value::Null => None,

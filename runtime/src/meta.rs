@@ -1,0 +1,535 @@
+//! The discovery meta-tools (tier `loop`, source `loop`), answered in one place for every front
+//! end: [`crate::Session`] and the MCP server (`toolcat::mcp`, feature `mcp`) give the same
+//! answers, within the scope each passes (the tools its caller can reach, its search budget, its
+//! archive owner).
+//!
+//! - `tool_search {"query", "limit"?}`: counts against the caller's search budget, when it has
+//!   one (a session's per turn); past it the answer is exactly
+//!   `{"error":"search-budget-exhausted","budgetCap":CAP}` ([`budget_exhausted`]). A query that is
+//!   a tool's exported or declared name returns that tool only; `select:A,B` returns exactly the
+//!   named tools; anything else is BM25 ([`Catalog::search_in`] over the reachable set), fused
+//!   with sentence-embedding cosines when the caller has them. `limit` defaults to the caller's
+//!   ([`DEFAULT_SEARCH_LIMIT`] unless configured) and is clamped to 1..=[`MAX_SEARCH_LIMIT`].
+//!   Hits answer `{"tools":[{"name","description"}],"searchesLeft":N}` (the description is
+//!   [`one_line`]; `searchesLeft` only with a budget; `notice` when the query could not be
+//!   embedded); zero hits answer
+//!   `{"tools":[],"searchesLeft":N,"message":...,"toolsets":[{"name","description","active"}]}`
+//!   with the toolsets of the profile. A search that fails internally answers
+//!   `tool search failed: ERROR; the search was not counted, try again`.
+//! - `tool_describe {"name"}`: `name` is one name or an array of names (`names` is accepted too);
+//!   answers `{"tools":[{"name","description","inputSchema"}]}` plus `"notFound":[{"name","message"}]`
+//!   for names outside the reachable set (unknown names alike); an error only when nothing was
+//!   found. Costs no search budget.
+//! - `tool_call {"name","arguments"?}`: the caller runs the named tool exactly as a direct call
+//!   (arguments default to `{}`); inside it, `tool_call` answers
+//!   ``` `tool_call` cannot call `tool_call`; pass the tool to run as `name` ```.
+//! - `read_tool_result {"reference","offset"?,"length"?}`: with a result archive it answers
+//!   `{"reference","offset","length","totalChars","nextOffset","truncated","text"}`, offsets and
+//!   lengths in characters (default length: the archive's inline budget), reading only results
+//!   archived for the caller's [`ArchiveOwner`]; an unknown, evicted or foreign reference answers
+//!   the archive's error text. Without an archive it answers
+//!   ``no archived result `REF`: this session archives no tool results, every result was sent whole``.
+//!
+//! Arguments that do not fit a meta-tool's input schema answer
+//! `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`.
+
+use serde_json::{json, Map, Value};
+use toolcat_codegen::model::{Status, Tier};
+use toolcat_codegen::tables::bit;
+
+use crate::archive::ArchiveOwner;
+use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolSource};
+use crate::coordinator::Coordinator;
+use crate::export::exported_schema;
+
+/// Hits of a `tool_search` without `limit`: 5.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
+/// Most hits of one `tool_search` (the `maximum` of its `limit` in the input schema): 50.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+
+/// The meta-tools (tier `loop`, source `loop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetaTool {
+    /// `tool_search`.
+    Search,
+    /// `tool_describe`.
+    Describe,
+    /// `tool_call`.
+    Call,
+    /// `read_tool_result`.
+    ReadResult,
+}
+
+impl MetaTool {
+    /// The meta-tool tool `t` is, if any.
+    pub fn of(catalog: &Catalog, t: ToolIndex) -> Option<MetaTool> {
+        if catalog.source(t) != ToolSource::Loop {
+            return None;
+        }
+        match catalog.name(t) {
+            "tool_search" => Some(MetaTool::Search),
+            "tool_describe" => Some(MetaTool::Describe),
+            "tool_call" => Some(MetaTool::Call),
+            "read_tool_result" => Some(MetaTool::ReadResult),
+            _ => None,
+        }
+    }
+
+    /// Its declared name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MetaTool::Search => "tool_search",
+            MetaTool::Describe => "tool_describe",
+            MetaTool::Call => "tool_call",
+            MetaTool::ReadResult => "read_tool_result",
+        }
+    }
+}
+
+/// What a call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// [`Catalog::call`] ran the tool; `ok` is false when it returned an error.
+    Ran { tool: ToolIndex, ok: bool },
+    /// `tool_search` answered these hits (none: the zero-hit answer).
+    Found { tools: Vec<ToolIndex> },
+    /// `tool_search` past the budget.
+    BudgetExhausted,
+    /// `tool_describe` answered these definitions.
+    Described { tools: Vec<ToolIndex> },
+    /// The name is not in the active set; nothing ran.
+    NotInActiveSet,
+    /// The arguments do not fit the tool's input schema; nothing ran, unless the handler itself
+    /// refused them ([`CallResult::ran`] says which).
+    InvalidArguments { tool: ToolIndex },
+    /// A gated tool and no approval hook; nothing ran.
+    NeedsApproval { tool: ToolIndex },
+    /// The approval hook said no; nothing ran.
+    Denied { tool: ToolIndex },
+    /// Over the tool's `rate_limit`; nothing ran. The text is
+    /// `{"error":"rate-limited","message":...,"retryAfterMs":N}`.
+    RateLimited { tool: ToolIndex },
+    /// A target changed after the approval; nothing ran.
+    TargetChanged { tool: ToolIndex },
+    /// The call was cancelled with no side effect.
+    Cancelled { tool: ToolIndex },
+    /// The call stopped while its side effect may have happened (never replayed).
+    OutcomeUnknown { tool: ToolIndex },
+    /// `read_tool_result` answered a slice of an archived result.
+    ReadResult,
+    /// A meta-tool could not answer (a nested `tool_call`, an unknown result reference, an
+    /// internal search error).
+    Failed,
+}
+
+impl Outcome {
+    /// Every [`Outcome::kind`], for transcript expectations.
+    pub const KINDS: &'static [&'static str] = &[
+        "ran",
+        "tool-error",
+        "found",
+        "no-hits",
+        "budget-exhausted",
+        "described",
+        "not-in-active-set",
+        "invalid-arguments",
+        "needs-approval",
+        "denied",
+        "rate-limited",
+        "target-changed",
+        "cancelled",
+        "outcome-unknown",
+        "read-result",
+        "failed",
+    ];
+
+    /// A kebab-case word for the outcome: `ran` (ok), `tool-error` (ran, failed), `found`,
+    /// `no-hits`, `budget-exhausted`, `described`, `not-in-active-set`, `invalid-arguments`,
+    /// `needs-approval`, `denied`, `rate-limited`, `target-changed`, `cancelled`,
+    /// `outcome-unknown`, `read-result`, `failed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Ran { ok: true, .. } => "ran",
+            Outcome::Ran { ok: false, .. } => "tool-error",
+            Outcome::Found { tools } if tools.is_empty() => "no-hits",
+            Outcome::Found { .. } => "found",
+            Outcome::BudgetExhausted => "budget-exhausted",
+            Outcome::Described { .. } => "described",
+            Outcome::NotInActiveSet => "not-in-active-set",
+            Outcome::InvalidArguments { .. } => "invalid-arguments",
+            Outcome::NeedsApproval { .. } => "needs-approval",
+            Outcome::Denied { .. } => "denied",
+            Outcome::RateLimited { .. } => "rate-limited",
+            Outcome::TargetChanged { .. } => "target-changed",
+            Outcome::Cancelled { .. } => "cancelled",
+            Outcome::OutcomeUnknown { .. } => "outcome-unknown",
+            Outcome::ReadResult => "read-result",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// The answer to one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// Exactly what the model receives as the tool result.
+    pub text: String,
+    /// Whether the result is an error (MCP `isError`).
+    pub is_error: bool,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The tool handed to [`Catalog::call`], if any: the only way a call has effects.
+    pub ran: Option<ToolIndex>,
+}
+
+impl CallResult {
+    pub(crate) fn error(text: String, outcome: Outcome) -> Self {
+        CallResult {
+            text,
+            is_error: true,
+            outcome,
+            ran: None,
+        }
+    }
+}
+
+/// A caller's `tool_search` budget: `cap` searches, `used` of them already answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Budget {
+    pub cap: usize,
+    pub used: usize,
+}
+
+/// What a meta-tool answers within: one caller's view of the catalog.
+pub(crate) struct Scope<'a, 'c> {
+    pub catalog: &'c Catalog,
+    /// Validates the meta-tools' arguments and holds the result archive.
+    pub coordinator: &'a Coordinator<'c>,
+    /// The profile whose toolsets a zero-hit search lists.
+    pub profile: ProfileId,
+    /// The tools search and describe may answer, as a bitset.
+    pub reachable: &'a [u64],
+    /// The owner of the results `read_tool_result` may read.
+    pub owner: ArchiveOwner,
+    /// Hits of a `tool_search` without `limit`.
+    pub search_limit: usize,
+    /// The search budget; `None`: searches are not counted.
+    pub budget: Option<Budget>,
+}
+
+/// The cosines of a `tool_search` query with every tool and the weight to fuse them with BM25 at,
+/// or why the query could not be embedded (then BM25 and a `notice`); `None`: BM25.
+pub(crate) type Dense = Option<Result<(Vec<f32>, crate::fusion::DenseWeight), String>>;
+
+/// What a meta-tool call came to.
+pub(crate) enum Answer {
+    /// The answer (for `tool_search` and `tool_describe`, [`Outcome::Found`] and
+    /// [`Outcome::Described`] name the tools to make callable; a `Found` counts one search).
+    Done(CallResult),
+    /// `tool_call`: the caller runs `name` with `arguments` exactly as a direct call, answering
+    /// a meta-tool there with [`answer_nested`].
+    Call { name: String, arguments: Value },
+}
+
+/// The answer to meta-tool `meta` (tool `t`) called with `arguments` (see the module docs).
+pub(crate) fn answer(
+    scope: &Scope<'_, '_>,
+    meta: MetaTool,
+    t: ToolIndex,
+    arguments: &Value,
+    dense: Dense,
+) -> Answer {
+    match meta {
+        MetaTool::Search => Answer::Done(tool_search(scope, t, arguments, dense)),
+        MetaTool::Describe => Answer::Done(tool_describe(scope, t, arguments)),
+        MetaTool::ReadResult => Answer::Done(read_tool_result(scope, t, arguments)),
+        MetaTool::Call => {
+            let errors = scope.coordinator.validation_errors(t, arguments);
+            if !errors.is_empty() {
+                return Answer::Done(invalid_arguments(scope.catalog, t, errors, None));
+            }
+            let name = arguments["name"].as_str().unwrap_or_default().to_string();
+            let arguments = match arguments.get("arguments") {
+                Some(Value::Null) | None => Value::Object(Map::new()),
+                Some(v) => v.clone(),
+            };
+            Answer::Call { name, arguments }
+        }
+    }
+}
+
+/// The answer to meta-tool `meta` called through `tool_call`: [`answer`], with a nested
+/// `tool_call` refused.
+pub(crate) fn answer_nested(
+    scope: &Scope<'_, '_>,
+    meta: MetaTool,
+    t: ToolIndex,
+    arguments: &Value,
+    dense: Dense,
+) -> CallResult {
+    match answer(scope, meta, t, arguments, dense) {
+        Answer::Done(result) => result,
+        Answer::Call { .. } => CallResult::error(
+            "`tool_call` cannot call `tool_call`; pass the tool to run as `name`".to_string(),
+            Outcome::Failed,
+        ),
+    }
+}
+
+/// The `invalid-arguments` answer for `t`:
+/// `{"error":"invalid-arguments","tool":NAME,"errors":[...],"inputSchema":{...}}`.
+pub(crate) fn invalid_arguments(
+    catalog: &Catalog,
+    t: ToolIndex,
+    errors: Vec<Value>,
+    ran: Option<ToolIndex>,
+) -> CallResult {
+    let text = json!({
+        "error": "invalid-arguments",
+        "tool": catalog.exported_name(t),
+        "errors": errors,
+        "inputSchema": exported_schema(catalog, t),
+    })
+    .to_string();
+    CallResult {
+        text,
+        is_error: true,
+        outcome: Outcome::InvalidArguments { tool: t },
+        ran,
+    }
+}
+
+fn tool_search(
+    scope: &Scope<'_, '_>,
+    meta: ToolIndex,
+    arguments: &Value,
+    dense: Dense,
+) -> CallResult {
+    let catalog = scope.catalog;
+    let errors = scope.coordinator.validation_errors(meta, arguments);
+    if !errors.is_empty() {
+        return invalid_arguments(catalog, meta, errors, None);
+    }
+    if let Some(budget) = scope.budget {
+        if budget.used >= budget.cap {
+            return CallResult::error(budget_exhausted(budget.cap), Outcome::BudgetExhausted);
+        }
+    }
+    let query = arguments["query"].as_str().unwrap_or_default();
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(scope.search_limit, |l| {
+            usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
+        })
+        .clamp(1, MAX_SEARCH_LIMIT);
+    let hits: Vec<ToolIndex> = match query.trim().strip_prefix("select:") {
+        Some(names) => {
+            let mut hits = Vec::new();
+            for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                if let Ok(t) = catalog.tool(name) {
+                    if bit(scope.reachable, t.index()) && !hits.contains(&t) && hits.len() < limit {
+                        hits.push(t);
+                    }
+                }
+            }
+            hits
+        }
+        None => match match &dense {
+            // Without the feature there are never cosines: the fused ranking is compiled out.
+            #[cfg(feature = "semantic")]
+            Some(Ok((cosines, weight))) => {
+                catalog.search_fused_in(query, scope.reachable, limit, cosines, *weight)
+            }
+            _ => catalog.search_in(query, scope.reachable, limit),
+        } {
+            Ok(hits) => {
+                let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
+                hits.iter()
+                    .filter(|h| !exact || h.kind == crate::HitKind::Name)
+                    .map(|h| h.tool)
+                    .collect()
+            }
+            Err(e) => {
+                return CallResult::error(
+                    format!("tool search failed: {e}; the search was not counted, try again"),
+                    Outcome::Failed,
+                )
+            }
+        },
+    };
+    let left = scope.budget.map(|b| b.cap.saturating_sub(b.used + 1));
+    let mut answer = Map::new();
+    if hits.is_empty() {
+        answer.insert("tools".into(), json!([]));
+        if let Some(left) = left {
+            answer.insert("searchesLeft".into(), json!(left));
+        }
+        answer.insert("message".into(), json!(format!("no tool this session can reach matches `{}`; the capability may be in a toolset that is not active (see `toolsets`), or try other words", query.trim())));
+        answer.insert("toolsets".into(), Value::Array(toolsets(scope)));
+    } else {
+        let tools: Vec<Value> = hits
+            .iter()
+            .map(|&t| json!({"name": catalog.exported_name(t), "description": one_line(catalog.description(t))}))
+            .collect();
+        answer.insert("tools".into(), Value::Array(tools));
+        if let Some(left) = left {
+            answer.insert("searchesLeft".into(), json!(left));
+        }
+        if let Some(Err(notice)) = dense {
+            answer.insert("notice".into(), json!(notice));
+        }
+    }
+    CallResult {
+        text: Value::Object(answer).to_string(),
+        is_error: false,
+        outcome: Outcome::Found { tools: hits },
+        ran: None,
+    }
+}
+
+/// The toolsets of the profile a zero-hit search lists, so the model does not conclude the
+/// capability is missing: `{"name","description","active"}`, `active` when every tool of the
+/// toolset the profile owns (meta-tools and deprecated tools aside) is reachable.
+fn toolsets(scope: &Scope<'_, '_>) -> Vec<Value> {
+    let c = scope.catalog;
+    let profile = c.profile_tools(scope.profile);
+    let meta = c.tier_tools(Tier::Loop);
+    let deprecated = c.status_tools(Status::Deprecated);
+    c.toolsets()
+        .filter_map(|s| {
+            let members = c.toolset_tools(s);
+            let mut any = false;
+            let mut active = true;
+            for k in 0..c.words() {
+                let owned = members[k] & profile[k] & !meta[k] & !deprecated[k];
+                any |= owned != 0;
+                active &= owned & !scope.reachable.get(k).copied().unwrap_or(0) == 0;
+            }
+            any.then(|| {
+                json!({"name": c.toolset_name(s), "description": c.toolset_description(s), "active": active})
+            })
+        })
+        .collect()
+}
+
+fn tool_describe(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -> CallResult {
+    let catalog = scope.catalog;
+    let Some(names) = describe_names(arguments) else {
+        let errors = vec![json!({
+            "instancePath": "/name",
+            "message": "`name` must be a tool name or an array of tool names",
+        })];
+        return invalid_arguments(catalog, meta, errors, None);
+    };
+    let mut tools = Vec::new();
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for name in &names {
+        match catalog.tool(name).ok().filter(|t| bit(scope.reachable, t.index())) {
+            Some(t) => {
+                if !found.contains(&t) {
+                    found.push(t);
+                    tools.push(json!({
+                        "name": catalog.exported_name(t),
+                        "description": catalog.description(t),
+                        "inputSchema": exported_schema(catalog, t),
+                    }));
+                }
+            }
+            None => missing.push(json!({
+                "name": name,
+                "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do"),
+            })),
+        }
+    }
+    let mut answer = Map::new();
+    answer.insert("tools".into(), Value::Array(tools));
+    if !missing.is_empty() {
+        answer.insert("notFound".into(), Value::Array(missing));
+    }
+    CallResult {
+        text: Value::Object(answer).to_string(),
+        is_error: found.is_empty(),
+        outcome: Outcome::Described { tools: found },
+        ran: None,
+    }
+}
+
+fn read_tool_result(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -> CallResult {
+    let errors = scope.coordinator.validation_errors(meta, arguments);
+    if !errors.is_empty() {
+        return invalid_arguments(scope.catalog, meta, errors, None);
+    }
+    let reference = arguments["reference"].as_str().unwrap_or_default();
+    let Some(archive) = scope.coordinator.archive() else {
+        return CallResult::error(
+            format!("no archived result `{reference}`: this session archives no tool results, every result was sent whole"),
+            Outcome::Failed,
+        );
+    };
+    let number = |key: &str| {
+        arguments
+            .get(key)
+            .and_then(Value::as_u64)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    };
+    let offset = number("offset").unwrap_or(0);
+    let length = number("length").unwrap_or(archive.limits().inline_budget);
+    match archive.read(scope.owner, reference, offset, length) {
+        Ok(slice) => CallResult {
+            text: json!({
+                "reference": reference,
+                "offset": slice.offset,
+                "length": slice.length,
+                "totalChars": slice.total_chars,
+                "nextOffset": slice.next_offset,
+                "truncated": slice.truncated,
+                "text": slice.text,
+            })
+            .to_string(),
+            is_error: false,
+            outcome: Outcome::ReadResult,
+            ran: None,
+        },
+        Err(e) => CallResult::error(e.to_string(), Outcome::Failed),
+    }
+}
+
+/// The answer to a `tool_search` past the budget, byte for byte:
+/// `{"error":"search-budget-exhausted","budgetCap":CAP}`.
+pub fn budget_exhausted(cap: usize) -> String {
+    format!(r#"{{"error":"search-budget-exhausted","budgetCap":{cap}}}"#)
+}
+
+/// The one-line description of a search hit: the first sentence of the description's first line
+/// (up to and including the first `. `), at most 200 characters (cut with `…`).
+pub fn one_line(description: &str) -> String {
+    const MAX: usize = 200;
+    let line = description.lines().next().unwrap_or("").trim();
+    let sentence = match line.find(". ") {
+        Some(k) => &line[..=k],
+        None => line,
+    };
+    if sentence.chars().count() <= MAX {
+        return sentence.to_string();
+    }
+    let mut cut: String = sentence.chars().take(MAX - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The names a `tool_describe` call asks for: `name` (or `names`), a string or an array of
+/// strings, not empty. `None` when the arguments have another shape.
+fn describe_names(arguments: &Value) -> Option<Vec<String>> {
+    let value = arguments.get("name").or_else(|| arguments.get("names"))?;
+    let names: Vec<String> = match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<_>>()?,
+        _ => return None,
+    };
+    (!names.is_empty()).then_some(names)
+}
