@@ -77,6 +77,44 @@ pub enum Command {
     Servers(servers::ServersArgs),
 }
 
+/// The environment variable that filters the libraries' log messages (`tracing` events), in
+/// `tracing_subscriber::EnvFilter` syntax: `warn`, `toolcat=debug`, `toolcat=info,rmcp=debug`.
+pub const LOG_ENV: &str = "TOOLCAT_LOG";
+
+/// The filter when [`LOG_ENV`] is unset or empty: toolcat's own messages at level info and above,
+/// nothing from other crates.
+pub const DEFAULT_LOG_FILTER: &str = "toolcat=info";
+
+/// Installs the subscriber that writes the libraries' `tracing` events to stderr, one line each
+/// (a multi-line message keeps its lines), filtered by [`LOG_ENV`] (default
+/// [`DEFAULT_LOG_FILTER`]). Unset, a line is the bare message, as the libraries' messages always
+/// read; set, each line starts with the event's level and target. A filter that does not parse
+/// is reported on stderr and the default is used. Does nothing when a subscriber is installed
+/// already.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+
+    let value = std::env::var(LOG_ENV).ok().filter(|v| !v.trim().is_empty());
+    let filter = match value.as_deref().map(EnvFilter::try_new) {
+        None => EnvFilter::new(DEFAULT_LOG_FILTER),
+        Some(Ok(filter)) => filter,
+        Some(Err(e)) => {
+            eprintln!(
+                "warning: `{LOG_ENV}` is not a log filter ({e}); using `{DEFAULT_LOG_FILTER}`"
+            );
+            EnvFilter::new(DEFAULT_LOG_FILTER)
+        }
+    };
+    let detailed = value.is_some();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .without_time()
+        .with_level(detailed)
+        .with_target(detailed)
+        .try_init();
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
