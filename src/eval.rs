@@ -1,393 +1,602 @@
-//! `toolcat eval`: search quality of a catalog on a benchmark query set, or the token economy of
-//! its plans. The measurement itself is `toolcat::eval` (query formats, gold, metrics); this
-//! module parses the command line and prints.
+//! Retrieval quality of the catalog's tool search on benchmark query sets, and what plans save in
+//! tokens: the benchmark harness, kept out of the runtime library. `toolcat eval` prints these;
+//! `tests/search_quality.rs` and the CI quality gate (`bench/compare`) use them.
+//!
+//! # Query sets ([`QuerySet`])
+//!
+//! | set              | file                                        | gold tools of a query          |
+//! |------------------|---------------------------------------------|--------------------------------|
+//! | `metatool`       | MetaTool `queries_dev.csv`, columns `Query,Tool` | the `Tool` column (one)   |
+//! | `metatool-multi` | MetaTool `multi_queries_dev.json`, `[{query, tool: [names]}]` | `tool` (two) |
+//! | `livemcpbench`   | LiveMCPBench `tasks_dev.json`, `[{Question, "Annotator Metadata": {Tools}}]` | the numbered lines of `Tools` (`1. name`) |
+//!
+//! # Gold
+//! A gold name counts when some tool of the catalog has it as its declared name, or has the name
+//! `toolcat import` maps it to (its charset rule, [`map_name`]: MetaTool's `PDF&URLTool` is the
+//! row `PDF_URLTool`). Gold names no tool has are left out, and a query left without gold is
+//! skipped and counted ([`Evaluation::skipped`]): for LiveMCPBench that is the rule of the
+//! reference measurement ("tool names listed per task that exist in the catalog").
+//!
+//! # Ranking and metrics
+//! Each query is searched with [`Catalog::search`] in the full profile for the best
+//! [`EVAL_DEPTH`] (10) tools. The ranking is the list of their *declared* names, each kept only
+//! at its first (best) place: tools that share a name across servers (LiveMCPBench's `search`,
+//! `read_file`, ...) are the same tool to the benchmark's gold, so they count once; the list may
+//! then hold fewer than 10 names, never more. Per query, with `G` the gold set and `top(k)` the
+//! first `k` names ([`QueryScores::of`]):
+//!
+//! - recall@k (`R@k`, k = 1, 5, 10) = |G ∩ top(k)| / |G|;
+//! - nDCG@5 = DCG@5 / IDCG@5 with binary relevance: DCG@5 = Σ over the gold names at ranks
+//!   r = 1..5 of 1 / log2(r + 1), IDCG@5 = Σ over r = 1..min(|G|, 5) of 1 / log2(r + 1);
+//! - C@5 (complete@5) = 1 when G ⊆ top(5), else 0.
+//!
+//! Each is averaged over the queries evaluated. The time per query is the wall time of the
+//! [`Catalog::search`] calls only (no reading, no scoring), in microseconds, in this process.
+//!
+//! # Token economy ([`token_economy`])
+//! For each query (LiveMCPBench task): the `o200k_base` tokens ([`toolcat::tokens`]) of the
+//! definitions of every tool of the catalog (the meta-tools aside), all sent inline, against a
+//! plan of the full profile with every toolset active whose `named` tools are the best `hits`
+//! search hits for the question: the plan's inline core (the discovery meta-tools and every tool
+//! the catalog marks `inline`) plus those hits (and the tools they require). Definitions are
+//! counted in one export format as compact JSON; gold coverage says which gold tools the plan
+//! holds (by declared name, as above).
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-#[cfg(feature = "semantic")]
-use crate::cli::ModelArgs;
-use clap::{Args, ValueEnum};
-use serde_json::json;
-use toolcat::eval::{self, QuerySet};
-use toolcat::export::ExportFormat;
-use toolcat::Catalog;
+use serde::{Deserialize, Serialize};
+use toolcat::export::{export_tools, ExportFormat};
+use toolcat::tokens::count_json_tokens;
+use toolcat::{Catalog, SearchError, ToolIndex, TurnInput, TurnPlanner};
+use toolcat_codegen::import::map_name;
+use toolcat_codegen::model::{Status, Tier};
 
-/// The query file formats of `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum QueryFormat {
-    /// MetaTool single-tool queries: CSV `Query,Tool` (`queries_dev.csv`).
+/// How many tools each query is searched for: the deepest cut-off of the metrics (recall@10).
+pub const EVAL_DEPTH: usize = 10;
+
+/// The query files `toolcat eval --format` reads (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QuerySet {
+    /// MetaTool single-tool queries, CSV `Query,Tool`.
     Metatool,
-    /// MetaTool multi-tool queries: JSON `[{query, tool: [names]}]` (`multi_queries_dev.json`).
-    #[value(name = "metatool-multi")]
+    /// MetaTool multi-tool queries, JSON `[{query, tool: [names]}]`.
     MetatoolMulti,
-    /// LiveMCPBench tasks: JSON with `Question` and the numbered `Annotator Metadata.Tools`
-    /// (`tasks_dev.json`).
-    Livemcpbench,
+    /// LiveMCPBench tasks, JSON `[{Question, "Annotator Metadata": {Tools}}]`.
+    LiveMcpBench,
 }
 
-impl From<QueryFormat> for QuerySet {
-    fn from(f: QueryFormat) -> QuerySet {
-        match f {
-            QueryFormat::Metatool => QuerySet::Metatool,
-            QueryFormat::MetatoolMulti => QuerySet::MetatoolMulti,
-            QueryFormat::Livemcpbench => QuerySet::LiveMcpBench,
+impl QuerySet {
+    /// Every set, in the order of [`Self::as_str`]'s table.
+    pub const ALL: &'static [QuerySet] = &[
+        QuerySet::Metatool,
+        QuerySet::MetatoolMulti,
+        QuerySet::LiveMcpBench,
+    ];
+
+    /// `metatool`, `metatool-multi` or `livemcpbench`: the spelling of `--format`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            QuerySet::Metatool => "metatool",
+            QuerySet::MetatoolMulti => "metatool-multi",
+            QuerySet::LiveMcpBench => "livemcpbench",
         }
     }
+
+    /// Inverse of [`Self::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == text)
+    }
 }
 
-/// Default of `--hits`: search hits added to each plan of `--token-economy`.
-pub const DEFAULT_PLAN_HITS: usize = 5;
-
-/// The export format whose definitions `--token-economy` counts: OpenAI function tools.
-pub const TOKEN_FORMAT: ExportFormat = ExportFormat::OpenAi;
-
-#[derive(Debug, Args)]
-pub struct EvalArgs {
-    /// The catalog to search (e.g. made by `toolcat import`).
-    #[arg(long, value_name = "PATH")]
-    pub catalog: PathBuf,
-    /// The benchmark's query file.
-    #[arg(long, value_name = "FILE")]
-    pub queries: PathBuf,
-    /// The format of the query file.
-    #[arg(long, value_enum)]
-    pub format: QueryFormat,
-    /// Evaluate about K queries, every ⌈n / K⌉-th in file order from the first (default: all).
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
-    pub limit: Option<u64>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Instead of search quality, print per query the tokens (o200k_base, OpenAI tools JSON) of
-    /// every tool inline against a plan of the inline core plus the best `--hits` search hits,
-    /// and whether each gold tool is in the plan; then the totals.
-    #[arg(long)]
-    pub token_economy: bool,
-    /// `--token-economy`: search hits added to each plan.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
-    pub hits: usize,
-    /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
-    /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
-    /// search, one at a time, on `--threads` threads): mean, p50 and p99.
-    #[cfg(feature = "semantic")]
-    #[arg(long, conflicts_with = "token_economy")]
-    pub semantic: bool,
-    /// `--model` and `--dense-weight`, with `--semantic`.
-    #[cfg(feature = "semantic")]
-    #[command(flatten)]
-    pub model_args: ModelArgs,
+impl std::fmt::Display for QuerySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
-/// Runs `toolcat eval`.
-pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let set = QuerySet::from(a.format);
-    let queries = eval::read_queries(set, &a.queries)?;
-    if queries.is_empty() {
-        anyhow::bail!(
-            "query file `{}` holds no queries; pass a {set} query file with at least one query",
-            a.queries.display()
-        );
-    }
-    let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
-    let chosen = eval::sample(&queries, limit);
-    let mut out = std::io::stdout().lock();
-    if a.token_economy {
-        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT)?;
-        if economy.tasks.is_empty() {
-            return Err(no_gold(a, &c, economy.skipped));
-        }
-        print_economy(&mut out, a, &economy)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    #[cfg(feature = "semantic")]
-    if a.semantic {
-        return semantic::run(a, &c, set, chosen, &mut out);
-    }
-    let e = eval::evaluate(&c, set, chosen)?;
-    if e.queries == 0 {
-        return Err(no_gold(a, &c, e.skipped));
-    }
-    if a.json {
-        let mut v = serde_json::to_value(e)?;
-        v["system"] = json!(format!("toolcat {}", env!("CARGO_PKG_VERSION")));
-        v["tools"] = json!(c.len());
-        serde_json::to_writer(&mut out, &v)?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
-            a.queries.display(),
-            a.catalog.display(),
-            c.len(),
-            e.queries,
-            e.skipped
-        )?;
-        writeln!(
-            out,
-            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
-            e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
+/// One benchmark query: its text and its gold tools as the benchmark names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// What the user asks.
+    pub text: String,
+    /// The tools that answer it, as named in the query file (before resolving against a catalog).
+    pub gold: Vec<String>,
 }
 
-/// The error of a run that evaluated nothing: none of the `skipped` queries names a tool of the
-/// catalog, so every metric would be a meaningless 0.
-fn no_gold(a: &EvalArgs, c: &Catalog, skipped: usize) -> anyhow::Error {
-    anyhow::anyhow!(
-        "none of the {skipped} queries of `{}` has a gold tool in catalog `{}` ({} tools), so nothing was evaluated; pass the catalog imported from this benchmark's tools (`--catalog`) and the query file's format (`--format`)",
-        a.queries.display(),
-        a.catalog.display(),
-        c.len()
-    )
+/// Why an evaluation could not run. Messages name the file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The query file could not be read.
+    #[error("cannot read query file `{path}`: {source}; check the path")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The query file is not CSV with the expected columns.
+    #[error("`{path}` is not {expected}: {source}; pass the file that matches `--format`")]
+    Csv {
+        path: PathBuf,
+        expected: &'static str,
+        #[source]
+        source: csv::Error,
+    },
+    /// The query file is not JSON of the expected shape.
+    #[error("`{path}` is not {expected}: {source}; pass the file that matches `--format`")]
+    Json {
+        path: PathBuf,
+        expected: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The search failed (an internal index error).
+    #[error("search failed: {0}")]
+    Search(#[from] SearchError),
 }
 
-fn print_economy(
-    out: &mut impl std::io::Write,
-    a: &EvalArgs,
-    e: &eval::TokenEconomy,
-) -> anyhow::Result<()> {
-    let (found, gold) = e.gold_coverage();
-    let share = |part: usize, whole: usize| {
-        if whole == 0 {
-            0.0
-        } else {
-            100.0 * part as f64 / whole as f64
+const METATOOL_SHAPE: &str = "MetaTool single-tool queries (CSV with the header `Query,Tool`)";
+const METATOOL_MULTI_SHAPE: &str =
+    "MetaTool multi-tool queries (a JSON array of `{\"query\": ..., \"tool\": [names]}`)";
+const LIVEMCPBENCH_SHAPE: &str = "LiveMCPBench tasks (a JSON array of `{\"Question\": ..., \"Annotator Metadata\": {\"Tools\": ...}}`)";
+
+/// Reads the queries of `path` as `set`, in file order.
+///
+/// # Errors
+/// [`EvalError::Read`], [`EvalError::Csv`] or [`EvalError::Json`] when the file is missing or not
+/// of `set`'s shape.
+pub fn read_queries(set: QuerySet, path: &Path) -> Result<Vec<Query>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let json_error = |expected| {
+        move |source| EvalError::Json {
+            path: path.to_path_buf(),
+            expected,
+            source,
         }
     };
-    if a.json {
-        let mut v = serde_json::to_value(e)?;
-        v["totals"] = json!({
-            "tasks": e.tasks.len(),
-            "inline_tokens": e.inline_tokens(),
-            "plan_tokens": e.plan_tokens(),
-            "saved_percent": e.saved_percent(),
-            "gold_found": found,
-            "gold": gold,
-            "gold_coverage_percent": share(found, gold),
-            "complete_tasks": e.complete_tasks(),
-        });
-        serde_json::to_writer(&mut *out, &v)?;
-        writeln!(out)?;
-        return Ok(());
+    match set {
+        QuerySet::Metatool => {
+            #[derive(Deserialize)]
+            struct Row {
+                #[serde(rename = "Query")]
+                query: String,
+                #[serde(rename = "Tool")]
+                tool: String,
+            }
+            let mut reader = csv::Reader::from_reader(text.as_bytes());
+            reader
+                .deserialize::<Row>()
+                .map(|row| {
+                    row.map(|r| Query {
+                        text: r.query,
+                        gold: vec![r.tool],
+                    })
+                    .map_err(|source| EvalError::Csv {
+                        path: path.to_path_buf(),
+                        expected: METATOOL_SHAPE,
+                        source,
+                    })
+                })
+                .collect()
+        }
+        QuerySet::MetatoolMulti => {
+            #[derive(Deserialize)]
+            struct Row {
+                query: String,
+                tool: Vec<String>,
+            }
+            let rows: Vec<Row> =
+                serde_json::from_str(&text).map_err(json_error(METATOOL_MULTI_SHAPE))?;
+            Ok(rows
+                .into_iter()
+                .map(|r| Query {
+                    text: r.query,
+                    gold: r.tool,
+                })
+                .collect())
+        }
+        QuerySet::LiveMcpBench => {
+            #[derive(Deserialize)]
+            struct Meta {
+                #[serde(rename = "Tools")]
+                tools: String,
+            }
+            #[derive(Deserialize)]
+            struct Task {
+                #[serde(rename = "Question")]
+                question: String,
+                #[serde(rename = "Annotator Metadata")]
+                meta: Meta,
+            }
+            let tasks: Vec<Task> =
+                serde_json::from_str(&text).map_err(json_error(LIVEMCPBENCH_SHAPE))?;
+            Ok(tasks
+                .into_iter()
+                .map(|t| Query {
+                    text: t.question,
+                    gold: numbered_names(&t.meta.tools),
+                })
+                .collect())
+        }
     }
-    writeln!(
-        out,
-        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens) + the best {} search hits",
-        e.format,
-        e.all_tools,
-        e.all_tokens,
-        e.core_tools,
-        e.core_tokens,
-        e.hits
-    )?;
-    writeln!(
-        out,
-        "{:>3}  {:>5}  {:>6}  {:>6}  {:>5}  question",
-        "#", "tools", "tokens", "saved", "gold"
-    )?;
-    for (i, t) in e.tasks.iter().enumerate() {
-        let hit = t.gold.iter().filter(|(_, f)| *f).count();
-        let question: String = t.query.chars().take(70).collect();
-        writeln!(
-            out,
-            "{:>3}  {:>5}  {:>6}  {:>5.1}%  {:>2}/{:<2}  {question}",
-            i + 1,
-            t.plan_tools,
-            t.plan_tokens,
-            100.0 - share(t.plan_tokens, e.all_tokens),
-            hit,
-            t.gold.len()
-        )?;
-    }
-    writeln!(
-        out,
-        "totals over {} tasks: {} tokens with every tool inline, {} with plans ({:.1}% saved); gold tools in the plan {found}/{gold} ({:.1}%); tasks with every gold tool in the plan {}/{}",
-        e.tasks.len(),
-        e.inline_tokens(),
-        e.plan_tokens(),
-        e.saved_percent(),
-        share(found, gold),
-        e.complete_tasks(),
-        e.tasks.len()
-    )?;
-    if e.skipped > 0 {
-        writeln!(
-            out,
-            "{} queries skipped (no gold tool in the catalog)",
-            e.skipped
-        )?;
-    }
-    Ok(())
 }
 
-/// `toolcat eval --semantic`: BM25, the embeddings alone and their fusion on the same queries,
-/// with the per-query latency of the fused search.
-#[cfg(feature = "semantic")]
-mod semantic {
-    use std::collections::BTreeSet;
-    use std::io::Write;
-    use std::process::ExitCode;
-    use std::time::{Duration, Instant};
+/// The names of a numbered list, one per line (`1. search_papers`): each line that starts (after
+/// blanks) with digits and a `.` gives the rest of the line, trimmed; other lines give nothing.
+pub fn numbered_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let rest = line.trim_start_matches(|c: char| c.is_ascii_digit());
+            if rest.len() == line.len() {
+                return None;
+            }
+            let name = rest.strip_prefix('.')?.trim();
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
 
-    use anyhow::Context as _;
-    use serde_json::json;
-    use toolcat::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
-    use toolcat::fusion::{model_dir, DenseWeight, SemanticSearch};
-    use toolcat::semantic::ToolVectors;
-    use toolcat::{Catalog, Hit};
+/// At most about `limit` of `queries`, evenly spread in file order: every ⌈n / limit⌉-th, from
+/// the first. `None` (or a limit of at least n): all of them.
+pub fn sample(queries: &[Query], limit: Option<usize>) -> Vec<&Query> {
+    let n = queries.len();
+    let stride = match limit {
+        Some(k) if k > 0 && k < n => n.div_ceil(k),
+        _ => 1,
+    };
+    queries.iter().step_by(stride).collect()
+}
 
-    use super::{no_gold, EvalArgs};
+/// Resolves benchmark tool names to the declared names of a catalog's tools (see the module docs).
+#[derive(Debug, Clone)]
+pub struct GoldNames {
+    declared: BTreeSet<String>,
+}
 
-    /// Declared names of `hits`, each kept at its first place (as [`eval::ranked_names`]).
-    fn names(c: &Catalog, hits: &[Hit]) -> Vec<String> {
-        let mut seen = BTreeSet::new();
-        hits.iter()
-            .map(|h| c.name(h.tool))
-            .filter(|n| seen.insert(*n))
+impl GoldNames {
+    /// The declared names of `catalog`.
+    pub fn new(catalog: &Catalog) -> Self {
+        GoldNames {
+            declared: catalog
+                .tools()
+                .map(|t| catalog.name(t).to_string())
+                .collect(),
+        }
+    }
+
+    /// The declared name `name` stands for: itself when a tool has it, else the name
+    /// `toolcat import` maps it to when a tool has that; `None` when no tool of the catalog has
+    /// either.
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        if let Some(n) = self.declared.get(name) {
+            return Some(n);
+        }
+        self.declared
+            .get(&map_name(name, "tool"))
+            .map(String::as_str)
+    }
+
+    /// The resolved gold set of `gold` (names no tool has are left out).
+    pub fn gold(&self, gold: &[String]) -> BTreeSet<String> {
+        gold.iter()
+            .filter_map(|n| self.resolve(n))
             .map(str::to_string)
             .collect()
     }
+}
 
-    /// The nearest-rank `p`-th percentile of `sorted` (ascending), in microseconds.
-    fn percentile(sorted: &[Duration], p: f64) -> f64 {
-        if sorted.is_empty() {
+/// Declared names of the best [`EVAL_DEPTH`] hits for `query` in the full profile, each name kept
+/// only at its first place, and the time the search took.
+///
+/// # Errors
+/// [`EvalError::Search`] on an internal index error.
+pub fn ranked_names(catalog: &Catalog, query: &str) -> Result<(Vec<String>, Duration), EvalError> {
+    let start = Instant::now();
+    let hits = catalog.search(query, catalog.full_profile(), EVAL_DEPTH)?;
+    let took = start.elapsed();
+    let mut seen = BTreeSet::new();
+    let names = hits
+        .iter()
+        .map(|h| catalog.name(h.tool))
+        .filter(|n| seen.insert(*n))
+        .map(str::to_string)
+        .collect();
+    Ok((names, took))
+}
+
+/// The metrics of one query (see the module docs for the definitions).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct QueryScores {
+    pub recall_1: f64,
+    pub recall_5: f64,
+    pub recall_10: f64,
+    pub ndcg_5: f64,
+    pub complete_5: f64,
+}
+
+impl QueryScores {
+    /// Scores `ranking` (best first, distinct names) against `gold`; `None` for an empty gold set.
+    pub fn of(ranking: &[String], gold: &BTreeSet<String>) -> Option<QueryScores> {
+        if gold.is_empty() {
+            return None;
+        }
+        let found = |k: usize| ranking.iter().take(k).filter(|n| gold.contains(*n)).count();
+        let recall = |k: usize| found(k) as f64 / gold.len() as f64;
+        let gain = |rank0: usize| 1.0 / (rank0 as f64 + 2.0).log2();
+        let dcg: f64 = ranking
+            .iter()
+            .take(5)
+            .enumerate()
+            .filter(|(_, n)| gold.contains(*n))
+            .map(|(i, _)| gain(i))
+            .sum();
+        let ideal: f64 = (0..gold.len().min(5)).map(gain).sum();
+        Some(QueryScores {
+            recall_1: recall(1),
+            recall_5: recall(5),
+            recall_10: recall(10),
+            ndcg_5: dcg / ideal,
+            complete_5: if found(5) == gold.len() { 1.0 } else { 0.0 },
+        })
+    }
+}
+
+/// Averages of [`QueryScores`] over the queries of one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// The query set.
+    pub set: QuerySet,
+    /// Queries evaluated (with at least one gold tool in the catalog).
+    pub queries: usize,
+    /// Queries skipped because none of their gold tools is in the catalog.
+    pub skipped: usize,
+    /// Mean recall@1.
+    #[serde(rename = "R@1")]
+    pub recall_1: f64,
+    /// Mean recall@5.
+    #[serde(rename = "R@5")]
+    pub recall_5: f64,
+    /// Mean recall@10.
+    #[serde(rename = "R@10")]
+    pub recall_10: f64,
+    /// Mean nDCG@5.
+    #[serde(rename = "nDCG@5")]
+    pub ndcg_5: f64,
+    /// Share of queries with every gold tool in the top 5.
+    #[serde(rename = "C@5")]
+    pub complete_5: f64,
+    /// Mean wall time of one search, microseconds.
+    pub us_per_query: f64,
+}
+
+/// Sums of [`QueryScores`] and search time, turned into an [`Evaluation`] by [`Self::finish`].
+#[derive(Debug, Clone, Default)]
+pub struct ScoreSums {
+    queries: usize,
+    skipped: usize,
+    sum: QueryScores,
+    time: Duration,
+}
+
+impl ScoreSums {
+    /// Adds one query's ranking; a query without gold is counted as skipped.
+    pub fn add(&mut self, ranking: &[String], gold: &BTreeSet<String>, took: Duration) {
+        let Some(s) = QueryScores::of(ranking, gold) else {
+            self.skipped += 1;
+            return;
+        };
+        self.queries += 1;
+        self.time += took;
+        self.sum.recall_1 += s.recall_1;
+        self.sum.recall_5 += s.recall_5;
+        self.sum.recall_10 += s.recall_10;
+        self.sum.ndcg_5 += s.ndcg_5;
+        self.sum.complete_5 += s.complete_5;
+    }
+
+    /// The averages (all 0 when no query was evaluated).
+    pub fn finish(&self, set: QuerySet) -> Evaluation {
+        let n = self.queries.max(1) as f64;
+        Evaluation {
+            set,
+            queries: self.queries,
+            skipped: self.skipped,
+            recall_1: self.sum.recall_1 / n,
+            recall_5: self.sum.recall_5 / n,
+            recall_10: self.sum.recall_10 / n,
+            ndcg_5: self.sum.ndcg_5 / n,
+            complete_5: self.sum.complete_5 / n,
+            us_per_query: self.time.as_secs_f64() * 1e6 / n,
+        }
+    }
+}
+
+/// Evaluates the catalog's search on `queries` of `set` (see the module docs).
+///
+/// # Errors
+/// [`EvalError::Search`] on an internal index error.
+pub fn evaluate<'q>(
+    catalog: &Catalog,
+    set: QuerySet,
+    queries: impl IntoIterator<Item = &'q Query>,
+) -> Result<Evaluation, EvalError> {
+    let names = GoldNames::new(catalog);
+    let mut sums = ScoreSums::default();
+    for q in queries {
+        let gold = names.gold(&q.gold);
+        if gold.is_empty() {
+            sums.add(&[], &gold, Duration::ZERO);
+            continue;
+        }
+        let (ranking, took) = ranked_names(catalog, &q.text)?;
+        sums.add(&ranking, &gold, took);
+    }
+    Ok(sums.finish(set))
+}
+
+/// One query of a [`TokenEconomy`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskTokens {
+    /// The question (whitespace collapsed).
+    pub query: String,
+    /// Definitions in the plan.
+    pub plan_tools: usize,
+    /// Tokens of the plan's definitions.
+    pub plan_tokens: usize,
+    /// Each resolved gold tool (declared name) and whether the plan holds it.
+    pub gold: Vec<(String, bool)>,
+}
+
+/// Tokens of every tool inline against toolcat plans, per query (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenEconomy {
+    /// The export format counted.
+    pub format: ExportFormat,
+    /// Search hits added to each plan.
+    pub hits: usize,
+    /// Tools sent when every tool is inline (the meta-tools aside).
+    pub all_tools: usize,
+    /// Tokens of those definitions, the same for every query.
+    pub all_tokens: usize,
+    /// Tools of the inline core (in every plan before any hit).
+    pub core_tools: usize,
+    /// Tokens of the inline core's definitions.
+    pub core_tokens: usize,
+    /// One row per query with at least one gold tool in the catalog, in file order.
+    pub tasks: Vec<TaskTokens>,
+    /// Queries skipped because none of their gold tools is in the catalog.
+    pub skipped: usize,
+}
+
+impl TokenEconomy {
+    /// Plan tokens summed over the tasks.
+    pub fn plan_tokens(&self) -> usize {
+        self.tasks.iter().map(|t| t.plan_tokens).sum()
+    }
+
+    /// Every-tool-inline tokens summed over the tasks.
+    pub fn inline_tokens(&self) -> usize {
+        self.all_tokens * self.tasks.len()
+    }
+
+    /// Share of the every-tool-inline tokens the plans save, in percent (0 with no task).
+    pub fn saved_percent(&self) -> f64 {
+        let all = self.inline_tokens();
+        if all == 0 {
             return 0.0;
         }
-        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-        sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
+        100.0 * (1.0 - self.plan_tokens() as f64 / all as f64)
     }
 
-    pub(super) fn run(
-        a: &EvalArgs,
-        c: &Catalog,
-        set: QuerySet,
-        chosen: Vec<&Query>,
-        out: &mut impl Write,
-    ) -> anyhow::Result<ExitCode> {
-        let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
-            anyhow::bail!(
-                "semantic evaluation needs a model: pass --model DIR or set {}; `runtime/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
-                toolcat::fusion::MODEL_DIR_ENV
-            );
-        };
-        let start = Instant::now();
-        let encoder = a.model_args.load_encoder(&dir)?;
-        let load = start.elapsed();
-        let start = Instant::now();
-        let vectors = ToolVectors::for_catalog(c, &encoder, None)
-            .context("cannot embed the catalog's tools")?;
-        let embed = start.elapsed();
-        let semantic = SemanticSearch::new(encoder, vectors);
-        let all = c.profile_tools(c.full_profile());
-        let dense_only = DenseWeight::new(1.0).map_err(anyhow::Error::msg)?;
-        let gold_names = GoldNames::new(c);
-        let (mut bm25, mut dense, mut fused) = (
-            ScoreSums::default(),
-            ScoreSums::default(),
-            ScoreSums::default(),
-        );
-        let (mut encode_total, mut latencies) = (Duration::ZERO, Vec::new());
-        for q in chosen {
-            let gold = gold_names.gold(&q.gold);
-            if gold.is_empty() {
-                for s in [&mut bm25, &mut dense, &mut fused] {
-                    s.add(&[], &gold, Duration::ZERO);
-                }
-                continue;
-            }
-            let start = Instant::now();
-            let cosines = semantic
-                .cosines(&q.text)
-                .with_context(|| format!("cannot embed the query `{}`", q.text))?;
-            let encoded = start.elapsed();
-            let hits = c.search_fused_in(
-                &q.text,
-                all,
-                EVAL_DEPTH,
-                &cosines,
-                a.model_args.dense_weight,
-            )?;
-            let took = start.elapsed();
-            fused.add(&names(c, &hits), &gold, took);
-            encode_total += encoded;
-            latencies.push(took);
-            let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, dense_only)?;
-            let search = start.elapsed() - took;
-            dense.add(&names(c, &hits), &gold, encoded + search);
-            let (ranking, took) = eval::ranked_names(c, &q.text)?;
-            bm25.add(&ranking, &gold, took);
-        }
-        let (b, d, f) = (bm25.finish(set), dense.finish(set), fused.finish(set));
-        if f.queries == 0 {
-            return Err(no_gold(a, c, f.skipped));
-        }
-        latencies.sort();
-        let (p50, p99) = (percentile(&latencies, 50.0), percentile(&latencies, 99.0));
-        let encode_us = encode_total.as_secs_f64() * 1e6 / f.queries as f64;
-        let weight = a.model_args.dense_weight.get();
-        let threads = semantic.encoder().threads();
-        if a.json {
-            let mut v = serde_json::to_value(f)?;
-            v["system"] = json!(format!(
-                "toolcat {} (BM25 + embeddings, dense weight {weight})",
-                env!("CARGO_PKG_VERSION")
-            ));
-            v["tools"] = json!(c.len());
-            v["semantic"] = json!({
-                "dense_weight": weight,
-                "model": dir.display().to_string(),
-                "model_id": semantic.encoder().model_id(),
-                "model_load_ms": load.as_secs_f64() * 1e3,
-                "tool_vectors_ms": embed.as_secs_f64() * 1e3,
-                "encode_us_per_query": encode_us,
-                "threads": threads,
-                "latency_us": {"mean": f.us_per_query, "p50": p50, "p99": p99},
-                "bm25": b,
-                "dense": d,
-            });
-            serde_json::to_writer(&mut *out, &v)?;
-            writeln!(out)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        writeln!(
-            out,
-            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
-            a.queries.display(),
-            a.catalog.display(),
-            c.len(),
-            f.queries,
-            f.skipped
-        )?;
-        writeln!(
-            out,
-            "model `{}`: loaded in {:.0} ms, {} tools embedded in {:.0} ms",
-            dir.display(),
-            load.as_secs_f64() * 1e3,
-            c.len(),
-            embed.as_secs_f64() * 1e3
-        )?;
-        for (name, e) in [
-            ("BM25".to_string(), b),
-            ("dense".to_string(), d),
-            (format!("fused (w {weight})"), f),
-        ] {
-            writeln!(
-                out,
-                "{name:<14} R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
-                e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
-            )?;
-        }
-        writeln!(
-            out,
-            "fused query latency (embedding + search, {threads} thread{}): mean {:.0} µs, p50 {p50:.0} µs, p99 {p99:.0} µs (embedding {encode_us:.0} µs)",
-            if threads == 1 { "" } else { "s" },
-            f.us_per_query
-        )?;
-        Ok(ExitCode::SUCCESS)
+    /// Gold tools in their task's plan, and gold tools in all.
+    pub fn gold_coverage(&self) -> (usize, usize) {
+        let total = self.tasks.iter().map(|t| t.gold.len()).sum();
+        let found = self
+            .tasks
+            .iter()
+            .flat_map(|t| &t.gold)
+            .filter(|(_, f)| *f)
+            .count();
+        (found, total)
     }
+
+    /// Tasks whose plan holds every gold tool.
+    pub fn complete_tasks(&self) -> usize {
+        self.tasks
+            .iter()
+            .filter(|t| t.gold.iter().all(|(_, f)| *f))
+            .count()
+    }
+}
+
+/// The token economy of `catalog` on `queries`: for each, a plan with the best `hits` search hits
+/// for its text, against every tool inline, counted in `format` (see the module docs).
+///
+/// # Errors
+/// [`EvalError::Search`] on an internal index error.
+pub fn token_economy<'q>(
+    catalog: &Catalog,
+    queries: impl IntoIterator<Item = &'q Query>,
+    hits: usize,
+    format: ExportFormat,
+) -> Result<TokenEconomy, EvalError> {
+    let full = catalog.full_profile();
+    let meta = catalog.tier_tools(Tier::Loop);
+    let deprecated = catalog.status_tools(Status::Deprecated);
+    let all: Vec<ToolIndex> = catalog
+        .tools_in(catalog.profile_tools(full))
+        .filter(|t| {
+            !toolcat_codegen::tables::bit(meta, t.index())
+                && !toolcat_codegen::tables::bit(deprecated, t.index())
+        })
+        .collect();
+    let all_tokens = count_json_tokens(&export_tools(catalog, all.iter().copied(), format));
+    let toolsets: Vec<_> = catalog.toolsets().collect();
+    let names = GoldNames::new(catalog);
+    let mut planner = TurnPlanner::new(catalog);
+    let core = planner.plan(
+        catalog,
+        &TurnInput {
+            profile: full,
+            toolsets: &toolsets,
+            discovered: &[],
+            named: &[],
+        },
+    );
+    let core_tools = core.tools().len();
+    let core_tokens =
+        count_json_tokens(&export_tools(catalog, core.tools().iter().copied(), format));
+    let mut tasks = Vec::new();
+    let mut skipped = 0;
+    for q in queries {
+        let gold = names.gold(&q.gold);
+        if gold.is_empty() {
+            skipped += 1;
+            continue;
+        }
+        let found: Vec<ToolIndex> = catalog
+            .search(&q.text, full, hits)?
+            .iter()
+            .map(|h| h.tool)
+            .collect();
+        let plan = planner.plan(
+            catalog,
+            &TurnInput {
+                profile: full,
+                toolsets: &toolsets,
+                discovered: &[],
+                named: &found,
+            },
+        );
+        let in_plan: BTreeSet<&str> = plan.tools().iter().map(|&t| catalog.name(t)).collect();
+        tasks.push(TaskTokens {
+            query: q.text.split_whitespace().collect::<Vec<_>>().join(" "),
+            plan_tools: plan.tools().len(),
+            plan_tokens: count_json_tokens(&export_tools(
+                catalog,
+                plan.tools().iter().copied(),
+                format,
+            )),
+            gold: gold
+                .iter()
+                .map(|g| (g.clone(), in_plan.contains(g.as_str())))
+                .collect(),
+        });
+    }
+    Ok(TokenEconomy {
+        format,
+        hits,
+        all_tools: all.len(),
+        all_tokens,
+        core_tools,
+        core_tokens,
+        tasks,
+        skipped,
+    })
 }

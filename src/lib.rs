@@ -1,13 +1,12 @@
 //! The reference agent: its catalog (`tools.toml`, compiled in by `build.rs`), its `#[tool]`
-//! handlers, the `toolcat` command line and the writer of `generated/`.
+//! handlers, the `toolcat` command line, the writer of `generated/` and the benchmark harness
+//! behind `toolcat eval` ([`eval`]: search quality on benchmark query sets, recall@k and nDCG@5,
+//! and the token economy of plans).
 
-pub mod calls;
 pub mod cli;
 pub mod eval;
 pub mod generate;
 pub mod handlers;
-pub mod serve;
-pub mod servers;
 
 toolcat::include_catalog!();
 

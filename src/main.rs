@@ -3,5 +3,7 @@
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    toolcat_cli::cli::run(toolcat_cli::cli::Cli::parse())
+    let cli = toolcat_cli::cli::Cli::parse();
+    toolcat_cli::cli::init_logging();
+    toolcat_cli::cli::run(cli)
 }

@@ -1,4 +1,4 @@
-//! `toolcat eval` and `toolcat::eval`: the metrics on hand-made rankings whose values are worked
+//! `toolcat eval` and `toolcat_cli::eval`: the metrics on hand-made rankings whose values are worked
 //! out below, the query readers and sampling, the `metatool` import of the real corpus, and the
 //! command on the real dev sets.
 
@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use toolcat::eval::{
+use toolcat::export::ExportFormat;
+use toolcat::Catalog;
+use toolcat_cli::eval::{
     evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, Query, QueryScores,
     QuerySet, ScoreSums,
 };
-use toolcat::export::ExportFormat;
-use toolcat::Catalog;
 use toolcat_codegen::import::{import, import_mcp_tools_json_str, ImportKind};
 
 fn data(rel: &str) -> PathBuf {

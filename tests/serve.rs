@@ -1331,7 +1331,7 @@ async fn an_edited_catalog_notifies_list_changed_and_a_broken_one_changes_nothin
     let path = ws.path().join("tools.toml");
     std::fs::write(&path, toolcat_cli::REFERENCE_SOURCE).unwrap();
     let store = store_in(&ws);
-    let (transport, _stderr) = TokioChildProcess::builder(toolcat_command(&[
+    let mut command = toolcat_command(&[
         "serve",
         "--store",
         &store,
@@ -1343,10 +1343,20 @@ async fn an_edited_catalog_notifies_list_changed_and_a_broken_one_changes_nothin
         "read-only",
         "--workspace",
         ws.path().to_str().unwrap(),
-    ]))
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    ]);
+    // The default log filter: the reload reports are on stderr.
+    command.env_remove("TOOLCAT_LOG");
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = stderr.expect("stderr is piped");
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
+            .await
+            .map(|_| text)
+    });
     let watcher = Watcher::default();
     let client = watcher.clone().serve(transport).await.unwrap();
     let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
@@ -1391,6 +1401,22 @@ async fn an_edited_catalog_notifies_list_changed_and_a_broken_one_changes_nothin
         .unwrap();
     assert_eq!(error_kind(&r).as_deref(), Some("outside-scope"));
     client.cancel().await.ok();
+    // The server ends with its standard input; its stderr holds each reload's report.
+    let stderr = tokio::time::timeout(Duration::from_secs(20), stderr)
+        .await
+        .expect("the server exits when its client leaves")
+        .unwrap()
+        .unwrap();
+    let path = path.display();
+    for line in [
+        format!("mcp: `{path}` changed but does not load; still serving the catalog loaded before"),
+        format!("mcp: reloaded `{path}`: {} tools listed; clients notified (`notifications/tools/list_changed`)", expected.len()),
+    ] {
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "no line `{line}` in:\n{stderr}"
+        );
+    }
 }
 
 /// The reference an archived result's preview names (`[result archived as `REF`: ...`).

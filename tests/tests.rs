@@ -22,6 +22,8 @@ mod readme;
 mod remote_servers;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.
 mod replay;
+/// Tool search quality on real catalogs: the GitHub pull-request paraphrases; the full report is `#[ignore]`d.
+mod search_quality;
 /// `toolcat search --semantic` and `toolcat eval --semantic` (feature `semantic`): one notice line and the BM25 results without a model; fused hits with it.
 #[cfg(feature = "semantic")]
 mod semantic_cli;

@@ -23,7 +23,7 @@
 //!
 //! # Why these choices
 //! Each was kept because it raised recall@k and nDCG@5 on real tool catalogs and queries (the
-//! MetaTool and LiveMCPBench dev sets; the harness is `runtime/tests/search_quality.rs`) without
+//! MetaTool and LiveMCPBench dev sets; the harness is `tests/search_quality.rs`) without
 //! lowering any of them meaningfully:
 //! - the `text` field scores the tool's words together, as a single-field BM25 does: term
 //!   frequency saturates and length is normalized over the whole tool, and a tool that says what

@@ -8,8 +8,6 @@
 //! - [`fusion`]: BM25 fused with the cosine of sentence embeddings (semantic search);
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
-//! - [`eval`]: search quality on benchmark query sets (recall@k, nDCG@5) and the token economy
-//!   of plans;
 //! - [`meta`]: the discovery meta-tools' answers, one implementation for the session and the MCP
 //!   server;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
@@ -28,7 +26,6 @@ pub mod catalog;
 pub mod compiled;
 pub mod coordinator;
 pub mod error;
-pub mod eval;
 pub mod export;
 #[cfg(test)]
 mod fixture;

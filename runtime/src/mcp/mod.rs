@@ -47,8 +47,8 @@
 //! # Reloading
 //! With a catalog file ([`Reload`]), the file is polled every [`RELOAD_POLL`] (modification time
 //! and length); a changed file is loaded and validated. A catalog that fails validation, or no
-//! longer declares the profile, is ignored: its diagnostics go to stderr and the old catalog keeps
-//! serving. Otherwise the new scope table replaces the old one, and when the `tools/list` answer
+//! longer declares the profile, is ignored: its diagnostics are logged as `tracing` warnings
+//! (`toolcat serve` writes them to stderr) and the old catalog keeps serving. Otherwise the new scope table replaces the old one, and when the `tools/list` answer
 //! changed, `notifications/tools/list_changed` goes to every connected client (the `listChanged`
 //! capability is advertised). The profile and scope stay those of the command line: a reload
 //! never widens what was granted. A replaced catalog stays in memory for the life of the process
@@ -738,7 +738,7 @@ where
                 let _ = running.waiting().await;
             }
             // The client left before initializing: nothing to serve.
-            Err(e) => eprintln!("mcp: the session ended before it started: {e}"),
+            Err(e) => tracing::info!("mcp: the session ended before it started: {e}"),
         }
     });
 
@@ -1053,14 +1053,14 @@ pub async fn serve_http(
             // A connection that failed before it was accepted (reset, out of descriptors for a
             // moment) says nothing about the next one.
             Err(e) => {
-                eprintln!("mcp: accepting a connection failed: {e}");
+                tracing::warn!("mcp: accepting a connection failed: {e}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
         if let Err(e) = stream.set_nodelay(true) {
             // The connection still works, at the cost of a delayed ACK per answer.
-            eprintln!("mcp: cannot set TCP_NODELAY on a connection: {e}");
+            tracing::warn!("mcp: cannot set TCP_NODELAY on a connection: {e}");
         }
         let service = service.clone();
         let sessions = Arc::clone(&sessions);
@@ -1078,7 +1078,7 @@ pub async fn serve_http(
                 .await
             {
                 if !e.is_incomplete_message() && !e.is_timeout() {
-                    eprintln!("mcp: an HTTP connection failed: {e}");
+                    tracing::warn!("mcp: an HTTP connection failed: {e}");
                 }
             }
         });
@@ -1087,10 +1087,10 @@ pub async fn serve_http(
 
 // ---- reloading ----
 
-/// Writes `text` to stderr ending in exactly one newline, so the next report starts on its own
-/// line whether or not `text` (rendered diagnostics, an I/O error) ends in one.
-fn eprint_block(text: &str) {
-    eprintln!("{}", text.trim_end_matches('\n'));
+/// Logs `text` (rendered diagnostics, an I/O error) as one warning event without its trailing
+/// newlines, so the next report starts on its own line whether or not `text` ends in one.
+fn warn_block(text: &str) {
+    tracing::warn!("{}", text.trim_end_matches('\n'));
 }
 
 /// What identifies a version of a file cheaply: modification time and length.
@@ -1116,13 +1116,13 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
         let catalog = match (reload.load)() {
             Ok(c) => c,
             Err(e) => {
-                eprint_block(&e.to_string());
-                eprintln!("mcp: `{path}` changed but does not load; still serving the catalog loaded before");
+                warn_block(&e.to_string());
+                tracing::warn!("mcp: `{path}` changed but does not load; still serving the catalog loaded before");
                 continue;
             }
         };
         if !catalog.warnings().is_empty() {
-            eprint_block(&catalog.render_warnings());
+            warn_block(&catalog.render_warnings());
         }
         let old = shared.table();
         let catalog: &'static Catalog = Box::leak(Box::new(catalog));
@@ -1132,12 +1132,12 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
             Ok(table) => {
                 let n = table.listed().len();
                 if shared.replace(table).await {
-                    eprintln!("mcp: reloaded `{path}`: {n} tools listed; clients notified (`notifications/tools/list_changed`)");
+                    tracing::info!("mcp: reloaded `{path}`: {n} tools listed; clients notified (`notifications/tools/list_changed`)");
                 } else {
-                    eprintln!("mcp: reloaded `{path}`: the tool list is unchanged");
+                    tracing::info!("mcp: reloaded `{path}`: the tool list is unchanged");
                 }
             }
-            Err(e) => eprintln!(
+            Err(e) => tracing::warn!(
                 "mcp: `{path}` changed but cannot be served: {e}; still serving the catalog loaded before"
             ),
         }

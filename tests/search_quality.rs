@@ -6,25 +6,25 @@
 //! - `search_quality_report` (`#[ignore]`): the measurement harness behind the ranking choices of
 //!   `toolcat_codegen::index`. It prints recall@1/@5/@10, nDCG@5 and C@5 on the MetaTool dev
 //!   queries (single-tool and two-tool, over its 199-tool corpus) and the LiveMCPBench dev tasks
-//!   (over its 527-tool catalog), computed by `toolcat::eval` exactly as `toolcat eval` does, plus
+//!   (over its 527-tool catalog), computed by `toolcat_cli::eval` exactly as `toolcat eval` does, plus
 //!   the rank of `create_pull_request` for the GitHub paraphrases. Run with
 //!
 //!   ```text
-//!   cargo test -p toolcat --release --test search_quality -- --ignored --nocapture
+//!   cargo test --release --test tests search_quality:: -- --ignored --nocapture
 //!   ```
 //!
 //!   `TOOLCAT_EVAL_SAMPLE=N` evaluates about `N` MetaTool single-tool queries, evenly spread
-//!   (`toolcat::eval::sample`; the full 14,419 by default).
+//!   (`toolcat_cli::eval::sample`; the full 14,419 by default).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use toolcat::codegen::import::{import, ImportKind};
-use toolcat::eval::{evaluate, read_queries, sample, Evaluation, QuerySet};
 use toolcat::Catalog;
+use toolcat_cli::eval::{evaluate, read_queries, sample, Evaluation, QuerySet};
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).join(rel)
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")).join(rel)
 }
 
 fn imported(kind: ImportKind, rel: &str) -> Catalog {

@@ -1,5 +1,5 @@
-//! `toolcat calls`: the records of a call store, newest first, and the `--store` option that
-//! every command recording calls shares.
+//! `toolcat calls`: the records of a call store, newest first (the `--store` option every command
+//! recording calls shares is `args::StoreArg`).
 //!
 //! Before listing, calls left `running` or `committed` by a process that is no longer alive are
 //! judged `outcome_unknown`, and its `not_started` calls `cancelled`
@@ -8,110 +8,16 @@
 //! forever. Nothing is run again.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use toolcat::{CallRecord, CallState, CallStore, DamagedRecord, StoreError};
 
-/// The store file used when neither `--store` nor `TOOLCAT_STORE` is given, relative to the
-/// current directory.
-pub const DEFAULT_STORE: &str = ".toolcat/calls.sqlite";
+use super::args::StoreArg;
 
 /// The largest `toolcat calls --limit`.
 pub const MAX_CALLS_LIMIT: u64 = 100_000;
-
-/// Which call store a command uses.
-#[derive(Debug, Clone, Args)]
-pub struct StoreArg {
-    /// The call store: an SQLite file holding the call records and archived results, created
-    /// with its directories when absent (default: `.toolcat/calls.sqlite` in the current
-    /// directory).
-    #[arg(
-        long = "store",
-        value_name = "PATH",
-        env = "TOOLCAT_STORE",
-        value_parser = store_path
-    )]
-    pub store: Option<PathBuf>,
-}
-
-/// Parses `--store` (or `TOOLCAT_STORE`); an empty value is kept as empty, meaning unset.
-fn store_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
-    Ok(PathBuf::from(s))
-}
-
-impl StoreArg {
-    /// `--store`, else `TOOLCAT_STORE`, else [`DEFAULT_STORE`]. An empty `TOOLCAT_STORE` counts
-    /// as unset (clap sees the empty value only through the environment: `--store ""` is refused
-    /// by clap itself).
-    ///
-    /// The default location lies in the current directory, often an untrusted workspace, so it
-    /// is checked first ([`check_default_location`]); `create` makes its `.toolcat` directory
-    /// when absent. Any store is then opened without following a link at its path
-    /// ([`toolcat::StoreError::Symlink`]).
-    ///
-    /// # Errors
-    /// For the default location: `.toolcat`, the store file or one of SQLite's files beside it
-    /// is a symbolic link, or `.toolcat` cannot be created.
-    pub fn path(&self, create: bool) -> anyhow::Result<PathBuf> {
-        match self.store.clone().filter(|p| !p.as_os_str().is_empty()) {
-            Some(path) => Ok(path),
-            None => {
-                let path = PathBuf::from(DEFAULT_STORE);
-                check_default_location(&path, create)?;
-                Ok(path)
-            }
-        }
-    }
-}
-
-/// Refuses a symbolic link at the directory of `store` (`.toolcat`), at `store` or at SQLite's
-/// files beside it (`-wal`, `-shm`, `-journal`), none of which SQLite's `SQLITE_OPEN_NOFOLLOW`
-/// covers; when `create`, the missing directory is made with `create_dir` (never through a
-/// link). A link swapped in after this check is still refused at the store file by the open.
-///
-/// # Errors
-/// Names the link and the fix (remove it, or pass `--store PATH` / `TOOLCAT_STORE`); the I/O
-/// error when the directory cannot be created.
-pub fn check_default_location(store: &Path, create: bool) -> anyhow::Result<()> {
-    let refuse_link = |path: &Path| -> anyhow::Result<bool> {
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => anyhow::bail!(
-                "`{}` is a symbolic link, which the default call store never follows; remove \
-                 it, or pass another store with `--store PATH` or `TOOLCAT_STORE`",
-                path.display()
-            ),
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => {
-                Err(anyhow::Error::new(e).context(format!("cannot inspect `{}`", path.display())))
-            }
-        }
-    };
-    if let Some(dir) = store.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !refuse_link(dir)? && create {
-            match std::fs::create_dir(dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                    return Err(
-                        anyhow::Error::new(e).context(format!("cannot create `{}`", dir.display()))
-                    );
-                }
-                // Another process may have made it (or planted a link) meanwhile.
-                _ => {
-                    refuse_link(dir)?;
-                }
-            }
-        }
-    }
-    refuse_link(store)?;
-    for suffix in ["-wal", "-shm", "-journal"] {
-        let mut beside = store.as_os_str().to_owned();
-        beside.push(suffix);
-        refuse_link(Path::new(&beside))?;
-    }
-    Ok(())
-}
 
 #[derive(Debug, Args)]
 pub struct CallsArgs {

@@ -18,7 +18,8 @@ use toolcat::codegen::model::Exposure;
 use toolcat::mcp::{self, Reload, ScopeTable, Shared};
 use toolcat::{CallStore, Catalog};
 
-use crate::cli::{CatalogArg, ScopeArg};
+use super::args::{workspace_dir, CatalogArg, ConnectArgs, ScopeArg, StoreArg};
+use super::servers;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -44,12 +45,12 @@ pub struct ServeArgs {
     pub workspace: Option<PathBuf>,
     /// Where every call is recorded and large results are archived for `read_tool_result`.
     #[command(flatten)]
-    pub store: crate::calls::StoreArg,
+    pub store: StoreArg,
     /// How the catalog's MCP servers are connected: in the background from the start; serving
     /// begins after at most `--wait`, and calls of a server still connecting answer that it is
     /// not connected.
     #[command(flatten)]
-    pub connect: crate::servers::ConnectArgs,
+    pub connect: ConnectArgs,
 }
 
 /// Runs `toolcat serve`.
@@ -88,7 +89,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             (Box::leak(Box::new(catalog)), Some(reload))
         }
     };
-    let workspace = crate::cli::workspace_dir(a.workspace.as_deref())?;
+    let workspace = workspace_dir(a.workspace.as_deref())?;
     let store_path = a.store.path(true)?;
     let store = CallStore::open(&store_path)
         .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
@@ -103,7 +104,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let pool = {
         let _entered = runtime.enter();
         let only = a.connect.only(catalog)?;
-        crate::servers::start_pool(
+        servers::start_pool(
             catalog,
             &a.catalog,
             &a.connect,
@@ -117,7 +118,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(pool) = &pool {
         let budget = pool.wait_budget();
         if !runtime.block_on(pool.wait_ready(budget)) {
-            crate::servers::note_unready(pool, budget);
+            servers::note_unready(pool, budget);
         }
         coordinator = coordinator.with_servers(Arc::clone(pool));
     }

@@ -24,7 +24,7 @@ use toolcat::remote::{
 };
 use toolcat::{Catalog, ServerId, ToolIndex, ToolSource};
 
-use crate::cli::{CatalogArg, REFERENCE_LABEL};
+use super::args::{self, CatalogArg, ConnectArgs, REFERENCE_LABEL};
 
 /// What `--wait` defaults to for `toolcat servers`: 5 s, long enough for a server started with
 /// `npx` or `uvx` from a warm cache.
@@ -50,83 +50,6 @@ pub struct ServersArgs {
     /// `captured_at_ms` (Unix epoch) and `last_error`.
     #[arg(long)]
     pub json: bool,
-}
-
-/// How a command that runs tools connects to the catalog's MCP servers.
-#[derive(Debug, Clone, Args)]
-pub struct ConnectArgs {
-    /// How long to wait for the MCP servers to connect before the first turn or call, in
-    /// milliseconds (default: 2000 for `session` and `serve`, 10000 for `call` of a remote
-    /// tool). A server still connecting then keeps connecting in the background; its tools
-    /// answer that it is not connected until it is ready.
-    #[arg(long, value_name = "MS")]
-    pub wait: Option<u64>,
-    /// Which MCP servers to connect: `all`, `none`, or server names, comma-separated. The tools
-    /// of a server left out answer that it is not connected.
-    #[arg(
-        long = "servers",
-        value_name = "all|none|NAME,...",
-        value_delimiter = ',',
-        default_value = "all"
-    )]
-    pub servers: Vec<String>,
-}
-
-impl ConnectArgs {
-    /// The servers to connect: `None` for every server, else their names (checked against the
-    /// catalog).
-    ///
-    /// # Errors
-    /// When a name is not a server of the catalog; the message lists the declared ones.
-    pub fn only(&self, c: &Catalog) -> anyhow::Result<Option<Vec<String>>> {
-        let names: Vec<&str> = self
-            .servers
-            .iter()
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .collect();
-        match names.as_slice() {
-            [] | ["all"] => Ok(None),
-            ["none"] => Ok(Some(Vec::new())),
-            _ => {
-                for name in &names {
-                    if *name == "all" || *name == "none" {
-                        bail!("`--servers {name}` cannot be combined with server names; pass `all`, `none`, or names");
-                    }
-                    server_id(c, name)?;
-                }
-                Ok(Some(names.iter().map(|s| s.to_string()).collect()))
-            }
-        }
-    }
-}
-
-/// The server `name` of `c`.
-///
-/// # Errors
-/// When `c` declares no such `[mcp_server]`; the message lists those it declares.
-pub fn server_id(c: &Catalog, name: &str) -> anyhow::Result<ServerId> {
-    c.servers()
-        .find(|&s| c.server_name(s) == name)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the catalog declares no MCP server `{name}`; its servers: {}",
-                declared(c)
-            )
-        })
-}
-
-/// The catalog's server names, backticked and comma-separated, or `none`.
-fn declared(c: &Catalog) -> String {
-    let names: Vec<String> = c
-        .servers()
-        .map(|s| format!("`{}`", c.server_name(s)))
-        .collect();
-    if names.is_empty() {
-        "none".to_string()
-    } else {
-        names.join(", ")
-    }
 }
 
 /// The configurations the pool uses instead of the catalog's tables: for the reference catalog
@@ -221,9 +144,9 @@ pub fn note_unready(pool: &ServerPool, budget: Duration) {
 
 /// Runs `toolcat servers`: exit 0 once the status is printed, whatever the states.
 pub fn run(a: &ServersArgs) -> anyhow::Result<ExitCode> {
-    let c = crate::cli::catalog(&a.catalog)?;
+    let c = args::catalog(&a.catalog)?;
     for name in &a.servers {
-        server_id(&c, name)?;
+        args::server_id(&c, name)?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -351,7 +274,7 @@ fn resolve_source(
         bail!("`--from-server {value}` is not a command line (an unclosed quote?); quote the whole command once, e.g. `--from-server \"uvx mcp-server-time\"`");
     };
     let Some((program, args)) = words.split_first() else {
-        bail!("`--from-server` is empty; pass a server the catalog declares ({}) or a command that starts one", declared(c));
+        bail!("`--from-server` is empty; pass a server the catalog declares ({}) or a command that starts one", args::declared(c));
     };
     let server = match given_name {
         Some(n) => n,
@@ -419,7 +342,7 @@ pub fn import_from_servers(
     if name.is_some() && values.len() > 1 {
         bail!("`--server NAME` names the one server of `--from-server`; with several, write each as `--from-server NAME=COMMAND`");
     }
-    let c = crate::cli::catalog(catalog_arg)?;
+    let c = args::catalog(catalog_arg)?;
     let mut sources = Vec::new();
     for value in values {
         sources.push(resolve_source(&c, catalog_arg, value, name)?);
@@ -448,7 +371,7 @@ pub fn import_from_servers(
                 format!(
                     "; `{}` is not a server of the catalog ({}), so it was started as a command",
                     values[live.len()],
-                    declared(&c)
+                    args::declared(&c)
                 )
             };
             anyhow::anyhow!("{e}{hint}")
@@ -592,7 +515,7 @@ pub fn check_live(
         c.servers().collect()
     } else {
         only.iter()
-            .map(|n| server_id(c, n))
+            .map(|n| args::server_id(c, n))
             .collect::<anyhow::Result<_>>()?
     };
     if servers.is_empty() {

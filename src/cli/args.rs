@@ -1,0 +1,366 @@
+//! The arguments and the catalog resolution every command shares: which catalog (`--catalog`),
+//! call store (`--store`), MCP servers (`--servers`, `--wait`), exposure scope and workspace a
+//! command uses, and the catalog, profile and toolsets they name. A leaf: it imports no other
+//! module of the command line.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+use clap::{Args, ValueEnum};
+use toolcat::codegen::model::Exposure;
+use toolcat::{Catalog, ProfileId, ServerId, ToolsetId};
+
+/// The model options of `search --semantic` and `eval --semantic`.
+#[cfg(feature = "semantic")]
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// `--semantic`: the sentence-transformers model directory (default: `TOOLCAT_MODEL_DIR`,
+    /// else `~/.local/share/toolcat/models/all-MiniLM-L6-v2` when it exists).
+    #[arg(long, value_name = "DIR", requires = "semantic")]
+    pub model: Option<PathBuf>,
+    /// `--semantic`: weight of the embedding side, 0 (BM25 only) to 1 (embeddings only).
+    #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
+    pub dense_weight: toolcat::fusion::DenseWeight,
+    /// `--semantic`: threads that embed one query (default: the cores, at most
+    /// `toolcat::semantic::MAX_DEFAULT_THREADS`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "semantic")]
+    pub threads: Option<u32>,
+}
+
+#[cfg(feature = "semantic")]
+impl ModelArgs {
+    /// The encoder in `dir` with `--threads` applied.
+    ///
+    /// # Errors
+    /// When the model cannot be loaded, naming the directory.
+    pub fn load_encoder(
+        &self,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<toolcat::semantic::Encoder> {
+        let encoder = toolcat::semantic::Encoder::load(dir)
+            .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
+        Ok(match self.threads {
+            Some(n) => encoder.with_threads(n as usize),
+            None => encoder,
+        })
+    }
+}
+
+/// Which catalog a command reads.
+#[derive(Debug, Args)]
+pub struct CatalogArg {
+    /// A `tools.toml` to read instead of the reference catalog compiled into this binary.
+    #[arg(long, value_name = "PATH")]
+    pub catalog: Option<PathBuf>,
+}
+
+/// An MCP exposure scope a client can be granted.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScopeArg {
+    #[value(name = "read-only")]
+    ReadOnly,
+    Staging,
+    Full,
+}
+
+impl From<ScopeArg> for Exposure {
+    fn from(s: ScopeArg) -> Exposure {
+        match s {
+            ScopeArg::ReadOnly => Exposure::ReadOnly,
+            ScopeArg::Staging => Exposure::Staging,
+            ScopeArg::Full => Exposure::Full,
+        }
+    }
+}
+
+/// The workspace of `--workspace` (default: the current directory), canonical.
+///
+/// # Errors
+/// When the path does not exist or is not a directory; the message names the path and the fix.
+pub fn workspace_dir(arg: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let workspace = match arg {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir()
+            .context("cannot read the current directory; pass `--workspace DIR`")?,
+    };
+    let canonical = std::fs::canonicalize(&workspace).map_err(|e| {
+        anyhow::anyhow!(
+            "workspace `{}` cannot be opened ({e}); pass an existing directory to `--workspace`",
+            workspace.display()
+        )
+    })?;
+    if !canonical.is_dir() {
+        bail!(
+            "workspace `{}` is not a directory; pass the directory tools work in to `--workspace`",
+            workspace.display()
+        );
+    }
+    Ok(canonical)
+}
+
+/// An error whose message is already on stderr: the command line exits 1 without printing it
+/// again.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the catalog is invalid; see the diagnostics above")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+/// How diagnostics and reports name the catalog compiled into the binary when no `--catalog` is
+/// given, so that it is not mistaken for a `tools.toml` in the current directory.
+pub const REFERENCE_LABEL: &str = "<compiled-in reference catalog> (tools.toml)";
+
+/// When no `--catalog` is given but the current directory has a `tools.toml` other than the
+/// reference catalog, says on stderr that the compiled-in reference catalog is read instead, and
+/// how to read that file.
+pub fn note_reference_catalog(arg: &CatalogArg) {
+    let local = Path::new("tools.toml");
+    // No note when the file is the reference catalog itself (in this repository).
+    if arg.catalog.is_none()
+        && local.is_file()
+        && toolcat::catalog::read_catalog_source(local).ok().as_deref()
+            != Some(crate::REFERENCE_SOURCE)
+    {
+        eprintln!(
+            "note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml` to read that file"
+        );
+    }
+}
+
+/// `n` and `noun`, with an `s` unless `n` is 1: `1 error`, `2 errors`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The catalog a command reads: the compiled-in reference catalog, or one loaded from a file.
+pub(crate) enum CatalogRef {
+    Compiled(&'static Catalog),
+    Loaded(Box<Catalog>),
+}
+
+impl std::ops::Deref for CatalogRef {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        match self {
+            CatalogRef::Compiled(c) => c,
+            CatalogRef::Loaded(c) => c,
+        }
+    }
+}
+
+/// The catalog of `--catalog`, or the reference catalog compiled into this binary.
+pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
+    match &arg.catalog {
+        None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
+        Some(path) => {
+            let c = match Catalog::load(path) {
+                Ok(c) => c,
+                Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+                    eprint!("{e}");
+                    return Err(Reported.into());
+                }
+                Err(e) => return Err(anyhow::anyhow!("{e}")),
+            };
+            if !c.warnings().is_empty() {
+                eprint!("{}", c.render_warnings());
+            }
+            Ok(CatalogRef::Loaded(Box::new(c)))
+        }
+    }
+}
+
+pub(crate) fn profile(c: &Catalog, name: Option<&str>) -> anyhow::Result<ProfileId> {
+    match name {
+        None => Ok(c.full_profile()),
+        Some(n) => Ok(c.profile(n)?),
+    }
+}
+
+pub(crate) fn toolsets(c: &Catalog, names: &[String]) -> anyhow::Result<Vec<ToolsetId>> {
+    names
+        .iter()
+        .map(|n| c.toolset(n).map_err(anyhow::Error::from))
+        .collect()
+}
+
+/// The store file used when neither `--store` nor `TOOLCAT_STORE` is given, relative to the
+/// current directory.
+pub const DEFAULT_STORE: &str = ".toolcat/calls.sqlite";
+
+/// Which call store a command uses.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArg {
+    /// The call store: an SQLite file holding the call records and archived results, created
+    /// with its directories when absent (default: `.toolcat/calls.sqlite` in the current
+    /// directory).
+    #[arg(
+        long = "store",
+        value_name = "PATH",
+        env = "TOOLCAT_STORE",
+        value_parser = store_path
+    )]
+    pub store: Option<PathBuf>,
+}
+
+/// Parses `--store` (or `TOOLCAT_STORE`); an empty value is kept as empty, meaning unset.
+fn store_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(s))
+}
+
+impl StoreArg {
+    /// `--store`, else `TOOLCAT_STORE`, else [`DEFAULT_STORE`]. An empty `TOOLCAT_STORE` counts
+    /// as unset (clap sees the empty value only through the environment: `--store ""` is refused
+    /// by clap itself).
+    ///
+    /// The default location lies in the current directory, often an untrusted workspace, so it
+    /// is checked first ([`check_default_location`]); `create` makes its `.toolcat` directory
+    /// when absent. Any store is then opened without following a link at its path
+    /// ([`toolcat::StoreError::Symlink`]).
+    ///
+    /// # Errors
+    /// For the default location: `.toolcat`, the store file or one of SQLite's files beside it
+    /// is a symbolic link, or `.toolcat` cannot be created.
+    pub fn path(&self, create: bool) -> anyhow::Result<PathBuf> {
+        match self.store.clone().filter(|p| !p.as_os_str().is_empty()) {
+            Some(path) => Ok(path),
+            None => {
+                let path = PathBuf::from(DEFAULT_STORE);
+                check_default_location(&path, create)?;
+                Ok(path)
+            }
+        }
+    }
+}
+
+/// Refuses a symbolic link at the directory of `store` (`.toolcat`), at `store` or at SQLite's
+/// files beside it (`-wal`, `-shm`, `-journal`), none of which SQLite's `SQLITE_OPEN_NOFOLLOW`
+/// covers; when `create`, the missing directory is made with `create_dir` (never through a
+/// link). A link swapped in after this check is still refused at the store file by the open.
+///
+/// # Errors
+/// Names the link and the fix (remove it, or pass `--store PATH` / `TOOLCAT_STORE`); the I/O
+/// error when the directory cannot be created.
+pub fn check_default_location(store: &Path, create: bool) -> anyhow::Result<()> {
+    let refuse_link = |path: &Path| -> anyhow::Result<bool> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => anyhow::bail!(
+                "`{}` is a symbolic link, which the default call store never follows; remove \
+                 it, or pass another store with `--store PATH` or `TOOLCAT_STORE`",
+                path.display()
+            ),
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => {
+                Err(anyhow::Error::new(e).context(format!("cannot inspect `{}`", path.display())))
+            }
+        }
+    };
+    if let Some(dir) = store.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !refuse_link(dir)? && create {
+            match std::fs::create_dir(dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("cannot create `{}`", dir.display()))
+                    );
+                }
+                // Another process may have made it (or planted a link) meanwhile.
+                _ => {
+                    refuse_link(dir)?;
+                }
+            }
+        }
+    }
+    refuse_link(store)?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut beside = store.as_os_str().to_owned();
+        beside.push(suffix);
+        refuse_link(Path::new(&beside))?;
+    }
+    Ok(())
+}
+
+/// How a command that runs tools connects to the catalog's MCP servers.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// How long to wait for the MCP servers to connect before the first turn or call, in
+    /// milliseconds (default: 2000 for `session` and `serve`, 10000 for `call` of a remote
+    /// tool). A server still connecting then keeps connecting in the background; its tools
+    /// answer that it is not connected until it is ready.
+    #[arg(long, value_name = "MS")]
+    pub wait: Option<u64>,
+    /// Which MCP servers to connect: `all`, `none`, or server names, comma-separated. The tools
+    /// of a server left out answer that it is not connected.
+    #[arg(
+        long = "servers",
+        value_name = "all|none|NAME,...",
+        value_delimiter = ',',
+        default_value = "all"
+    )]
+    pub servers: Vec<String>,
+}
+
+impl ConnectArgs {
+    /// The servers to connect: `None` for every server, else their names (checked against the
+    /// catalog).
+    ///
+    /// # Errors
+    /// When a name is not a server of the catalog; the message lists the declared ones.
+    pub fn only(&self, c: &Catalog) -> anyhow::Result<Option<Vec<String>>> {
+        let names: Vec<&str> = self
+            .servers
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect();
+        match names.as_slice() {
+            [] | ["all"] => Ok(None),
+            ["none"] => Ok(Some(Vec::new())),
+            _ => {
+                for name in &names {
+                    if *name == "all" || *name == "none" {
+                        bail!("`--servers {name}` cannot be combined with server names; pass `all`, `none`, or names");
+                    }
+                    server_id(c, name)?;
+                }
+                Ok(Some(names.iter().map(|s| s.to_string()).collect()))
+            }
+        }
+    }
+}
+
+/// The server `name` of `c`.
+///
+/// # Errors
+/// When `c` declares no such `[mcp_server]`; the message lists those it declares.
+pub fn server_id(c: &Catalog, name: &str) -> anyhow::Result<ServerId> {
+    c.servers()
+        .find(|&s| c.server_name(s) == name)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the catalog declares no MCP server `{name}`; its servers: {}",
+                declared(c)
+            )
+        })
+}
+
+/// The catalog's server names, backticked and comma-separated, or `none`.
+pub(crate) fn declared(c: &Catalog) -> String {
+    let names: Vec<String> = c
+        .servers()
+        .map(|s| format!("`{}`", c.server_name(s)))
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}

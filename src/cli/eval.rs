@@ -1,0 +1,394 @@
+//! `toolcat eval`: search quality of a catalog on a benchmark query set, or the token economy of
+//! its plans. The measurement itself is [`crate::eval`] (query formats, gold, metrics); this
+//! module parses the command line and prints.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use toolcat::export::ExportFormat;
+use toolcat::Catalog;
+
+#[cfg(feature = "semantic")]
+use super::args::ModelArgs;
+use crate::eval::{self, QuerySet};
+
+/// The query file formats of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    /// MetaTool single-tool queries: CSV `Query,Tool` (`queries_dev.csv`).
+    Metatool,
+    /// MetaTool multi-tool queries: JSON `[{query, tool: [names]}]` (`multi_queries_dev.json`).
+    #[value(name = "metatool-multi")]
+    MetatoolMulti,
+    /// LiveMCPBench tasks: JSON with `Question` and the numbered `Annotator Metadata.Tools`
+    /// (`tasks_dev.json`).
+    Livemcpbench,
+}
+
+impl From<QueryFormat> for QuerySet {
+    fn from(f: QueryFormat) -> QuerySet {
+        match f {
+            QueryFormat::Metatool => QuerySet::Metatool,
+            QueryFormat::MetatoolMulti => QuerySet::MetatoolMulti,
+            QueryFormat::Livemcpbench => QuerySet::LiveMcpBench,
+        }
+    }
+}
+
+/// Default of `--hits`: search hits added to each plan of `--token-economy`.
+pub const DEFAULT_PLAN_HITS: usize = 5;
+
+/// The export format whose definitions `--token-economy` counts: OpenAI function tools.
+pub const TOKEN_FORMAT: ExportFormat = ExportFormat::OpenAi;
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The catalog to search (e.g. made by `toolcat import`).
+    #[arg(long, value_name = "PATH")]
+    pub catalog: PathBuf,
+    /// The benchmark's query file.
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// The format of the query file.
+    #[arg(long, value_enum)]
+    pub format: QueryFormat,
+    /// Evaluate about K queries, every ⌈n / K⌉-th in file order from the first (default: all).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Instead of search quality, print per query the tokens (o200k_base, OpenAI tools JSON) of
+    /// every tool inline against a plan of the inline core plus the best `--hits` search hits,
+    /// and whether each gold tool is in the plan; then the totals.
+    #[arg(long)]
+    pub token_economy: bool,
+    /// `--token-economy`: search hits added to each plan.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
+    pub hits: usize,
+    /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
+    /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
+    /// search, one at a time, on `--threads` threads): mean, p50 and p99.
+    #[cfg(feature = "semantic")]
+    #[arg(long, conflicts_with = "token_economy")]
+    pub semantic: bool,
+    /// `--model` and `--dense-weight`, with `--semantic`.
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    pub model_args: ModelArgs,
+}
+
+/// Runs `toolcat eval`.
+pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let set = QuerySet::from(a.format);
+    let queries = eval::read_queries(set, &a.queries)?;
+    if queries.is_empty() {
+        anyhow::bail!(
+            "query file `{}` holds no queries; pass a {set} query file with at least one query",
+            a.queries.display()
+        );
+    }
+    let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+    let chosen = eval::sample(&queries, limit);
+    let mut out = std::io::stdout().lock();
+    if a.token_economy {
+        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT)?;
+        if economy.tasks.is_empty() {
+            return Err(no_gold(a, &c, economy.skipped));
+        }
+        print_economy(&mut out, a, &economy)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    #[cfg(feature = "semantic")]
+    if a.semantic {
+        return semantic::run(a, &c, set, chosen, &mut out);
+    }
+    let e = eval::evaluate(&c, set, chosen)?;
+    if e.queries == 0 {
+        return Err(no_gold(a, &c, e.skipped));
+    }
+    if a.json {
+        let mut v = serde_json::to_value(e)?;
+        v["system"] = json!(format!("toolcat {}", env!("CARGO_PKG_VERSION")));
+        v["tools"] = json!(c.len());
+        serde_json::to_writer(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
+            a.queries.display(),
+            a.catalog.display(),
+            c.len(),
+            e.queries,
+            e.skipped
+        )?;
+        writeln!(
+            out,
+            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
+            e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The error of a run that evaluated nothing: none of the `skipped` queries names a tool of the
+/// catalog, so every metric would be a meaningless 0.
+fn no_gold(a: &EvalArgs, c: &Catalog, skipped: usize) -> anyhow::Error {
+    anyhow::anyhow!(
+        "none of the {skipped} queries of `{}` has a gold tool in catalog `{}` ({} tools), so nothing was evaluated; pass the catalog imported from this benchmark's tools (`--catalog`) and the query file's format (`--format`)",
+        a.queries.display(),
+        a.catalog.display(),
+        c.len()
+    )
+}
+
+fn print_economy(
+    out: &mut impl std::io::Write,
+    a: &EvalArgs,
+    e: &eval::TokenEconomy,
+) -> anyhow::Result<()> {
+    let (found, gold) = e.gold_coverage();
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / whole as f64
+        }
+    };
+    if a.json {
+        let mut v = serde_json::to_value(e)?;
+        v["totals"] = json!({
+            "tasks": e.tasks.len(),
+            "inline_tokens": e.inline_tokens(),
+            "plan_tokens": e.plan_tokens(),
+            "saved_percent": e.saved_percent(),
+            "gold_found": found,
+            "gold": gold,
+            "gold_coverage_percent": share(found, gold),
+            "complete_tasks": e.complete_tasks(),
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens) + the best {} search hits",
+        e.format,
+        e.all_tools,
+        e.all_tokens,
+        e.core_tools,
+        e.core_tokens,
+        e.hits
+    )?;
+    writeln!(
+        out,
+        "{:>3}  {:>5}  {:>6}  {:>6}  {:>5}  question",
+        "#", "tools", "tokens", "saved", "gold"
+    )?;
+    for (i, t) in e.tasks.iter().enumerate() {
+        let hit = t.gold.iter().filter(|(_, f)| *f).count();
+        let question: String = t.query.chars().take(70).collect();
+        writeln!(
+            out,
+            "{:>3}  {:>5}  {:>6}  {:>5.1}%  {:>2}/{:<2}  {question}",
+            i + 1,
+            t.plan_tools,
+            t.plan_tokens,
+            100.0 - share(t.plan_tokens, e.all_tokens),
+            hit,
+            t.gold.len()
+        )?;
+    }
+    writeln!(
+        out,
+        "totals over {} tasks: {} tokens with every tool inline, {} with plans ({:.1}% saved); gold tools in the plan {found}/{gold} ({:.1}%); tasks with every gold tool in the plan {}/{}",
+        e.tasks.len(),
+        e.inline_tokens(),
+        e.plan_tokens(),
+        e.saved_percent(),
+        share(found, gold),
+        e.complete_tasks(),
+        e.tasks.len()
+    )?;
+    if e.skipped > 0 {
+        writeln!(
+            out,
+            "{} queries skipped (no gold tool in the catalog)",
+            e.skipped
+        )?;
+    }
+    Ok(())
+}
+
+/// `toolcat eval --semantic`: BM25, the embeddings alone and their fusion on the same queries,
+/// with the per-query latency of the fused search.
+#[cfg(feature = "semantic")]
+mod semantic {
+    use std::collections::BTreeSet;
+    use std::io::Write;
+    use std::process::ExitCode;
+    use std::time::{Duration, Instant};
+
+    use anyhow::Context as _;
+    use serde_json::json;
+    use toolcat::fusion::{model_dir, DenseWeight, SemanticSearch};
+    use toolcat::semantic::ToolVectors;
+    use toolcat::{Catalog, Hit};
+
+    use super::{no_gold, EvalArgs};
+    use crate::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
+
+    /// Declared names of `hits`, each kept at its first place (as [`eval::ranked_names`]).
+    fn names(c: &Catalog, hits: &[Hit]) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        hits.iter()
+            .map(|h| c.name(h.tool))
+            .filter(|n| seen.insert(*n))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The nearest-rank `p`-th percentile of `sorted` (ascending), in microseconds.
+    fn percentile(sorted: &[Duration], p: f64) -> f64 {
+        if sorted.is_empty() {
+            return 0.0;
+        }
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e6
+    }
+
+    pub(super) fn run(
+        a: &EvalArgs,
+        c: &Catalog,
+        set: QuerySet,
+        chosen: Vec<&Query>,
+        out: &mut impl Write,
+    ) -> anyhow::Result<ExitCode> {
+        let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
+            anyhow::bail!(
+                "semantic evaluation needs a model: pass --model DIR or set {}; `runtime/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
+                toolcat::fusion::MODEL_DIR_ENV
+            );
+        };
+        let start = Instant::now();
+        let encoder = a.model_args.load_encoder(&dir)?;
+        let load = start.elapsed();
+        let start = Instant::now();
+        let vectors = ToolVectors::for_catalog(c, &encoder, None)
+            .context("cannot embed the catalog's tools")?;
+        let embed = start.elapsed();
+        let semantic = SemanticSearch::new(encoder, vectors);
+        let all = c.profile_tools(c.full_profile());
+        let dense_only = DenseWeight::new(1.0).map_err(anyhow::Error::msg)?;
+        let gold_names = GoldNames::new(c);
+        let (mut bm25, mut dense, mut fused) = (
+            ScoreSums::default(),
+            ScoreSums::default(),
+            ScoreSums::default(),
+        );
+        let (mut encode_total, mut latencies) = (Duration::ZERO, Vec::new());
+        for q in chosen {
+            let gold = gold_names.gold(&q.gold);
+            if gold.is_empty() {
+                for s in [&mut bm25, &mut dense, &mut fused] {
+                    s.add(&[], &gold, Duration::ZERO);
+                }
+                continue;
+            }
+            let start = Instant::now();
+            let cosines = semantic
+                .cosines(&q.text)
+                .with_context(|| format!("cannot embed the query `{}`", q.text))?;
+            let encoded = start.elapsed();
+            let hits = c.search_fused_in(
+                &q.text,
+                all,
+                EVAL_DEPTH,
+                &cosines,
+                a.model_args.dense_weight,
+            )?;
+            let took = start.elapsed();
+            fused.add(&names(c, &hits), &gold, took);
+            encode_total += encoded;
+            latencies.push(took);
+            let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, dense_only)?;
+            let search = start.elapsed() - took;
+            dense.add(&names(c, &hits), &gold, encoded + search);
+            let (ranking, took) = eval::ranked_names(c, &q.text)?;
+            bm25.add(&ranking, &gold, took);
+        }
+        let (b, d, f) = (bm25.finish(set), dense.finish(set), fused.finish(set));
+        if f.queries == 0 {
+            return Err(no_gold(a, c, f.skipped));
+        }
+        latencies.sort();
+        let (p50, p99) = (percentile(&latencies, 50.0), percentile(&latencies, 99.0));
+        let encode_us = encode_total.as_secs_f64() * 1e6 / f.queries as f64;
+        let weight = a.model_args.dense_weight.get();
+        let threads = semantic.encoder().threads();
+        if a.json {
+            let mut v = serde_json::to_value(f)?;
+            v["system"] = json!(format!(
+                "toolcat {} (BM25 + embeddings, dense weight {weight})",
+                env!("CARGO_PKG_VERSION")
+            ));
+            v["tools"] = json!(c.len());
+            v["semantic"] = json!({
+                "dense_weight": weight,
+                "model": dir.display().to_string(),
+                "model_id": semantic.encoder().model_id(),
+                "model_load_ms": load.as_secs_f64() * 1e3,
+                "tool_vectors_ms": embed.as_secs_f64() * 1e3,
+                "encode_us_per_query": encode_us,
+                "threads": threads,
+                "latency_us": {"mean": f.us_per_query, "p50": p50, "p99": p99},
+                "bm25": b,
+                "dense": d,
+            });
+            serde_json::to_writer(&mut *out, &v)?;
+            writeln!(out)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        writeln!(
+            out,
+            "{set} queries `{}` over `{}` ({} tools): {} evaluated, {} skipped (no gold tool in the catalog)",
+            a.queries.display(),
+            a.catalog.display(),
+            c.len(),
+            f.queries,
+            f.skipped
+        )?;
+        writeln!(
+            out,
+            "model `{}`: loaded in {:.0} ms, {} tools embedded in {:.0} ms",
+            dir.display(),
+            load.as_secs_f64() * 1e3,
+            c.len(),
+            embed.as_secs_f64() * 1e3
+        )?;
+        for (name, e) in [
+            ("BM25".to_string(), b),
+            ("dense".to_string(), d),
+            (format!("fused (w {weight})"), f),
+        ] {
+            writeln!(
+                out,
+                "{name:<14} R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
+                e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+            )?;
+        }
+        writeln!(
+            out,
+            "fused query latency (embedding + search, {threads} thread{}): mean {:.0} µs, p50 {p50:.0} µs, p99 {p99:.0} µs (embedding {encode_us:.0} µs)",
+            if threads == 1 { "" } else { "s" },
+            f.us_per_query
+        )?;
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,50 @@
+//! `toolcat generate`: rewrite `generated/` from the catalog, or with `--check` name each stale
+//! file (the files themselves are [`crate::generate`]'s).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::args::{catalog, note_reference_catalog, CatalogArg};
+use crate::generate;
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// Only compare; exit 1 naming each stale file.
+    #[arg(long)]
+    pub check: bool,
+    /// Where the generated files live.
+    #[arg(long, value_name = "DIR", default_value = "generated")]
+    pub dir: PathBuf,
+}
+
+/// Runs `toolcat generate`.
+pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    note_reference_catalog(&a.catalog);
+    let c = catalog(&a.catalog)?;
+    let files = generate::files(&c)?;
+    if a.check {
+        let stale = generate::stale(&a.dir, &files);
+        if stale.is_empty() {
+            println!("{}: {} files fresh", a.dir.display(), files.len());
+            return Ok(ExitCode::SUCCESS);
+        }
+        for path in &stale {
+            eprintln!(
+                "stale: {} (run `{}` to rewrite it)",
+                path.display(),
+                generate::COMMAND
+            );
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    let written = generate::write(Path::new(&a.dir), &files)?;
+    for path in &written {
+        println!("wrote {}", path.display());
+    }
+    eprintln!("{} of {} files changed", written.len(), files.len());
+    Ok(ExitCode::SUCCESS)
+}

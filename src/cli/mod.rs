@@ -1,0 +1,160 @@
+//! The `toolcat` command line: check, list, search, plan, import and generate, on the reference
+//! catalog compiled into the binary or on any `tools.toml` given with `--catalog PATH`.
+//!
+//! Output contract: data goes to stdout (text, or JSON with `--json`/`plan`), diagnostics, reports
+//! and statistics to stderr; exit code 0 on success, 1 when the input is invalid or a check fails,
+//! 2 on a usage error (clap).
+
+//!
+//! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
+//! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
+//! [`import`], [`generate`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! with its arguments and a `run` function; this module parses the command line and dispatches.
+//! No module imports one that imports it back.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod args;
+pub mod call;
+pub mod calls;
+pub mod check;
+pub mod eval;
+pub mod generate;
+pub mod import;
+pub mod list;
+pub mod plan;
+pub mod search;
+pub mod serve;
+pub mod servers;
+pub mod session;
+
+/// Declare every tool once; derive who owns, sees, may run and is exposed to what.
+#[derive(Debug, Parser)]
+#[command(name = "toolcat", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a catalog: exit 0 when valid, 1 with every diagnostic on stderr. With `--target`,
+    /// also check every tool's exported name and input schema against those export targets and
+    /// report each rewrite, fallback and error per tool on stderr.
+    Check(check::CheckArgs),
+    /// List the tools a profile owns, optionally within toolsets or an MCP exposure scope.
+    List(list::ListArgs),
+    /// Search a profile's tools: exact name first, then BM25.
+    Search(search::SearchArgs),
+    /// The tool definitions the model gets this turn, as JSON on stdout.
+    Plan(plan::PlanArgs),
+    /// Turn a real tool surface into `tools.toml` text on stdout (report on stderr).
+    Import(import::ImportArgs),
+    /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
+    Generate(generate::GenerateArgs),
+    /// Run one tool with JSON arguments through the execution coordinator and print its JSON
+    /// result; `gated` tools run only with `--approve`; each call is recorded in the call store.
+    Call(call::CallArgs),
+    /// Read JSONL turns and model steps on stdin and print, step by step, what the model would
+    /// receive: the definitions and each call's answer (the format: `toolcat::session::transcript`).
+    Session(session::SessionArgs),
+    /// List the call records of a call store, newest first; calls whose process ended mid-call
+    /// are shown as `outcome_unknown` (`toolcat::records` documents the lifecycle).
+    Calls(calls::CallsArgs),
+    /// Measure search on a benchmark's queries: recall@1/5/10, nDCG@5, C@5 (every gold tool in the
+    /// top 5) and microseconds per query; with `--token-economy`, tokens of every tool inline
+    /// against plans (`toolcat_cli::eval` documents the rules).
+    Eval(eval::EvalArgs),
+    /// Serve a profile's tools within an MCP exposure scope to MCP clients, over stdio or, with
+    /// `--http`, streamable HTTP; every call goes through the execution coordinator
+    /// (`toolcat::mcp` documents what is listed, what may run and the errors).
+    Serve(serve::ServeArgs),
+    /// Connect to the catalog's MCP servers and print where each is after a wait: `connecting`,
+    /// `ready` (with its tool count and when they were listed), `failed` (why, and when the next
+    /// attempt is) or `not-connected`.
+    Servers(servers::ServersArgs),
+}
+
+/// The environment variable that filters the libraries' log messages (`tracing` events), in
+/// `tracing_subscriber::EnvFilter` syntax: `warn`, `toolcat=debug`, `toolcat=info,rmcp=debug`.
+pub const LOG_ENV: &str = "TOOLCAT_LOG";
+
+/// The filter when [`LOG_ENV`] is unset or empty: toolcat's own messages at level info and above,
+/// nothing from other crates.
+pub const DEFAULT_LOG_FILTER: &str = "toolcat=info";
+
+/// Installs the subscriber that writes the libraries' `tracing` events to stderr, one line each
+/// (a multi-line message keeps its lines), filtered by [`LOG_ENV`] (default
+/// [`DEFAULT_LOG_FILTER`]). Unset, a line is the bare message, as the libraries' messages always
+/// read; set, each line starts with the event's level and target. A filter that does not parse
+/// is reported on stderr and the default is used. Does nothing when a subscriber is installed
+/// already.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+
+    let value = std::env::var(LOG_ENV).ok().filter(|v| !v.trim().is_empty());
+    let filter = match value.as_deref().map(EnvFilter::try_new) {
+        None => EnvFilter::new(DEFAULT_LOG_FILTER),
+        Some(Ok(filter)) => filter,
+        Some(Err(e)) => {
+            eprintln!(
+                "warning: `{LOG_ENV}` is not a log filter ({e}); using `{DEFAULT_LOG_FILTER}`"
+            );
+            EnvFilter::new(DEFAULT_LOG_FILTER)
+        }
+    };
+    let detailed = value.is_some();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .without_time()
+        .with_level(detailed)
+        .with_target(detailed)
+        .try_init();
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Check(a) => check::run(&a),
+        Command::List(a) => list::run(&a),
+        Command::Search(a) => search::run(&a),
+        Command::Plan(a) => plan::run(&a),
+        Command::Import(a) => import::run(&a),
+        Command::Generate(a) => generate::run(&a),
+        Command::Call(a) => call::run(&a),
+        Command::Session(a) => session::run(&a),
+        Command::Calls(a) => calls::run(&a),
+        Command::Eval(a) => eval::run(&a),
+        Command::Serve(a) => serve::run(&a),
+        Command::Servers(a) => servers::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        // The diagnostics are on stderr already, as `PATH:LINE:COL: ...` lines.
+        Err(e) if e.is::<args::Reported>() => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `e` and its causes joined by `: `, each cause once: a cause whose text an outer message
+/// already holds (a message that quotes its source) is left out.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}

@@ -1,0 +1,248 @@
+//! `toolcat session`: JSONL turns and model steps on stdin, and what the model would receive at
+//! each step on stdout.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use serde_json::json;
+
+use super::args::{catalog, toolsets, workspace_dir, CatalogArg, ConnectArgs};
+use super::servers;
+
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// The profile the agent runs under (default: the preset's).
+    #[arg(long, value_name = "P", required_unless_present = "preset")]
+    pub profile: Option<String>,
+    /// A preset: its profile and the toolsets active when a turn starts.
+    #[arg(long, value_name = "X")]
+    pub preset: Option<String>,
+    /// Active toolsets; repeatable. Default: the preset's, else those of the first preset of the
+    /// profile, else every toolset.
+    #[arg(long = "toolset", value_name = "T")]
+    pub toolsets: Vec<String>,
+    /// `tool_search` calls answered per turn.
+    #[arg(long, value_name = "N", default_value_t = toolcat::session::DEFAULT_SEARCH_BUDGET)]
+    pub search_budget: usize,
+    /// Start turns without BM25 preselection.
+    #[arg(long)]
+    pub no_preselect: bool,
+    /// The workspace local tools run in (default: the current directory). Gated tools never run:
+    /// this command has no approval step.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print one JSON object per line (turn, step or toolset change) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// How the catalog's MCP servers are connected: in the background from the start; the
+    /// first turn waits for them at most `--wait`.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Runs `toolcat session`.
+pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
+    use std::io::BufRead as _;
+    use toolcat::session::transcript::{self, EntryKind, Preselect, Settings};
+
+    let c = catalog(&a.catalog)?;
+    let workspace = workspace_dir(a.workspace.as_deref())?;
+    let settings = Settings {
+        preset: a.preset.clone(),
+        profile: a.profile.clone(),
+        toolsets: (!a.toolsets.is_empty()).then(|| a.toolsets.clone()),
+        budget: Some(a.search_budget),
+        discovered_cap: None,
+        preselect: Some(if a.no_preselect {
+            Preselect::None
+        } else {
+            Preselect::Bm25
+        }),
+    };
+    let mut s = settings.session(&c, toolcat::ToolContext::new(workspace.clone()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The catalog's MCP servers connect in the background from now on; the first turn waits for
+    // them at most `--wait` (default 2 s), and a server still connecting then goes on connecting.
+    let only = a.connect.only(&c)?;
+    let pool = {
+        let _entered = runtime.enter();
+        servers::start_pool(
+            &c,
+            &a.catalog,
+            &a.connect,
+            only,
+            toolcat::remote::PoolOptions::default().wait_budget,
+        )?
+    };
+    if let Some(pool) = &pool {
+        s = s.with_coordinator(
+            toolcat::Coordinator::new(&c, toolcat::ToolContext::new(workspace))
+                .with_servers(std::sync::Arc::clone(pool)),
+        );
+    }
+    let mut waited = pool.is_none();
+    let names = |tools: &[toolcat::ToolIndex]| -> Vec<String> {
+        tools
+            .iter()
+            .map(|&t| c.exported_name(t).to_string())
+            .collect()
+    };
+    let mut out = std::io::stdout().lock();
+    let (mut turn, mut step) = (0usize, 0usize);
+    let mut previous: Vec<String> = Vec::new();
+    for (k, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("cannot read standard input")?;
+        let Some((entry, line_settings)) = transcript::parse_line(k + 1, &line)? else {
+            continue;
+        };
+        if turn == 0 && !matches!(entry.kind, EntryKind::User { .. }) {
+            bail!(
+                "line {}: the steps start with a user message: {{\"user\": \"...\"}}",
+                k + 1
+            );
+        }
+        if line_settings.is_some() {
+            eprintln!(
+                "note: line {}: session settings are taken from the command line, not from the input",
+                k + 1
+            );
+        }
+        match entry.kind {
+            EntryKind::User { message, .. } => {
+                turn += 1;
+                step = 0;
+                if !waited {
+                    waited = true;
+                    if let Some(pool) = &pool {
+                        let budget = pool.wait_budget();
+                        if !runtime.block_on(pool.wait_ready(budget)) {
+                            servers::note_unready(pool, budget);
+                        }
+                    }
+                }
+                runtime.block_on(s.begin_turn(&message));
+                let report = s.turn_report().clone();
+                let preselected = report
+                    .preselect
+                    .as_ref()
+                    .map(|p| names(&p.added))
+                    .unwrap_or_default();
+                if a.json {
+                    let line = json!({
+                        "turn": turn,
+                        "user": message,
+                        "named": names(&report.named),
+                        "preselect": report.preselect.as_ref().map(|p| {
+                            // Tool names rather than catalog positions.
+                            let mut v = json!(p);
+                            v["added"] = json!(names(&p.added));
+                            v
+                        }),
+                        "preselected": preselected,
+                        "evicted": report.evicted,
+                        "unregistered": report.unregistered,
+                    });
+                    writeln!(out, "{line}")?;
+                    continue;
+                }
+                writeln!(out, "turn {turn}: user: {message}")?;
+                if !report.named.is_empty() {
+                    writeln!(
+                        out,
+                        "  named in the message: {}",
+                        names(&report.named).join(", ")
+                    )?;
+                }
+                match report.preselect.as_ref().map(|p| &p.status) {
+                    Some(toolcat::preselect::PreselectStatus::Answered) if !preselected.is_empty() => {
+                        writeln!(out, "  preselected (BM25): {}", preselected.join(", "))?
+                    }
+                    Some(toolcat::preselect::PreselectStatus::TimedOut) => writeln!(
+                        out,
+                        "  preselection timed out: kept the core, the history and the named tools"
+                    )?,
+                    Some(toolcat::preselect::PreselectStatus::Failed { message }) => writeln!(
+                        out,
+                        "  preselection failed ({message}): kept the core, the history and the named tools"
+                    )?,
+                    _ => {}
+                }
+                for (what, list) in [
+                    ("evicted (least recently used)", &report.evicted),
+                    ("forgotten (no longer registered)", &report.unregistered),
+                ] {
+                    if !list.is_empty() {
+                        writeln!(out, "  {what}: {}", list.join(", "))?;
+                    }
+                }
+            }
+            EntryKind::Toolsets(sets) => {
+                let ids = toolsets(&c, &sets)?;
+                s.set_toolsets(ids);
+                if a.json {
+                    writeln!(out, "{}", json!({ "toolsets": sets }))?;
+                } else {
+                    writeln!(out, "toolsets: {}", sets.join(", "))?;
+                }
+            }
+            EntryKind::Step(calls) => {
+                step += 1;
+                let defs = names(s.definitions());
+                let mut results = Vec::new();
+                if !a.json {
+                    let summary = if step > 1 && defs == previous {
+                        format!("same {} definitions", defs.len())
+                    } else if step > 1 && defs.starts_with(&previous) {
+                        format!(
+                            "{} definitions: + {}",
+                            defs.len(),
+                            defs[previous.len()..].join(", ")
+                        )
+                    } else {
+                        format!("{} definitions: {}", defs.len(), defs.join(", "))
+                    };
+                    writeln!(out, "step {step}: {summary}")?;
+                }
+                for call in calls {
+                    let r = runtime.block_on(s.handle_call(&call.name, call.args.clone()));
+                    if a.json {
+                        results.push(json!({
+                            "name": call.name,
+                            "arguments": call.args,
+                            "result": r.text,
+                            "isError": r.is_error,
+                            "outcome": r.outcome.kind(),
+                        }));
+                    } else {
+                        writeln!(out, "  call {} {}", call.name, call.args)?;
+                        let label = if r.is_error { "error" } else { "result" };
+                        writeln!(out, "  {label}: {}", r.text)?;
+                    }
+                }
+                if a.json {
+                    let line =
+                        json!({"turn": turn, "step": step, "definitions": defs, "calls": results});
+                    writeln!(out, "{line}")?;
+                }
+                previous = defs;
+            }
+        }
+    }
+    if turn == 0 {
+        bail!("no input: write JSONL steps on stdin, starting with {{\"user\": \"...\"}}");
+    }
+    drop(s);
+    drop(pool);
+    // The servers' child processes end with the runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(ExitCode::SUCCESS)
+}
