@@ -1,0 +1,35 @@
+// Two handlers for one tool: a conflicting implementation (E0119). Alone in its file because
+// coherence errors stop compilation before later checks run.
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolcat::{ToolContext, ToolError};
+
+toolcat::include_catalog!(env!("TOOLCAT_UI_CATALOG_DIR"));
+
+#[derive(Deserialize, JsonSchema)]
+struct ReadArgs {
+    path: String,
+}
+
+#[toolcat::tool]
+async fn read_file(args: ReadArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(args.path)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WriteArgs {
+    path: String,
+    contents: String,
+}
+
+#[toolcat::tool(name = "write-file")]
+async fn write_file(args: WriteArgs, _ctx: &ToolContext) -> Result<usize, ToolError> {
+    Ok(args.path.len() + args.contents.len())
+}
+
+#[toolcat::tool(name = "read_file")]
+async fn read_file_again(args: ReadArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(args.path)
+}
+
+fn main() {}
