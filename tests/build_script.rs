@@ -60,7 +60,9 @@ impl Fixture {
             // these flags for everything else. The same flags and target make the same artifacts.
             .args(["--target", &host])
             .arg(format!("--config=build.rustflags={TRYBUILD_RUSTFLAGS}"))
-            .arg(format!("--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"))
+            .arg(format!(
+                "--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"
+            ))
             .env_remove("RUSTFLAGS")
             .current_dir(self.path())
             .env("CARGO_TARGET_DIR", target_dir())
