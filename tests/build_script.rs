@@ -3,9 +3,11 @@
 //! with the diagnostic, the tool's name and the fix.
 //!
 //! Each case builds a copy of the fixture in a temporary directory, with its path dependencies
-//! rewritten to this workspace, in `<workspace>/target/fixture`: a target directory of its own,
-//! because the cargo running these tests holds the lock of the workspace's, and a shared one, so
-//! only the first run compiles the dependencies.
+//! rewritten to this workspace, in trybuild's target directory (`<target>/tests/trybuild`): not the
+//! workspace's, whose lock the cargo running these tests holds, but the one where the UI cases of
+//! `toolcat-ui-tests` compile the same dependencies (toolcat, serde, schemars, serde_json, tokio).
+//! With trybuild's profile settings, flags and target, the dependency tree is compiled once for
+//! both, by whichever test runs first.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -50,15 +52,26 @@ impl Fixture {
 
     fn cargo(&self, args: &[&str]) -> Output {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let host = host_tuple();
         Command::new(cargo)
             .args(args)
+            // What trybuild passes to its cargo (trybuild 1's `cargo.rs` and `rustflags.rs`): an
+            // explicit `--target`, so build scripts and proc macros build without the flags, and
+            // these flags for everything else. The same flags and target make the same artifacts.
+            .args(["--target", &host])
+            .arg(format!("--config=build.rustflags={TRYBUILD_RUSTFLAGS}"))
+            .arg(format!(
+                "--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"
+            ))
+            .env_remove("RUSTFLAGS")
             .current_dir(self.path())
             .env("CARGO_TARGET_DIR", target_dir())
             // The fixture is a workspace of its own, so the root's `[profile.dev]` does not reach
-            // it: the same settings keep its target directory small.
+            // it; the UI cases set the same (`ui-tests/tests/ui.rs`), which keeps the shared
+            // target directory small.
             .env("CARGO_PROFILE_DEV_DEBUG", "false")
             .env("CARGO_INCREMENTAL", "0")
-            // Set by the UI tests of this binary for their own cases; the fixture's build script
+            // Set for the UI cases when they run in the same process; the fixture's build script
             // must be the one that names the catalog.
             .env_remove("TOOLCAT_CATALOG")
             .env_remove("TOOLCAT_UI_CATALOG_DIR")
@@ -68,8 +81,32 @@ impl Fixture {
     }
 }
 
+/// The rustc flags trybuild sets for the crates it builds (`--cfg trybuild --verbose -A dead_code`),
+/// as a TOML array for `--config`.
+const TRYBUILD_RUSTFLAGS: &str = r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code"]"#;
+
+/// trybuild's target directory: `tests/trybuild` in this build's target directory (the parent of
+/// `CARGO_TARGET_TMPDIR`, `<target>/tmp`).
 fn target_dir() -> PathBuf {
-    Path::new(MANIFEST_DIR).join("target").join("fixture")
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
+        .join("tests")
+        .join("trybuild")
+}
+
+/// The host's target tuple (`rustc --print host-tuple`), the `--target` trybuild builds for.
+fn host_tuple() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(rustc)
+        .args(["--print", "host-tuple"])
+        .output()
+        .expect("rustc runs");
+    assert!(output.status.success(), "rustc --print host-tuple fails");
+    String::from_utf8(output.stdout)
+        .expect("the host tuple is UTF-8")
+        .trim()
+        .to_owned()
 }
 
 fn copy_dir(from: &Path, to: &Path) {

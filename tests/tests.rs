@@ -33,5 +33,3 @@ mod serve;
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
 mod tidy;
-/// `#[tool]` compile errors and the generated glue, as a user meets them (trybuild).
-mod ui;

@@ -6,13 +6,14 @@
 //! shaped like a build script's `OUT_DIR`, which the cases include with
 //! `toolcat::include_catalog!(env!("TOOLCAT_UI_CATALOG_DIR"))`; `TOOLCAT_CATALOG` points `#[tool]`
 //! at the same file. Regenerate the `.stderr` files with
-//! `TRYBUILD=overwrite cargo test --test tests ui::` and
+//! `TRYBUILD=overwrite cargo test -p toolcat-ui-tests` and
 //! review the diff.
 
 use std::path::{Path, PathBuf};
 
 use toolcat_codegen::build::{generate, Directive};
 use toolcat_codegen::emit;
+use toolcat_ui_tests::code_only;
 
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -52,6 +53,10 @@ fn tool_attribute_cases() {
         Path::new(MANIFEST_DIR).join("tests/ui/tools.toml"),
     );
     std::env::set_var("TOOLCAT_UI_CATALOG_DIR", &out_dir);
+    // trybuild's crate does not inherit the workspace's `[profile.dev]`: no debug info, as the
+    // quick-start test builds (tests/build_script.rs), which shares trybuild's target directory
+    // and so reuses the dependencies compiled here.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
 
     let cases = trybuild::TestCases::new();
     cases.pass("tests/ui/pass/*.rs");
@@ -120,45 +125,4 @@ fn declarations_import_nothing() {
         path.display(),
         faults.join("\n")
     );
-}
-
-/// `text` with comments and the contents of string literals blanked out (line breaks kept), so
-/// the check above sees code only: descriptions may well mention toolcat.
-fn code_only(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
-                        break;
-                    }
-                }
-            }
-            '"' => {
-                out.push('"');
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        '\n' => out.push('\n'),
-                        _ => {}
-                    }
-                }
-                out.push('"');
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-#[test]
-fn code_only_blanks_comments_and_strings() {
-    let text = "// toolcat\nlet a = \"use toolcat::x \\\" still\"; // crate\nb";
-    assert_eq!(code_only(text), "\nlet a = \"\"; \nb");
 }
