@@ -80,7 +80,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
     pub dense_weight: toolcat::fusion::DenseWeight,
     /// `--semantic`: threads that embed one query (default: the cores, at most
-    /// `toolcat::semantic::MAX_DEFAULT_THREADS`).
+    /// `toolcat_semantic::MAX_DEFAULT_THREADS`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "semantic")]
     pub threads: Option<u32>,
 }
@@ -94,8 +94,8 @@ impl ModelArgs {
     pub fn load_encoder(
         &self,
         dir: &std::path::Path,
-    ) -> anyhow::Result<toolcat::semantic::Encoder> {
-        let encoder = toolcat::semantic::Encoder::load(dir)
+    ) -> anyhow::Result<toolcat_semantic::Encoder> {
+        let encoder = toolcat_semantic::Encoder::load(dir)
             .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
         Ok(match self.threads {
             Some(n) => encoder.with_threads(n as usize),
@@ -838,16 +838,16 @@ fn semantic_search(
     limit: usize,
     a: &SearchArgs,
 ) -> anyhow::Result<Vec<toolcat::Hit>> {
-    use toolcat::fusion::{model_dir, no_model_notice, SemanticSearch};
+    use toolcat_semantic::{model_dir, no_model_notice, SemanticSearch};
     let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
         eprintln!("{}", no_model_notice());
         return Ok(c.search(query, p, limit)?);
     };
-    let cache = toolcat::semantic::default_cache_dir();
+    let cache = toolcat_semantic::default_cache_dir();
     let encoder = a.model_args.load_encoder(&dir)?;
     // The vectors compiled in for the reference catalog serve when they match `c` and the model;
     // otherwise they come from the cache or are encoded now.
-    let vectors = toolcat::semantic::ToolVectors::load(
+    let vectors = toolcat_semantic::ToolVectors::load(
         c,
         &encoder,
         Some(crate::REFERENCE_VECTORS),
