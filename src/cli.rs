@@ -91,10 +91,7 @@ impl ModelArgs {
     ///
     /// # Errors
     /// When the model cannot be loaded, naming the directory.
-    pub fn load_encoder(
-        &self,
-        dir: &std::path::Path,
-    ) -> anyhow::Result<toolcat_semantic::Encoder> {
+    pub fn load_encoder(&self, dir: &std::path::Path) -> anyhow::Result<toolcat_semantic::Encoder> {
         let encoder = toolcat_semantic::Encoder::load(dir)
             .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
         Ok(match self.threads {

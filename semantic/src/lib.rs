@@ -107,7 +107,9 @@ mod vectors;
 use std::path::PathBuf;
 
 pub use encoder::{default_threads, Encoder, MAX_DEFAULT_THREADS, MAX_TOKENS, MODEL_FILES};
-pub use search::{default_model_dir, model_dir, no_model_notice, ModelSource, SemanticSearch, MODEL_DIR_ENV};
+pub use search::{
+    default_model_dir, model_dir, no_model_notice, ModelSource, SemanticSearch, MODEL_DIR_ENV,
+};
 pub use vectors::{
     default_cache_dir, embed_catalog_vectors, peer_split_name, tool_text, write_catalog_vectors,
     ToolVectors, VectorPrecision, VectorSource, VECTORS_FILE,

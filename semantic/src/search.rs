@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolcat::fusion::{blocking_cosines, dense_cosines, fused_or_bm25, DenseScorer, DenseWeight, SemanticHits};
+use toolcat::fusion::{
+    blocking_cosines, dense_cosines, fused_or_bm25, DenseScorer, DenseWeight, SemanticHits,
+};
 use toolcat::{Catalog, SearchError};
 
 use crate::{Encoder, SemanticError, ToolVectors};
@@ -191,10 +193,7 @@ impl DenseScorer for SemanticSearch {
         self.shared.vectors.len()
     }
 
-    fn cosines(
-        &self,
-        query: &str,
-    ) -> Result<Vec<f32>, Box<dyn std::error::Error + Send + Sync>> {
+    fn cosines(&self, query: &str) -> Result<Vec<f32>, Box<dyn std::error::Error + Send + Sync>> {
         SemanticSearch::cosines(self, query).map_err(Into::into)
     }
 }

@@ -49,10 +49,10 @@ mod encoder {
     use std::sync::OnceLock;
     use std::time::Instant;
 
+    use toolcat::Catalog;
     use toolcat_semantic::{
         write_catalog_vectors, Encoder, SemanticError, ToolVectors, VectorPrecision, VectorSource,
     };
-    use toolcat::Catalog;
 
     fn model_dir() -> PathBuf {
         let dir = std::env::var_os("TOOLCAT_MODEL_DIR")

@@ -31,8 +31,7 @@ pub trait DenseScorer: std::fmt::Debug + Send + Sync {
     /// # Errors
     /// Why `query` has no embedding (it cannot be tokenized, it holds no word the model knows);
     /// searches then fall back to BM25 with `semantic search: {error}; using BM25`.
-    fn cosines(&self, query: &str)
-        -> Result<Vec<f32>, Box<dyn std::error::Error + Send + Sync>>;
+    fn cosines(&self, query: &str) -> Result<Vec<f32>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 /// Why `scorer` cannot score `catalog`'s tools, if it cannot.
