@@ -5,7 +5,7 @@
 fn main() {
     toolcat_codegen::build::compile_catalog("tools.toml");
     #[cfg(feature = "semantic")]
-    for line in toolcat::semantic::embed_catalog_vectors("tools.toml") {
+    for line in toolcat_semantic::embed_catalog_vectors("tools.toml") {
         println!("{line}");
     }
 }

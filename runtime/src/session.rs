@@ -74,6 +74,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -118,7 +119,7 @@ pub struct SessionOptions {
     pub preselect_budget: usize,
     /// The weight of the embedding side when `tool_search` and preselection fuse BM25 with a
     /// sentence-embedding model ([`crate::fusion`]; 0.7 by default). Used only by a session given
-    /// a model (`Session::with_semantic`, feature `semantic`).
+    /// a scorer ([`Session::with_semantic`]).
     pub dense_weight: crate::fusion::DenseWeight,
 }
 
@@ -178,9 +179,8 @@ pub struct Session<'c> {
     named: Vec<ToolIndex>,
     searches: usize,
     report: TurnReport,
-    /// The sentence-embedding model `tool_search` fuses with BM25, when given one.
-    #[cfg(feature = "semantic")]
-    semantic: Option<crate::fusion::SemanticSearch>,
+    /// The cosines `tool_search` fuses with BM25 (a sentence-embedding model), when given one.
+    semantic: Option<Arc<dyn crate::fusion::DenseScorer>>,
     /// The current plan: visible set, reachable set and definitions in order.
     active: Vec<u64>,
     reachable: Vec<u64>,
@@ -224,7 +224,6 @@ impl<'c> Session<'c> {
             named: Vec::new(),
             searches: 0,
             report: TurnReport::default(),
-            #[cfg(feature = "semantic")]
             semantic: None,
             active: Vec::new(),
             reachable: Vec::new(),
@@ -252,28 +251,27 @@ impl<'c> Session<'c> {
         self
     }
 
-    /// Ranks `tool_search` by BM25 fused with `search`'s sentence-embedding model (weight
+    /// Ranks `tool_search` by BM25 fused with the cosines of `scorer` (a sentence-embedding
+    /// model such as `toolcat_semantic::SemanticSearch`; weight
     /// [`SessionOptions::dense_weight`]), the query embedded on tokio's blocking pool under
     /// [`crate::fusion::DEFAULT_ENCODE_TIMEOUT`]; a query that cannot be embedded in time is
     /// searched with BM25 and the answer says so in `notice`. When preselection is on, it
-    /// becomes [`crate::fusion::FusedPreselector`] over the same model (call
-    /// [`Session::with_preselector`] afterwards for another). `search` must hold the vectors of
+    /// becomes [`crate::fusion::FusedPreselector`] over the same scorer (call
+    /// [`Session::with_preselector`] afterwards for another). `scorer` must hold the vectors of
     /// this session's catalog.
-    #[cfg(feature = "semantic")]
-    pub fn with_semantic(mut self, search: crate::fusion::SemanticSearch) -> Self {
+    pub fn with_semantic(mut self, scorer: Arc<dyn crate::fusion::DenseScorer>) -> Self {
         if self.preselector.is_some() {
             self.preselector = Some(Box::new(crate::fusion::FusedPreselector::new(
-                search.clone(),
+                Arc::clone(&scorer),
                 self.options.dense_weight,
             )));
         }
-        self.semantic = Some(search);
+        self.semantic = Some(scorer);
         self
     }
 
-    /// The cosines a `tool_search` with `arguments` fuses with BM25: `None` without a model or
+    /// The cosines a `tool_search` with `arguments` fuses with BM25: `None` without a scorer or
     /// for a `select:` query; `Some(Err(reason))` when the query could not be embedded.
-    #[cfg(feature = "semantic")]
     async fn search_cosines(&self, arguments: &Value) -> Option<Result<Vec<f32>, String>> {
         let semantic = self.semantic.as_ref()?;
         let query = arguments.get("query")?.as_str()?;
@@ -281,15 +279,14 @@ impl<'c> Session<'c> {
             return None;
         }
         Some(
-            semantic
-                .cosines_async(self.catalog, query, crate::fusion::DEFAULT_ENCODE_TIMEOUT)
-                .await,
+            crate::fusion::dense_cosines(
+                semantic,
+                self.catalog,
+                query,
+                crate::fusion::DEFAULT_ENCODE_TIMEOUT,
+            )
+            .await,
         )
-    }
-
-    #[cfg(not(feature = "semantic"))]
-    async fn search_cosines(&self, _arguments: &Value) -> Option<Result<Vec<f32>, String>> {
-        None
     }
 
     /// Turns preselection off: a turn starts from the core, the history and the named tools.

@@ -22,7 +22,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "W", default_value_t = toolcat::fusion::DenseWeight::default(), requires = "semantic")]
     pub dense_weight: toolcat::fusion::DenseWeight,
     /// `--semantic`: threads that embed one query (default: the cores, at most
-    /// `toolcat::semantic::MAX_DEFAULT_THREADS`).
+    /// `toolcat_semantic::MAX_DEFAULT_THREADS`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "semantic")]
     pub threads: Option<u32>,
 }
@@ -36,8 +36,8 @@ impl ModelArgs {
     pub fn load_encoder(
         &self,
         dir: &std::path::Path,
-    ) -> anyhow::Result<toolcat::semantic::Encoder> {
-        let encoder = toolcat::semantic::Encoder::load(dir)
+    ) -> anyhow::Result<toolcat_semantic::Encoder> {
+        let encoder = toolcat_semantic::Encoder::load(dir)
             .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
         Ok(match self.threads {
             Some(n) => encoder.with_threads(n as usize),

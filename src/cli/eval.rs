@@ -237,9 +237,9 @@ mod semantic {
 
     use anyhow::Context as _;
     use serde_json::json;
-    use toolcat::fusion::{model_dir, DenseWeight, SemanticSearch};
-    use toolcat::semantic::ToolVectors;
+    use toolcat::fusion::DenseWeight;
     use toolcat::{Catalog, Hit};
+    use toolcat_semantic::{model_dir, SemanticSearch, ToolVectors};
 
     use super::{no_gold, EvalArgs};
     use crate::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
@@ -272,8 +272,8 @@ mod semantic {
     ) -> anyhow::Result<ExitCode> {
         let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
             anyhow::bail!(
-                "semantic evaluation needs a model: pass --model DIR or set {}; `runtime/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
-                toolcat::fusion::MODEL_DIR_ENV
+                "semantic evaluation needs a model: pass --model DIR or set {}; `semantic/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
+                toolcat_semantic::MODEL_DIR_ENV
             );
         };
         let start = Instant::now();

@@ -126,16 +126,16 @@ fn semantic_search(
     limit: usize,
     a: &SearchArgs,
 ) -> anyhow::Result<Vec<toolcat::Hit>> {
-    use toolcat::fusion::{model_dir, no_model_notice, SemanticSearch};
+    use toolcat_semantic::{model_dir, no_model_notice, SemanticSearch};
     let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
         eprintln!("{}", no_model_notice());
         return Ok(c.search(query, p, limit)?);
     };
-    let cache = toolcat::semantic::default_cache_dir();
+    let cache = toolcat_semantic::default_cache_dir();
     let encoder = a.model_args.load_encoder(&dir)?;
     // The vectors compiled in for the reference catalog serve when they match `c` and the model;
     // otherwise they come from the cache or are encoded now.
-    let vectors = toolcat::semantic::ToolVectors::load(
+    let vectors = toolcat_semantic::ToolVectors::load(
         c,
         &encoder,
         Some(crate::REFERENCE_VECTORS),

