@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
-use toolcat::codegen::diagnostics::{render_all, render_all_capped, Diagnostic};
-use toolcat::codegen::import::{self, ImportKind, ImportOptions};
-use toolcat::codegen::model::{Exposure, Target};
+use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
+use toolcat_import::{self as import, ImportKind, ImportOptions};
+use toolcat_catalog::model::{Exposure, Target};
 use toolcat::export::{export_plan, ExportFormat};
 use toolcat::{Catalog, ProfileId, ToolsetId, TurnInput, TurnPlanner};
 
@@ -155,7 +155,7 @@ pub struct CheckArgs {
 /// Warnings of one code `toolcat check` shows unless `--all-warnings` is given.
 const WARNINGS_PER_CODE: usize = 20;
 
-/// An export target (see `toolcat_codegen::targets`).
+/// An export target (see `toolcat_catalog::targets`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TargetArg {
     /// OpenAI function tools, strict mode where possible.
@@ -617,7 +617,7 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let targets: Option<Vec<Target>> =
         (!a.targets.is_empty()).then(|| a.targets.iter().map(|&t| t.into()).collect());
-    match toolcat::codegen::targets::compile_str_for(&path, &source, targets.as_deref()) {
+    match toolcat_catalog::compile_str_for(&path, &source, targets.as_deref()) {
         Ok(compiled) => {
             if !compiled.warnings.is_empty() {
                 eprint!("{}", render_warnings(a, &compiled.warnings, &path, &source));
@@ -640,7 +640,7 @@ fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                     eprintln!(
                         "{path}: {}: tools or requests that cannot be exported to {}",
                         count(errors, "error"),
-                        toolcat::codegen::targets::target_list(targets)
+                        toolcat_catalog::targets::target_list(targets)
                     );
                     return Ok(ExitCode::FAILURE);
                 }
@@ -712,13 +712,13 @@ fn list(a: &ListArgs) -> anyhow::Result<ExitCode> {
             sets.is_empty()
                 || sets
                     .iter()
-                    .any(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index()))
+                    .any(|&s| toolcat_catalog::tables::bit(c.toolset_tools(s), t.index()))
         })
         .filter(|&t| match scope {
             None => true,
             Some(s) => c
                 .scope_tools(s)
-                .is_some_and(|bits| toolcat::codegen::tables::bit(bits, t.index())),
+                .is_some_and(|bits| toolcat_catalog::tables::bit(bits, t.index())),
         })
         .collect();
     let mut out = std::io::stdout().lock();
@@ -734,7 +734,7 @@ fn list(a: &ListArgs) -> anyhow::Result<ExitCode> {
                     "effect": c.effect(t).kind.as_str(),
                     "exposure": c.exposure(t).as_str(),
                     "status": c.status(t).as_str(),
-                    "toolsets": c.toolsets().filter(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index())).map(|s| c.toolset_name(s)).collect::<Vec<_>>(),
+                    "toolsets": c.toolsets().filter(|&s| toolcat_catalog::tables::bit(c.toolset_tools(s), t.index())).map(|s| c.toolset_name(s)).collect::<Vec<_>>(),
                 })
             })
             .collect();

@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolcat::codegen::model::{self, EffectKind, Exposure, Tier, Visibility};
-use toolcat::codegen::tables::{bit, ones, Tables};
+use toolcat_catalog::model::{self, EffectKind, Exposure, Tier, Visibility};
+use toolcat_catalog::tables::{bit, ones, Tables};
 use toolcat::export::{self, ExportFormat};
 use toolcat::{Catalog, ToolIndex, ToolSource};
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
-use toolcat::codegen::model::Exposure;
+use toolcat_catalog::model::Exposure;
 use toolcat::mcp::{self, Reload, ScopeTable, Shared};
 use toolcat::{CallStore, Catalog};
 

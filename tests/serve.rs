@@ -20,7 +20,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
-use toolcat::codegen::model::Exposure;
+use toolcat_catalog::model::Exposure;
 use toolcat::mcp::{self, ScopeTable, Shared};
 
 const SCOPES: [(Exposure, &str); 3] = [

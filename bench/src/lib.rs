@@ -49,7 +49,7 @@ pub fn compiled_catalogs() -> Vec<(usize, &'static toolcat::Catalog)> {
 /// The compiled tables and embedded index bytes of this build: `(tools, tables, index)`.
 pub fn compiled_parts() -> Vec<(
     usize,
-    &'static toolcat::codegen::tables::Tables,
+    &'static toolcat_catalog::tables::Tables,
     &'static [u8],
 )> {
     #[allow(unused_mut)]

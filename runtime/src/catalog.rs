@@ -16,11 +16,11 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
-use toolcat_codegen::diagnostics::{render_all, Diagnostic};
-use toolcat_codegen::index::{build_index_bytes, open_index, SearchIndex};
-use toolcat_codegen::model::{EffectKind, Exposure, Status, Tier, Visibility};
-use toolcat_codegen::tables::{bit, ones, set_bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
-use toolcat_codegen::validate::DISCOVERY_TOOLS;
+use toolcat_catalog::diagnostics::{render_all, Diagnostic};
+use toolcat_catalog::index::{build_index_bytes, open_index, SearchIndex};
+use toolcat_catalog::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use toolcat_catalog::tables::{bit, ones, set_bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_catalog::validate::DISCOVERY_TOOLS;
 
 use crate::error::{CatalogError, NameError, NameKind};
 use crate::handler::ErasedHandler;
@@ -182,7 +182,7 @@ pub fn minimal_input_schema() -> Value {
 impl Catalog {
     /// A catalog compiled into the binary: called by the code the build script generates.
     ///
-    /// `index` is the output of `toolcat_codegen::index::build_index_bytes` for the same tables;
+    /// `index` is the output of `toolcat_catalog::index::build_index_bytes` for the same tables;
     /// `handlers` has one entry per tool (`Some` for each local tool whose `#[tool]` handler is
     /// compiled in) or is empty.
     ///
@@ -268,7 +268,7 @@ impl Catalog {
         source: &str,
         handlers: &[Option<ErasedHandler>],
     ) -> Result<Catalog, CatalogError> {
-        let compiled = toolcat_codegen::compile_str(path, source).map_err(|diagnostics| {
+        let compiled = toolcat_catalog::compile_str(path, source).map_err(|diagnostics| {
             CatalogError::Invalid {
                 path: path.to_string(),
                 rendered: render_all(&diagnostics, path, source),
@@ -1290,7 +1290,7 @@ mod tests {
             c.input_schema(search)["required"],
             serde_json::json!(["query"])
         );
-        for name in toolcat_codegen::model::META_TOOLS {
+        for name in toolcat_catalog::model::META_TOOLS {
             let t = c.tool(name).expect("fixture declares every meta-tool");
             assert_eq!(
                 Some(c.input_schema(t).clone()),

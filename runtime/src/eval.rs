@@ -47,8 +47,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use toolcat_codegen::import::map_name;
-use toolcat_codegen::model::{Status, Tier};
+use toolcat_catalog::model::map_name;
+use toolcat_catalog::model::{Status, Tier};
 
 use crate::catalog::{Catalog, ToolIndex};
 use crate::error::SearchError;
@@ -535,8 +535,8 @@ pub fn token_economy<'q>(
     let all: Vec<ToolIndex> = catalog
         .tools_in(catalog.profile_tools(full))
         .filter(|t| {
-            !toolcat_codegen::tables::bit(meta, t.index())
-                && !toolcat_codegen::tables::bit(deprecated, t.index())
+            !toolcat_catalog::tables::bit(meta, t.index())
+                && !toolcat_catalog::tables::bit(deprecated, t.index())
         })
         .collect();
     let all_tokens = count_json_tokens(&export_tools(catalog, all.iter().copied(), format));

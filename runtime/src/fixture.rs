@@ -1,10 +1,10 @@
 //! A small hand-derived catalog for unit tests: the rows below and [`tables`], which derives every
-//! table from them the way the layout of `toolcat_codegen::tables` prescribes.
+//! table from them the way the layout of `toolcat_catalog::tables` prescribes.
 
 use std::borrow::Cow;
 
-use toolcat_codegen::model::{EffectKind, Exposure, Status, Tier, Visibility};
-use toolcat_codegen::tables::{set_bit, Strs, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_catalog::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use toolcat_catalog::tables::{set_bit, Strs, Tables, SOURCE_LOCAL, SOURCE_LOOP};
 
 use crate::catalog::Catalog;
 

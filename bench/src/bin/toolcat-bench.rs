@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context as _, Result};
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
-use toolcat::codegen::index::split_name;
+use toolcat_catalog::index::split_name;
 use toolcat::Catalog;
 use toolcat_bench::{plot, queries, scale, stats};
 

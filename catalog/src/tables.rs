@@ -1,7 +1,7 @@
 //! The derived tables: the one representation of a catalog that every consumer reads.
 //!
 //! A catalog compiled into a binary borrows these from `static` items emitted by
-//! [`crate::emit`] (zero start-up cost); a catalog loaded from a file at run time owns them. Both are
+//! `toolcat_codegen::emit` (zero start-up cost); a catalog loaded from a file at run time owns them. Both are
 //! the same type, [`Tables`], built from `Cow<'static, _>` columns, so the runtime has one code path.
 //!
 //! Layout rules (architecture invariants):
