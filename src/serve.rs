@@ -63,7 +63,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let exposure = Exposure::from(a.exposure);
-    let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_catalog::HANDLERS;
+    let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_generated::HANDLERS;
     let (catalog, reload): (&'static Catalog, Option<Reload>) = match &a.catalog.catalog {
         None => (crate::reference_catalog(), None),
         Some(path) => {

@@ -4,7 +4,7 @@
 
 use toolcat::{Catalog, TurnInput, TurnPlanner};
 use toolcat_bench::alloc::{allocations, CountingAllocator};
-use toolcat_bench::c1000::toolcat_catalog;
+use toolcat_bench::c1000::toolcat_generated;
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
@@ -69,10 +69,10 @@ fn sweep(
 
 #[test]
 fn planning_the_compiled_1000_tool_catalog_allocates_nothing() {
-    let catalog = toolcat_catalog::catalog();
+    let catalog = toolcat_generated::catalog();
     assert_eq!(catalog.len(), 1_000, "the compiled catalog has 1,000 tools");
     assert_eq!(
-        toolcat_catalog::HANDLERS.len(),
+        toolcat_generated::HANDLERS.len(),
         1_000,
         "the catalog is the one the build script compiled"
     );

@@ -384,7 +384,7 @@ mod tests {
             #[toolcat::tool]
             async fn read_file(args: ReadArgs, ctx: &ToolContext) -> Result<String, ToolError> { todo!() }
             mod inner {
-                #[tool(name = "write-file", catalog = crate::toolcat_catalog)]
+                #[tool(name = "write-file", catalog = crate::toolcat_generated)]
                 async fn write(args: super::handlers::WriteArgs, ctx: &ToolContext) -> Result<(), ToolError> { todo!() }
             }
             #[tool]

@@ -77,7 +77,7 @@ pub fn declarations(tables: &Tables) -> String {
     })
 }
 
-/// The glue module, meant to be included inside `pub mod toolcat_catalog { ... }` (what
+/// The glue module, meant to be included inside `pub mod toolcat_generated { ... }` (what
 /// `toolcat::include_catalog!()` does), next to [`DECLARATIONS_FILE`] and [`INDEX_FILE`].
 ///
 /// Items: `mod declarations` (the included declarations), `use declarations::ToolId`,

@@ -104,7 +104,7 @@ fn file_name(path: &Path) -> String {
 struct Options {
     /// `name = "..."`, with the literal's span.
     name: Option<syn::LitStr>,
-    /// `catalog = path`; default `crate::toolcat_catalog`.
+    /// `catalog = path`; default `crate::toolcat_generated`.
     catalog: Option<syn::Path>,
     /// `prepare = path`: the function implementing `ToolHandler::prepare`.
     prepare: Option<syn::Path>,
@@ -136,7 +136,7 @@ impl Options {
                 };
                 Err(meta.error(format!(
                     "unknown `#[tool]` option `{key}`; {hint}the options are \
-                     `name = \"tool-name\"`, `catalog = path::to::toolcat_catalog` and \
+                     `name = \"tool-name\"`, `catalog = path::to::toolcat_generated` and \
                      `prepare = path::to::prepare_fn`"
                 )))
             }
@@ -175,7 +175,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
     };
     let catalog_path = match options.catalog {
         Some(path) => path.into_token_stream(),
-        None => quote!(crate::toolcat_catalog),
+        None => quote!(crate::toolcat_generated),
     };
 
     let signature = check_signature(&func.sig);
@@ -470,7 +470,7 @@ mod tests {
     fn declared_local_tool_gets_a_handler_impl() {
         let out = expand(quote!(), GOOD.parse().unwrap());
         assert!(
-            out.contains("impl :: toolcat :: ToolHandler for crate :: toolcat_catalog :: markers :: read_file"),
+            out.contains("impl :: toolcat :: ToolHandler for crate :: toolcat_generated :: markers :: read_file"),
             "{out}"
         );
         assert!(out.contains("type Args = ReadArgs"), "{out}");

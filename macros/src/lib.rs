@@ -16,7 +16,7 @@ mod expand;
 ///
 /// Options: `#[tool(name = "kebab-name")]` binds a function to a tool whose name is not a Rust
 /// identifier; `#[tool(catalog = some::path)]` names the module where `toolcat::include_catalog!()`
-/// was invoked (default `crate::toolcat_catalog`); `#[tool(prepare = some::function)]` names the
+/// was invoked (default `crate::toolcat_generated`); `#[tool(prepare = some::function)]` names the
 /// tool's prepare step, `fn(args: &Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError>`,
 /// which resolves the concrete targets of a call (files read or written, with fingerprints) for
 /// approval, scheduling and re-verification by the execution coordinator (default: no targets).
