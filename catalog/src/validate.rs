@@ -2216,10 +2216,13 @@ mod tests {
     }
 
     /// The real catalogs: the reference `tools.toml` and the imports of LiveMCPBench (527 tools)
-    /// and github-mcp-server (117) from `../shared/data` beside the repository.
+    /// and github-mcp-server (117) from `$TOOLCAT_DATA`, else `../shared/data` beside the
+    /// repository (as the benchmarks find them).
     fn real_catalogs() -> Vec<(String, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let data = root.join("../shared/data");
+        let data = std::env::var_os("TOOLCAT_DATA")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("../shared/data"));
         let mut out = vec![(
             "tools.toml".to_string(),
             std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog"),

@@ -889,101 +889,11 @@ fn property_names(schema: &Value) -> Vec<String> {
 /// codes, indices in range, and that every per-attribute bitset agrees with its column. Returns
 /// what is wrong, naming the column.
 pub(crate) fn check_tables(t: &Tables) -> Result<(), String> {
-    let len = t.len;
-    let w = t.words;
-    if w != len.div_ceil(64) {
-        return Err(format!("`words` is {w}, expected {}", len.div_ceil(64)));
-    }
-    let col = |name: &str, n: usize| -> Result<(), String> {
-        if n == len {
-            Ok(())
-        } else {
-            Err(format!("column `{name}` has {n} entries for {len} tools"))
-        }
-    };
-    col("names", t.names.len())?;
-    col("exported_names", t.exported_names.len())?;
-    col("descriptions", t.descriptions.len())?;
-    col("keywords", t.keywords.len())?;
-    col("owners", t.owners.len())?;
-    col("visibility", t.visibility.len())?;
-    col("tier", t.tier.len())?;
-    col("effect", t.effect.len())?;
-    col("exposure", t.exposure.len())?;
-    col("status", t.status.len())?;
-    col("source", t.source.len())?;
-    col("requires", t.requires.len())?;
-    col("pair", t.pair.len())?;
-    col("replaced_by", t.replaced_by.len())?;
-    col("removal", t.removal.len())?;
-    col("rate_limit", t.rate_limit.len())?;
-    col("input_schema", t.input_schema.len())?;
-
-    // Bit `i` for `i >= len` must be clear, or iterating a set would yield a tool that is not there.
-    let padding = if len.is_multiple_of(64) {
-        0
-    } else {
-        !0u64 << (len % 64)
-    };
-    let bits = |name: &str, table: &[u64], sets: usize| -> Result<(), String> {
-        if table.len() != sets * w {
-            return Err(format!(
-                "bitset table `{name}` has {} words, expected {} ({sets} sets of {w})",
-                table.len(),
-                sets * w
-            ));
-        }
-        if w > 0 {
-            for k in 0..sets {
-                if table[k * w + w - 1] & padding != 0 {
-                    return Err(format!("set {k} of `{name}` has bits past the last tool"));
-                }
-            }
-        }
-        Ok(())
-    };
+    t.check_layout()?;
+    let (len, w) = (t.len, t.words);
     let profiles = t.profile_names.len();
-    if profiles == 0 {
-        return Err("there is no profile; the implicit `full` profile must be last".to_string());
-    }
-    let names = |name: &str, n: usize, expected: usize| -> Result<(), String> {
-        if n == expected {
-            Ok(())
-        } else {
-            Err(format!("`{name}` has {n} entries, expected {expected}"))
-        }
-    };
-    names(
-        "profile_descriptions",
-        t.profile_descriptions.len(),
-        profiles,
-    )?;
-    names("profile_max_inline", t.profile_max_inline.len(), profiles)?;
-    bits("profile_bits", &t.profile_bits, profiles)?;
     let toolsets = t.toolset_names.len();
-    names(
-        "toolset_descriptions",
-        t.toolset_descriptions.len(),
-        toolsets,
-    )?;
-    bits("toolset_bits", &t.toolset_bits, toolsets)?;
-    let presets = t.preset_names.len();
-    names("preset_descriptions", t.preset_descriptions.len(), presets)?;
-    names("preset_profile", t.preset_profile.len(), presets)?;
-    names("preset_toolsets", t.preset_toolsets.len(), presets)?;
     let servers = t.server_names.len();
-    names("server_descriptions", t.server_descriptions.len(), servers)?;
-    names("server_namespaces", t.server_namespaces.len(), servers)?;
-    names("server_commands", t.server_commands.len(), servers)?;
-    names("server_args", t.server_args.len(), servers)?;
-    names("server_urls", t.server_urls.len(), servers)?;
-    bits("idempotent", &t.idempotent, 1)?;
-    bits("open_world", &t.open_world, 1)?;
-    bits("tier_bits", &t.tier_bits, Tier::ALL.len())?;
-    bits("effect_bits", &t.effect_bits, EffectKind::ALL.len())?;
-    bits("scope_bits", &t.scope_bits, Exposure::ALL.len() - 1)?;
-    bits("visibility_bits", &t.visibility_bits, Visibility::ALL.len())?;
-    bits("status_bits", &t.status_bits, Status::ALL.len())?;
 
     for &p in t.preset_profile.iter() {
         if p as usize >= profiles {
