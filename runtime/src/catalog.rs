@@ -1122,8 +1122,14 @@ mod tests {
                 ToolSource::Server(s) => c.server_name(s),
             };
             assert_eq!(source, row.source, "{}", row.name);
-            let required: Vec<&str> = c.requires(t).map(|r| c.name(r)).collect();
-            assert_eq!(required, row.requires, "{}", row.name);
+            // A row names a required tool as `tools.toml` does: declared or exported name.
+            let required: Vec<ToolIndex> = c.requires(t).collect();
+            let expected: Vec<ToolIndex> = row
+                .requires
+                .iter()
+                .map(|q| c.tool(q).expect("a required tool resolves"))
+                .collect();
+            assert_eq!(required, expected, "{}", row.name);
         }
         let pr = c.tool("github__createPullRequest").expect("exported name");
         assert_eq!(c.exported_name(pr), "github__createPullRequest");
