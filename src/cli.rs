@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
-use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
-use toolcat_import::{self as import, ImportKind, ImportOptions};
-use toolcat_catalog::model::{Exposure, Target};
 use toolcat::export::{export_plan, ExportFormat};
 use toolcat::{Catalog, ProfileId, ToolsetId, TurnInput, TurnPlanner};
+use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
+use toolcat_catalog::model::{Exposure, Target};
+use toolcat_import::{self as import, ImportKind, ImportOptions};
 
 use crate::generate;
 

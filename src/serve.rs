@@ -14,9 +14,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
-use toolcat_catalog::model::Exposure;
 use toolcat::mcp::{self, Reload, ScopeTable, Shared};
 use toolcat::{CallStore, Catalog};
+use toolcat_catalog::model::Exposure;
 
 use crate::cli::{CatalogArg, ScopeArg};
 

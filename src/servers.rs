@@ -17,12 +17,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use serde_json::{json, Value};
-use toolcat_import::{self as import, LiveServer};
 use toolcat::remote::{
     self, Discovery, LiveReport, PoolOptions, ServerConfig, ServerPool, ServerState, ServerStatus,
     Transport,
 };
 use toolcat::{Catalog, ServerId, ToolIndex, ToolSource};
+use toolcat_import::{self as import, LiveServer};
 
 use crate::cli::{CatalogArg, REFERENCE_LABEL};
 

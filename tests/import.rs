@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use toolcat_catalog::diagnostics::render_all;
-use toolcat_import::{
-    classify, import, import_mcp_tools_json_str, import_with, map_name, ImportError, ImportKind,
-    ImportOptions, ImportOutput, McpHints, RenameReason, Transport,
-};
 use toolcat_catalog::model::{
     CatalogFile, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, META_TOOLS,
 };
 use toolcat_catalog::Compiled;
+use toolcat_import::{
+    classify, import, import_mcp_tools_json_str, import_with, map_name, ImportError, ImportKind,
+    ImportOptions, ImportOutput, McpHints, RenameReason, Transport,
+};
 
 /// A file of the real data sets beside the repository (`../shared/data`).
 fn data(rel: &str) -> PathBuf {

@@ -20,11 +20,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use toolcat_catalog::model::Status;
-use toolcat_catalog::tables::bit;
 use toolcat::session::transcript::{self, CallExpect, EntryKind, Transcript};
 use toolcat::session::{budget_exhausted, not_in_active_set, Outcome, TurnReport};
 use toolcat::{CallResult, Catalog, Session, ToolContext, ToolIndex, ToolsetId};
+use toolcat_catalog::model::Status;
+use toolcat_catalog::tables::bit;
 
 fn catalog() -> &'static Catalog {
     toolcat_cli::reference_catalog()

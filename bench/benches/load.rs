@@ -9,9 +9,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use toolcat_catalog::index::{build_index_bytes, open_index};
 use toolcat::Catalog;
 use toolcat_bench::scale;
+use toolcat_catalog::index::{build_index_bytes, open_index};
 
 fn load(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("toolcat-bench-load-{}", std::process::id()));

@@ -40,11 +40,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use toolcat_import::{import, ImportKind};
 use toolcat_catalog::model::{
     CatalogFile, McpServerDecl, PresetDecl, ProfileDecl, ToolDecl, ToolsetDecl, Visibility,
     MAX_EXPORTED_NAME, META_TOOLS, SOURCE_LOOP,
 };
+use toolcat_import::{import, ImportKind};
 
 /// Sizes the benchmarks measure: 100, 1,000 and 10,000 tools.
 pub const SIZES: [usize; 3] = [100, 1_000, 10_000];

@@ -105,4 +105,3 @@ fn disambiguate(natural: Vec<String>, suffix: impl Fn(&str, usize) -> String) ->
     }
     out
 }
-

@@ -253,7 +253,9 @@ impl Tables {
             return Err(format!("`words` is {w}, expected {}", len.div_ceil(64)));
         }
         if self.profile_names.is_empty() {
-            return Err("there is no profile; the implicit `full` profile must be last".to_string());
+            return Err(
+                "there is no profile; the implicit `full` profile must be last".to_string(),
+            );
         }
         // Bit `i` for `i >= len` must be clear, or iterating a set would yield a tool that is not
         // there.

@@ -251,7 +251,13 @@ fn toml_value(value: &serde_json::Value) -> String {
         serde_json::Value::Object(map) => {
             let fields: Vec<String> = map
                 .iter()
-                .map(|(k, v)| format!("{} = {}", serde_json::Value::from(k.as_str()), toml_value(v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{} = {}",
+                        serde_json::Value::from(k.as_str()),
+                        toml_value(v)
+                    )
+                })
                 .collect();
             format!("{{ {} }}", fields.join(", "))
         }
@@ -286,17 +292,23 @@ pub fn source_of(rows: &[Row]) -> String {
     // Writing to a `String` cannot fail.
     let mut w = |text: String| out.push_str(&text);
     for (name, namespace) in SERVERS {
-        w(format!("[mcp_server.{name}]\ndescription = \"the {name} server\"\n"));
+        w(format!(
+            "[mcp_server.{name}]\ndescription = \"the {name} server\"\n"
+        ));
         if let Some(ns) = namespace {
             w(format!("namespace = {}\n", toml_str(ns)));
         }
         w("\n".to_string());
     }
     for name in PROFILES {
-        w(format!("[profile.{name}]\ndescription = \"the {name} profile\"\n\n"));
+        w(format!(
+            "[profile.{name}]\ndescription = \"the {name} profile\"\n\n"
+        ));
     }
     for (name, includes) in TOOLSETS {
-        w(format!("[toolset.{name}]\ndescription = \"the {name} toolset\"\n"));
+        w(format!(
+            "[toolset.{name}]\ndescription = \"the {name} toolset\"\n"
+        ));
         if !includes.is_empty() {
             w(format!("includes = {}\n", toml_strs(includes)));
         }
@@ -378,4 +390,3 @@ pub fn tables() -> Tables {
 pub fn catalog() -> Catalog {
     Catalog::from_tables(tables()).expect("the fixture is a valid catalog")
 }
-

@@ -19,9 +19,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use toolcat_import::{import, ImportKind};
 use toolcat::eval::{evaluate, read_queries, sample, Evaluation, QuerySet};
 use toolcat::Catalog;
+use toolcat_import::{import, ImportKind};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")).join(rel)
