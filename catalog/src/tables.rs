@@ -180,7 +180,7 @@ pub enum Column<'a> {
 
 impl Column<'_> {
     /// Number of entries (words of a bitset table); `None` for a number.
-    pub fn len(&self) -> Option<usize> {
+    pub fn entries(&self) -> Option<usize> {
         Some(match self {
             Column::Count(_) => return None,
             Column::Strs(v) => v.len(),
@@ -287,7 +287,7 @@ impl Tables {
                     }
                 }
                 column => {
-                    let n = column.len().unwrap_or(0);
+                    let n = column.entries().unwrap_or(0);
                     if n != expected {
                         return Err(if c.rows == Rows::Tools {
                             format!("column `{name}` has {n} entries for {len} tools")
