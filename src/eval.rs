@@ -50,8 +50,8 @@ use serde::{Deserialize, Serialize};
 use toolcat::export::{export_tools, ExportFormat};
 use toolcat::tokens::count_json_tokens;
 use toolcat::{Catalog, SearchError, ToolIndex, TurnInput, TurnPlanner};
-use toolcat_codegen::import::map_name;
-use toolcat_codegen::model::{Status, Tier};
+use toolcat_catalog::model::map_name;
+use toolcat_catalog::model::{Status, Tier};
 
 /// How many tools each query is searched for: the deepest cut-off of the metrics (recall@10).
 pub const EVAL_DEPTH: usize = 10;
@@ -532,8 +532,8 @@ pub fn token_economy<'q>(
     let all: Vec<ToolIndex> = catalog
         .tools_in(catalog.profile_tools(full))
         .filter(|t| {
-            !toolcat_codegen::tables::bit(meta, t.index())
-                && !toolcat_codegen::tables::bit(deprecated, t.index())
+            !toolcat_catalog::tables::bit(meta, t.index())
+                && !toolcat_catalog::tables::bit(deprecated, t.index())
         })
         .collect();
     let all_tokens = count_json_tokens(&export_tools(catalog, all.iter().copied(), format));

@@ -11,10 +11,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolcat::codegen::model::{self, EffectKind, Exposure, Tier, Visibility};
-use toolcat::codegen::tables::{bit, ones, Tables};
 use toolcat::export::{self, ExportFormat};
 use toolcat::{Catalog, ToolIndex, ToolSource};
+use toolcat_catalog::model::{self, EffectKind, Exposure, Tier, Visibility};
+use toolcat_catalog::tables::{bit, ones, Tables};
 
 /// The command that regenerates `generated/`, named on the first line of every file.
 pub const COMMAND: &str = "toolcat generate";

@@ -23,5 +23,5 @@ pub static REFERENCE_VECTORS: &[u8] =
 
 /// The reference catalog compiled into this binary (static tables, embedded index, handlers).
 pub fn reference_catalog() -> &'static toolcat::Catalog {
-    toolcat_catalog::catalog()
+    toolcat_generated::catalog()
 }

@@ -13,7 +13,7 @@ use toolcat_cli::eval::{
     evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, Query, QueryScores,
     QuerySet, ScoreSums,
 };
-use toolcat_codegen::import::{import, import_mcp_tools_json_str, ImportKind};
+use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -173,7 +173,7 @@ fn metatool_import_holds_every_tool_with_its_name_and_description_only() {
     assert_eq!(corpus.len(), 199);
     assert_eq!(out.report.tools, corpus.len());
     assert_eq!(out.report.meta_tools, 4);
-    toolcat_codegen::compile_str("metatool.toml", &out.text)
+    toolcat_catalog::compile_str("metatool.toml", &out.text)
         .unwrap_or_else(|d| panic!("the import does not compile: {} diagnostics", d.len()));
 
     let c = Catalog::from_source("metatool.toml", &out.text).expect("loads");

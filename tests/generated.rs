@@ -55,7 +55,7 @@ fn json_artefacts_parse_and_the_schema_covers_every_tool_field() {
         .expect("the schema is generated");
     let schema: serde_json::Value = serde_json::from_str(&schema.text).expect("JSON");
     let text = schema.to_string();
-    for field in toolcat::codegen::model::tool_fields() {
+    for field in toolcat_catalog::model::tool_fields() {
         assert!(
             text.contains(&format!("\"{field}\"")),
             "tools.schema.json does not mention tool field `{field}`"
@@ -74,8 +74,8 @@ fn a_reviewer_sees_a_tier_change_in_the_generated_lists() {
     let gated = catalog
         .tools()
         .find(|&t| {
-            catalog.tier(t) == toolcat::codegen::model::Tier::Gated
-                && catalog.effect(t).kind == toolcat::codegen::model::EffectKind::Write
+            catalog.tier(t) == toolcat_catalog::model::Tier::Gated
+                && catalog.effect(t).kind == toolcat_catalog::model::EffectKind::Write
                 && catalog.pair(t).is_none()
         })
         .expect("the reference catalog has a gated write tool outside any pair");

@@ -1,20 +1,20 @@
 //! `toolcat import`: real tool surfaces (LiveMCPBench, github-mcp-server snapshots) and the
 //! fixtures in `tests/fixtures/import/` become `tools.toml` text that compiles with no error, reads
-//! back as the same catalog, and follows the documented rules of `toolcat_codegen::import`.
+//! back as the same catalog, and follows the documented rules of `toolcat_import`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolcat_codegen::diagnostics::render_all;
-use toolcat_codegen::import::{
+use toolcat_catalog::diagnostics::render_all;
+use toolcat_catalog::model::{
+    CatalogFile, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, META_TOOLS,
+};
+use toolcat_catalog::Compiled;
+use toolcat_import::{
     classify, import, import_mcp_tools_json_str, import_with, map_name, ImportError, ImportKind,
     ImportOptions, ImportOutput, McpHints, RenameReason, Transport,
 };
-use toolcat_codegen::model::{
-    CatalogFile, EffectKind, Exposure, Status, Tier, ToolDecl, Visibility, META_TOOLS,
-};
-use toolcat_codegen::Compiled;
 
 /// A file of the real data sets beside the repository (`../shared/data`).
 fn data(rel: &str) -> PathBuf {
@@ -39,7 +39,7 @@ fn imported(kind: ImportKind, path: &Path, options: &ImportOptions) -> ImportOut
 /// Compiles an import's text with the pipeline `toolcat check` runs, failing with the rendered
 /// diagnostics when any is an error.
 fn compiles(out: &ImportOutput) -> Compiled {
-    toolcat_codegen::compile_str("imported.toml", &out.text).unwrap_or_else(|diagnostics| {
+    toolcat_catalog::compile_str("imported.toml", &out.text).unwrap_or_else(|diagnostics| {
         panic!(
             "the imported catalog does not compile:\n{}",
             render_all(&diagnostics, "imported.toml", &out.text)
@@ -50,7 +50,7 @@ fn compiles(out: &ImportOutput) -> Compiled {
 /// Reads the text back with the loader `toolcat check` uses and compares it, as JSON, with the
 /// catalog the import returned.
 fn assert_round_trips(out: &ImportOutput) {
-    let back: CatalogFile = toolcat_codegen::load::parse("imported.toml", &out.text)
+    let back: CatalogFile = toolcat_catalog::load::parse("imported.toml", &out.text)
         .unwrap_or_else(|d| panic!("{}", render_all(&d, "imported.toml", &out.text)))
         .file;
     assert_eq!(
@@ -155,7 +155,7 @@ fn livemcpbench_imports_527_tools_over_70_servers_and_compiles() {
     assert_eq!(names.len(), compiled.tables.len);
     assert!(names
         .iter()
-        .all(|n| n.len() <= 64 && toolcat_codegen::model::is_valid_name(n)));
+        .all(|n| n.len() <= 64 && toolcat_catalog::model::is_valid_name(n)));
 
     // A name on several servers is namespaced on every one of them, and only those servers are.
     let mut servers_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();

@@ -7,13 +7,13 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use toolcat_codegen::diagnostics::{render_all, Diagnostic};
+use toolcat_catalog::diagnostics::{render_all, Diagnostic};
 
 /// Compiles `source` and returns every diagnostic (the warnings of a catalog that compiled, or
 /// the findings of one that did not), and whether it compiled; fails naming `path` on a panic.
 fn compile(path: &str, source: &str) -> (Vec<Diagnostic>, bool) {
     match catch_unwind(AssertUnwindSafe(|| {
-        toolcat_codegen::compile_str(path, source)
+        toolcat_catalog::compile_str(path, source)
     })) {
         Ok(Ok(compiled)) => (compiled.warnings, true),
         Ok(Err(diagnostics)) => (diagnostics, false),
@@ -110,7 +110,7 @@ fn every_rule_has_a_fixture() {
             covered.extend(expected_codes(&fixture_path(&path), &source));
         }
     }
-    let missing: Vec<&str> = toolcat_codegen::validate::RULES
+    let missing: Vec<&str> = toolcat_catalog::validate::RULES
         .iter()
         .map(|rule| rule.code)
         .filter(|code| !covered.contains(*code))

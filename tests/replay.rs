@@ -20,11 +20,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use toolcat::codegen::model::Status;
-use toolcat::codegen::tables::bit;
 use toolcat::session::transcript::{self, CallExpect, EntryKind, Transcript};
 use toolcat::session::{budget_exhausted, not_in_active_set, Outcome, TurnReport};
 use toolcat::{CallResult, Catalog, Session, ToolContext, ToolIndex, ToolsetId};
+use toolcat_catalog::model::Status;
+use toolcat_catalog::tables::bit;
 
 fn catalog() -> &'static Catalog {
     toolcat_cli::reference_catalog()
@@ -517,8 +517,8 @@ async fn the_byte_exact_messages_reach_the_model_unchanged() {
         .definitions()
         .iter()
         .filter(|&&t| {
-            catalog().visibility(t) == toolcat::codegen::model::Visibility::Inline
-                && catalog().tier(t) != toolcat::codegen::model::Tier::Loop
+            catalog().visibility(t) == toolcat_catalog::model::Visibility::Inline
+                && catalog().tier(t) != toolcat_catalog::model::Tier::Loop
         })
         .map(|&t| exported(t))
         .collect();

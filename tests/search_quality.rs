@@ -4,7 +4,7 @@
 //!   MCP server's snapshots: ways of asking to open a pull request find `create_pull_request`
 //!   near the top.
 //! - `search_quality_report` (`#[ignore]`): the measurement harness behind the ranking choices of
-//!   `toolcat_codegen::index`. It prints recall@1/@5/@10, nDCG@5 and C@5 on the MetaTool dev
+//!   `toolcat_catalog::index`. It prints recall@1/@5/@10, nDCG@5 and C@5 on the MetaTool dev
 //!   queries (single-tool and two-tool, over its 199-tool corpus) and the LiveMCPBench dev tasks
 //!   (over its 527-tool catalog), computed by `toolcat_cli::eval` exactly as `toolcat eval` does, plus
 //!   the rank of `create_pull_request` for the GitHub paraphrases. Run with
@@ -19,9 +19,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use toolcat::codegen::import::{import, ImportKind};
 use toolcat::Catalog;
 use toolcat_cli::eval::{evaluate, read_queries, sample, Evaluation, QuerySet};
+use toolcat_import::{import, ImportKind};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")).join(rel)

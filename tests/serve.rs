@@ -20,8 +20,8 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
-use toolcat::codegen::model::Exposure;
 use toolcat::mcp::{self, ScopeTable, Shared};
+use toolcat_catalog::model::Exposure;
 
 const SCOPES: [(Exposure, &str); 3] = [
     (Exposure::ReadOnly, "read-only"),

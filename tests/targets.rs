@@ -23,7 +23,7 @@ use std::process::Command;
 
 use schemars::JsonSchema;
 use serde_json::{json, Value};
-use toolcat_codegen::targets::{self, FindingKind, Target};
+use toolcat_catalog::targets::{self, FindingKind, Target};
 
 /// Runs `toolcat` in the crate root; returns (exit code, stdout, stderr).
 fn toolcat(args: &[&str]) -> (i32, String, String) {

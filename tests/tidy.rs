@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use toolcat::codegen::model;
+use toolcat_catalog::model;
 
 const TOOLS_TOML: &str = include_str!("../tools.toml");
 

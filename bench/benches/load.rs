@@ -1,6 +1,6 @@
 //! Start-up costs at 100, 1,000 and 10,000 tools:
 //! - `load`: `Catalog::load` of a scaled `tools.toml` (read, validate, derive, build the index);
-//! - `index_open`: `toolcat_codegen::index::open_index` of the serialized index bytes (what a
+//! - `index_open`: `toolcat_catalog::index::open_index` of the serialized index bytes (what a
 //!   compiled catalog does with its embedded index);
 //! - `compiled_open`: `Catalog::compiled` over the compiled tables and embedded index of this
 //!   build (1,000; 10,000 with the feature `compiled-10k`).
@@ -9,9 +9,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use toolcat::codegen::index::{build_index_bytes, open_index};
 use toolcat::Catalog;
 use toolcat_bench::scale;
+use toolcat_catalog::index::{build_index_bytes, open_index};
 
 fn load(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("toolcat-bench-load-{}", std::process::id()));

@@ -13,9 +13,10 @@
 
 use std::path::Path;
 
+use toolcat_catalog::diagnostics::render_all;
+use toolcat_catalog::{compile_str, index};
 use toolcat_codegen::build::write_if_changed;
-use toolcat_codegen::diagnostics::render_all;
-use toolcat_codegen::{compile_str, emit, index};
+use toolcat_codegen::emit;
 
 /// What compiling one catalog produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

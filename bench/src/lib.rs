@@ -41,29 +41,29 @@ pub mod c10000 {
 /// The compiled catalogs of this build: `(tools, catalog)`, smallest first.
 pub fn compiled_catalogs() -> Vec<(usize, &'static toolcat::Catalog)> {
     #[allow(unused_mut)]
-    let mut out = vec![(1_000, c1000::toolcat_catalog::catalog())];
+    let mut out = vec![(1_000, c1000::toolcat_generated::catalog())];
     #[cfg(feature = "compiled-10k")]
-    out.push((10_000, c10000::toolcat_catalog::catalog()));
+    out.push((10_000, c10000::toolcat_generated::catalog()));
     out
 }
 
 /// The compiled tables and embedded index bytes of this build: `(tools, tables, index)`.
 pub fn compiled_parts() -> Vec<(
     usize,
-    &'static toolcat::codegen::tables::Tables,
+    &'static toolcat_catalog::tables::Tables,
     &'static [u8],
 )> {
     #[allow(unused_mut)]
     let mut out = vec![(
         1_000,
-        &c1000::toolcat_catalog::TABLES,
-        c1000::toolcat_catalog::INDEX,
+        &c1000::toolcat_generated::TABLES,
+        c1000::toolcat_generated::INDEX,
     )];
     #[cfg(feature = "compiled-10k")]
     out.push((
         10_000,
-        &c10000::toolcat_catalog::TABLES,
-        c10000::toolcat_catalog::INDEX,
+        &c10000::toolcat_generated::TABLES,
+        c10000::toolcat_generated::INDEX,
     ));
     out
 }

@@ -6,7 +6,7 @@
 //! `toolcat-codegen`, `serde_json`, `toml` and `std`.
 //!
 //! # The base rows
-//! Both real catalogs are imported with `toolcat_codegen::import` exactly as `toolcat import` does:
+//! Both real catalogs are imported with `toolcat_import` exactly as `toolcat import` does:
 //! LiveMCPBench's `tools.json` (527 tools on 70 servers) and the `toolsnaps` of
 //! github-mcp-server (117 tools). They are merged into one catalog of 644 real rows, LiveMCPBench
 //! first, each source in its own order:
@@ -40,11 +40,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use toolcat_codegen::import::{import, ImportKind};
-use toolcat_codegen::model::{
+use toolcat_catalog::model::{
     CatalogFile, McpServerDecl, PresetDecl, ProfileDecl, ToolDecl, ToolsetDecl, Visibility,
     MAX_EXPORTED_NAME, META_TOOLS, SOURCE_LOOP,
 };
+use toolcat_import::{import, ImportKind};
 
 /// Sizes the benchmarks measure: 100, 1,000 and 10,000 tools.
 pub const SIZES: [usize; 3] = [100, 1_000, 10_000];

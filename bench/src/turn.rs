@@ -9,8 +9,8 @@
 //! Discovered tools are reachable discoverable tools picked evenly over the catalog (the session
 //! would append them in that order); the named tool is the reachable tool in the middle.
 
-use toolcat::codegen::model::{Tier, Visibility};
 use toolcat::{Catalog, ProfileId, ToolIndex, ToolsetId, TurnInput};
+use toolcat_catalog::model::{Tier, Visibility};
 
 /// Tools found by discovery in each scenario.
 pub const DISCOVERED: usize = 8;

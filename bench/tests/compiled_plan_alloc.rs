@@ -3,7 +3,7 @@
 //! and for the reference catalog (`tools.toml` at the workspace root, loaded from the file).
 
 use toolcat::{Catalog, TurnInput, TurnPlanner};
-use toolcat_bench::c1000::toolcat_catalog;
+use toolcat_bench::c1000::toolcat_generated;
 
 /// Plans, three times over, every profile with all toolsets and with the first one, each with
 /// nothing / every tool / every tool reversed (and every tool named) / a few tools discovered and
@@ -66,10 +66,10 @@ fn sweep(
 
 #[test]
 fn planning_the_compiled_1000_tool_catalog_allocates_nothing() {
-    let catalog = toolcat_catalog::catalog();
+    let catalog = toolcat_generated::catalog();
     assert_eq!(catalog.len(), 1_000, "the compiled catalog has 1,000 tools");
     assert_eq!(
-        toolcat_catalog::HANDLERS.len(),
+        toolcat_generated::HANDLERS.len(),
         1_000,
         "the catalog is the one the build script compiled"
     );

@@ -26,9 +26,10 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::diagnostics::Severity;
+use toolcat_catalog::diagnostics::Severity;
+use toolcat_catalog::index;
+
 use crate::emit;
-use crate::index;
 
 /// One instruction to cargo, printed by a build script as a single `cargo::` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +128,7 @@ pub fn generate(manifest_dir: &Path, catalog: &Path, out_dir: &Path) -> Vec<Dire
         }
     };
 
-    let compiled = match crate::compile_str(&shown, &source) {
+    let compiled = match toolcat_catalog::compile_str(&shown, &source) {
         Ok(compiled) => compiled,
         Err(diagnostics) => {
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -383,7 +384,7 @@ mod tests {
             #[toolcat::tool]
             async fn read_file(args: ReadArgs, ctx: &ToolContext) -> Result<String, ToolError> { todo!() }
             mod inner {
-                #[tool(name = "write-file", catalog = crate::toolcat_catalog)]
+                #[tool(name = "write-file", catalog = crate::toolcat_generated)]
                 async fn write(args: super::handlers::WriteArgs, ctx: &ToolContext) -> Result<(), ToolError> { todo!() }
             }
             #[tool]

@@ -12,9 +12,9 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use toolcat_codegen::diagnostics::did_you_mean;
-use toolcat_codegen::emit;
-use toolcat_codegen::model::{Tier, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_catalog::diagnostics::did_you_mean;
+use toolcat_catalog::generated::{marker_idents, CATALOG_ENV};
+use toolcat_catalog::model::{Tier, SOURCE_LOCAL, SOURCE_LOOP};
 
 /// The required shape, quoted in signature errors.
 const SHAPE: &str = "async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>";
@@ -36,7 +36,7 @@ struct Row {
 impl Catalog {
     /// Reads the catalog named by `TOOLCAT_CATALOG`, else `$CARGO_MANIFEST_DIR/tools.toml`.
     pub(crate) fn from_env() -> Catalog {
-        let path = match std::env::var_os(emit::CATALOG_ENV) {
+        let path = match std::env::var_os(CATALOG_ENV) {
             Some(path) => PathBuf::from(path),
             None => match std::env::var_os("CARGO_MANIFEST_DIR") {
                 Some(dir) => Path::new(&dir).join("tools.toml"),
@@ -55,7 +55,7 @@ impl Catalog {
                     "cannot read the catalog `{shown}`: {e}; `#[tool]` reads the file the build \
                      script names in `{}`, else `tools.toml` beside `Cargo.toml`: call \
                      `toolcat_codegen::build::compile_catalog(\"tools.toml\")` from `build.rs`",
-                    emit::CATALOG_ENV
+                    CATALOG_ENV
                 )),
             },
         }
@@ -63,7 +63,7 @@ impl Catalog {
 
     /// Parses catalog text; `path` names it in messages.
     pub(crate) fn from_source(path: &str, source: &str) -> Catalog {
-        let rows = match toolcat_codegen::load::parse(path, source) {
+        let rows = match toolcat_catalog::load::parse(path, source) {
             Ok(loaded) => Ok(loaded
                 .file
                 .tool
@@ -104,7 +104,7 @@ fn file_name(path: &Path) -> String {
 struct Options {
     /// `name = "..."`, with the literal's span.
     name: Option<syn::LitStr>,
-    /// `catalog = path`; default `crate::toolcat_catalog`.
+    /// `catalog = path`; default `crate::toolcat_generated`.
     catalog: Option<syn::Path>,
     /// `prepare = path`: the function implementing `ToolHandler::prepare`.
     prepare: Option<syn::Path>,
@@ -136,7 +136,7 @@ impl Options {
                 };
                 Err(meta.error(format!(
                     "unknown `#[tool]` option `{key}`; {hint}the options are \
-                     `name = \"tool-name\"`, `catalog = path::to::toolcat_catalog` and \
+                     `name = \"tool-name\"`, `catalog = path::to::toolcat_generated` and \
                      `prepare = path::to::prepare_fn`"
                 )))
             }
@@ -175,7 +175,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
     };
     let catalog_path = match options.catalog {
         Some(path) => path.into_token_stream(),
-        None => quote!(crate::toolcat_catalog),
+        None => quote!(crate::toolcat_generated),
     };
 
     let signature = check_signature(&func.sig);
@@ -420,15 +420,17 @@ fn lookup(catalog: &Catalog, name: &str, span: Span) -> syn::Result<syn::Ident> 
         .filter(|r| r.source == SOURCE_LOCAL)
         .map(|r| r.name.as_str())
         .collect();
-    let markers = emit::marker_idents(&locals);
+    let markers = marker_idents(&locals);
     let marker = locals
         .iter()
         .position(|n| *n == name)
         .and_then(|i| markers.get(i))
         .ok_or_else(|| syn::Error::new(span, format!("tool `{name}` has no marker type")))?;
-    let mut ident = emit::ident(marker);
-    ident.set_span(span);
-    Ok(ident)
+    // `marker_idents` writes a raw identifier as `r#name`.
+    Ok(match marker.strip_prefix("r#") {
+        Some(raw) => proc_macro2::Ident::new_raw(raw, span),
+        None => proc_macro2::Ident::new(marker, span),
+    })
 }
 
 #[cfg(test)]
@@ -468,7 +470,7 @@ mod tests {
     fn declared_local_tool_gets_a_handler_impl() {
         let out = expand(quote!(), GOOD.parse().unwrap());
         assert!(
-            out.contains("impl :: toolcat :: ToolHandler for crate :: toolcat_catalog :: markers :: read_file"),
+            out.contains("impl :: toolcat :: ToolHandler for crate :: toolcat_generated :: markers :: read_file"),
             "{out}"
         );
         assert!(out.contains("type Args = ReadArgs"), "{out}");

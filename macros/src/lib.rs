@@ -1,8 +1,8 @@
 //! `#[tool]`: binds an async handler function to its row in `tools.toml`.
 //!
-//! A thin shim over `toolcat-codegen`: the catalog is read with the same loader the build script
-//! uses (`toolcat_codegen::load::parse`) and the marker type of a tool is named by the same
-//! function that named it in the generated glue (`toolcat_codegen::emit::marker_idents`), so the
+//! A thin shim over `toolcat-catalog`: the catalog is read with the same loader the build script
+//! uses (`toolcat_catalog::load::parse`) and the marker type of a tool is named by the same
+//! function that named it in the generated glue (`toolcat_catalog::generated::marker_idents`), so the
 //! macro and the build script cannot disagree. The checks and the expansion live in [`expand`]
 //! (plain `proc_macro2` code with unit tests); this file only finds the catalog.
 
@@ -16,7 +16,7 @@ mod expand;
 ///
 /// Options: `#[tool(name = "kebab-name")]` binds a function to a tool whose name is not a Rust
 /// identifier; `#[tool(catalog = some::path)]` names the module where `toolcat::include_catalog!()`
-/// was invoked (default `crate::toolcat_catalog`); `#[tool(prepare = some::function)]` names the
+/// was invoked (default `crate::toolcat_generated`); `#[tool(prepare = some::function)]` names the
 /// tool's prepare step, `fn(args: &Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError>`,
 /// which resolves the concrete targets of a call (files read or written, with fingerprints) for
 /// approval, scheduling and re-verification by the execution coordinator (default: no targets).

@@ -16,11 +16,11 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
-use toolcat_codegen::diagnostics::{render_all, Diagnostic};
-use toolcat_codegen::index::{build_index_bytes, open_index, SearchIndex};
-use toolcat_codegen::model::{EffectKind, Exposure, Status, Tier, Visibility};
-use toolcat_codegen::tables::{bit, ones, set_bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
-use toolcat_codegen::validate::DISCOVERY_TOOLS;
+use toolcat_catalog::diagnostics::{render_all, Diagnostic};
+use toolcat_catalog::index::{build_index_bytes, open_index, SearchIndex};
+use toolcat_catalog::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use toolcat_catalog::tables::{bit, ones, set_bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_catalog::validate::DISCOVERY_TOOLS;
 
 use crate::error::{CatalogError, NameError, NameKind};
 use crate::handler::ErasedHandler;
@@ -182,7 +182,7 @@ pub fn minimal_input_schema() -> Value {
 impl Catalog {
     /// A catalog compiled into the binary: called by the code the build script generates.
     ///
-    /// `index` is the output of `toolcat_codegen::index::build_index_bytes` for the same tables;
+    /// `index` is the output of `toolcat_catalog::index::build_index_bytes` for the same tables;
     /// `handlers` has one entry per tool (`Some` for each local tool whose `#[tool]` handler is
     /// compiled in) or is empty.
     ///
@@ -268,7 +268,7 @@ impl Catalog {
         source: &str,
         handlers: &[Option<ErasedHandler>],
     ) -> Result<Catalog, CatalogError> {
-        let compiled = toolcat_codegen::compile_str(path, source).map_err(|diagnostics| {
+        let compiled = toolcat_catalog::compile_str(path, source).map_err(|diagnostics| {
             CatalogError::Invalid {
                 path: path.to_string(),
                 rendered: render_all(&diagnostics, path, source),
@@ -889,101 +889,11 @@ fn property_names(schema: &Value) -> Vec<String> {
 /// codes, indices in range, and that every per-attribute bitset agrees with its column. Returns
 /// what is wrong, naming the column.
 pub(crate) fn check_tables(t: &Tables) -> Result<(), String> {
-    let len = t.len;
-    let w = t.words;
-    if w != len.div_ceil(64) {
-        return Err(format!("`words` is {w}, expected {}", len.div_ceil(64)));
-    }
-    let col = |name: &str, n: usize| -> Result<(), String> {
-        if n == len {
-            Ok(())
-        } else {
-            Err(format!("column `{name}` has {n} entries for {len} tools"))
-        }
-    };
-    col("names", t.names.len())?;
-    col("exported_names", t.exported_names.len())?;
-    col("descriptions", t.descriptions.len())?;
-    col("keywords", t.keywords.len())?;
-    col("owners", t.owners.len())?;
-    col("visibility", t.visibility.len())?;
-    col("tier", t.tier.len())?;
-    col("effect", t.effect.len())?;
-    col("exposure", t.exposure.len())?;
-    col("status", t.status.len())?;
-    col("source", t.source.len())?;
-    col("requires", t.requires.len())?;
-    col("pair", t.pair.len())?;
-    col("replaced_by", t.replaced_by.len())?;
-    col("removal", t.removal.len())?;
-    col("rate_limit", t.rate_limit.len())?;
-    col("input_schema", t.input_schema.len())?;
-
-    // Bit `i` for `i >= len` must be clear, or iterating a set would yield a tool that is not there.
-    let padding = if len.is_multiple_of(64) {
-        0
-    } else {
-        !0u64 << (len % 64)
-    };
-    let bits = |name: &str, table: &[u64], sets: usize| -> Result<(), String> {
-        if table.len() != sets * w {
-            return Err(format!(
-                "bitset table `{name}` has {} words, expected {} ({sets} sets of {w})",
-                table.len(),
-                sets * w
-            ));
-        }
-        if w > 0 {
-            for k in 0..sets {
-                if table[k * w + w - 1] & padding != 0 {
-                    return Err(format!("set {k} of `{name}` has bits past the last tool"));
-                }
-            }
-        }
-        Ok(())
-    };
+    t.check_layout()?;
+    let (len, w) = (t.len, t.words);
     let profiles = t.profile_names.len();
-    if profiles == 0 {
-        return Err("there is no profile; the implicit `full` profile must be last".to_string());
-    }
-    let names = |name: &str, n: usize, expected: usize| -> Result<(), String> {
-        if n == expected {
-            Ok(())
-        } else {
-            Err(format!("`{name}` has {n} entries, expected {expected}"))
-        }
-    };
-    names(
-        "profile_descriptions",
-        t.profile_descriptions.len(),
-        profiles,
-    )?;
-    names("profile_max_inline", t.profile_max_inline.len(), profiles)?;
-    bits("profile_bits", &t.profile_bits, profiles)?;
     let toolsets = t.toolset_names.len();
-    names(
-        "toolset_descriptions",
-        t.toolset_descriptions.len(),
-        toolsets,
-    )?;
-    bits("toolset_bits", &t.toolset_bits, toolsets)?;
-    let presets = t.preset_names.len();
-    names("preset_descriptions", t.preset_descriptions.len(), presets)?;
-    names("preset_profile", t.preset_profile.len(), presets)?;
-    names("preset_toolsets", t.preset_toolsets.len(), presets)?;
     let servers = t.server_names.len();
-    names("server_descriptions", t.server_descriptions.len(), servers)?;
-    names("server_namespaces", t.server_namespaces.len(), servers)?;
-    names("server_commands", t.server_commands.len(), servers)?;
-    names("server_args", t.server_args.len(), servers)?;
-    names("server_urls", t.server_urls.len(), servers)?;
-    bits("idempotent", &t.idempotent, 1)?;
-    bits("open_world", &t.open_world, 1)?;
-    bits("tier_bits", &t.tier_bits, Tier::ALL.len())?;
-    bits("effect_bits", &t.effect_bits, EffectKind::ALL.len())?;
-    bits("scope_bits", &t.scope_bits, Exposure::ALL.len() - 1)?;
-    bits("visibility_bits", &t.visibility_bits, Visibility::ALL.len())?;
-    bits("status_bits", &t.status_bits, Status::ALL.len())?;
 
     for &p in t.preset_profile.iter() {
         if p as usize >= profiles {
@@ -1212,8 +1122,14 @@ mod tests {
                 ToolSource::Server(s) => c.server_name(s),
             };
             assert_eq!(source, row.source, "{}", row.name);
-            let required: Vec<&str> = c.requires(t).map(|r| c.name(r)).collect();
-            assert_eq!(required, row.requires, "{}", row.name);
+            // A row names a required tool as `tools.toml` does: declared or exported name.
+            let required: Vec<ToolIndex> = c.requires(t).collect();
+            let expected: Vec<ToolIndex> = row
+                .requires
+                .iter()
+                .map(|q| c.tool(q).expect("a required tool resolves"))
+                .collect();
+            assert_eq!(required, expected, "{}", row.name);
         }
         let pr = c.tool("github__createPullRequest").expect("exported name");
         assert_eq!(c.exported_name(pr), "github__createPullRequest");
@@ -1290,7 +1206,7 @@ mod tests {
             c.input_schema(search)["required"],
             serde_json::json!(["query"])
         );
-        for name in toolcat_codegen::model::META_TOOLS {
+        for name in toolcat_catalog::model::META_TOOLS {
             let t = c.tool(name).expect("fixture declares every meta-tool");
             assert_eq!(
                 Some(c.input_schema(t).clone()),

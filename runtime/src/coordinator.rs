@@ -60,7 +60,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{json, Value};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use tokio_util::sync::CancellationToken;
-use toolcat_codegen::model::{EffectKind, Tier};
+use toolcat_catalog::model::{EffectKind, Tier};
 
 use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};

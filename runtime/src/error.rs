@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use toolcat_codegen::diagnostics::{did_you_mean, Diagnostic};
-use toolcat_codegen::index::IndexError;
+use toolcat_catalog::diagnostics::{did_you_mean, Diagnostic};
+use toolcat_catalog::index::IndexError;
 
 /// Why a [`crate::Catalog`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ pub enum CatalogError {
         "the search index holds {index} tools but the catalog has {tables}; rebuild so the index is regenerated from the same `tools.toml`"
     )]
     IndexMismatch { index: usize, tables: usize },
-    /// The tables break the layout of `toolcat_codegen::tables` (a column of the wrong length, an
+    /// The tables break the layout of `toolcat_catalog::tables` (a column of the wrong length, an
     /// index out of range, an `input_schema` that is not JSON).
     #[error("the catalog tables are inconsistent: {0}; regenerate them from `tools.toml` (`cargo build` for a compiled catalog)")]
     Tables(String),
@@ -78,7 +78,7 @@ impl fmt::Display for NameKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NameError {
     /// No item of `kind` has this name. `suggestion` is the closest known name when one is close
-    /// enough (the rule of `tools.toml` diagnostics, `toolcat_codegen::diagnostics::did_you_mean`);
+    /// enough (the rule of `tools.toml` diagnostics, `toolcat_catalog::diagnostics::did_you_mean`);
     /// `known` lists up to [`KNOWN_LISTED`] known names otherwise.
     Unknown {
         kind: NameKind,

@@ -11,7 +11,7 @@
 //!   `[{"type":"function","function":{"name","description","parameters","strict"}}]`, the
 //!   parameters rewritten for strict mode (`"strict": true`) where strict mode can express them,
 //!   else sent unchanged with `"strict": false` — the documented fallback
-//!   ([`toolcat_codegen::targets::openai`]). A call of a strict tool carries `null` for every
+//!   ([`toolcat_catalog::targets::openai`]). A call of a strict tool carries `null` for every
 //!   argument the model leaves out; [`restore_openai_arguments`] removes those before the
 //!   arguments are validated and dispatched;
 //! - Anthropic Messages tools: `[{"name","description","input_schema"}]`, plus, for a plan, every
@@ -20,7 +20,7 @@
 //!   (Anthropic's tool-search documentation);
 //! - Gemini function declarations: `[{"functionDeclarations":[{"name","description","parameters"}]}]`
 //!   (the request's `tools`), the parameters rewritten into Gemini's `Schema` subset
-//!   ([`toolcat_codegen::targets::gemini`]); `parameters` is left out for a tool without
+//!   ([`toolcat_catalog::targets::gemini`]); `parameters` is left out for a tool without
 //!   arguments (Gemini rejects an object schema without properties), and a tool whose schema
 //!   cannot be rewritten (a recursive `$ref`) is left out of the export — the report names it.
 //!
@@ -30,7 +30,7 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use toolcat_codegen::targets::{self, Report, Target, ToolInput};
+use toolcat_catalog::targets::{self, Report, Target, ToolInput};
 
 use crate::catalog::{Catalog, ToolIndex, ToolSource};
 use crate::plan::{Plan, TurnInput, TurnPlanner};

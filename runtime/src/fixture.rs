@@ -1,10 +1,11 @@
-//! A small hand-derived catalog for unit tests: the rows below and [`tables`], which derives every
-//! table from them the way the layout of `toolcat_codegen::tables` prescribes.
+//! A small catalog for unit tests: the rows below, written out as `tools.toml` text by
+//! [`source_of`] and compiled by the catalog pipeline (`toolcat_catalog::compile_str`) into
+//! [`tables`], as the build script and `Catalog::load` compile any catalog.
 
-use std::borrow::Cow;
+use std::fmt::Write as _;
 
-use toolcat_codegen::model::{EffectKind, Exposure, Status, Tier, Visibility};
-use toolcat_codegen::tables::{set_bit, Strs, Tables, SOURCE_LOCAL, SOURCE_LOOP};
+use toolcat_catalog::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use toolcat_catalog::tables::Tables;
 
 use crate::catalog::Catalog;
 
@@ -203,7 +204,7 @@ pub fn rows() -> Vec<Row> {
             exposure: Exposure::Full,
             profiles: &["coder"],
             toolsets: &["github"],
-            requires: &["list_branches", "git_status"],
+            requires: &["github__list_branches", "git_status"],
             source: "github",
             input_schema: Some(PR_SCHEMA),
             ..ROW
@@ -244,186 +245,139 @@ pub fn rows() -> Vec<Row> {
     ]
 }
 
-fn strs(items: impl IntoIterator<Item = String>) -> Strs {
-    items.into_iter().map(Cow::Owned).collect::<Vec<_>>().into()
+/// A TOML value of a JSON value: a string as a basic string, an object as an inline table.
+fn toml_value(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Object(map) => {
+            let fields: Vec<String> = map
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{} = {}",
+                        serde_json::Value::from(k.as_str()),
+                        toml_value(v)
+                    )
+                })
+                .collect();
+            format!("{{ {} }}", fields.join(", "))
+        }
+        serde_json::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(toml_value).collect();
+            format!("[{}]", items.join(", "))
+        }
+        // A JSON string, number or boolean is the same TOML value.
+        other => other.to_string(),
+    }
 }
 
-/// Derives the tables of `rows`.
-pub fn tables_of(rows: &[Row]) -> Tables {
-    let len = rows.len();
-    let w = len.div_ceil(64);
-    let exported = |r: &Row| -> String {
-        match SERVERS.iter().find(|s| s.0 == r.source).and_then(|s| s.1) {
-            Some(ns) => format!("{ns}__{}", r.name),
-            None => r.name.to_string(),
+/// A TOML string or array of strings.
+fn toml_str(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+fn toml_strs(items: &[&str]) -> String {
+    serde_json::Value::from(items.to_vec()).to_string()
+}
+
+/// An enum value of the model as `tools.toml` spells it.
+fn toml_enum(value: impl serde::Serialize) -> String {
+    serde_json::to_string(&value).expect("model enums serialize")
+}
+
+/// The `tools.toml` text of `rows` with the fixture's profiles, toolsets, presets and servers.
+/// Every tool is owned by `platform`; a deprecated tool is removed on 2030-01-01; `run_shell` is
+/// limited to 10 calls a minute.
+pub fn source_of(rows: &[Row]) -> String {
+    let mut out = String::new();
+    // Writing to a `String` cannot fail.
+    let mut w = |text: String| out.push_str(&text);
+    for (name, namespace) in SERVERS {
+        w(format!(
+            "[mcp_server.{name}]\ndescription = \"the {name} server\"\n"
+        ));
+        if let Some(ns) = namespace {
+            w(format!("namespace = {}\n", toml_str(ns)));
         }
-    };
-    let index_of = |name: &str, from: &Row| -> u32 {
-        // Prefer a tool of the same source, as a namespaced server resolves its own names.
-        rows.iter()
-            .position(|r| r.name == name && r.source == from.source)
-            .or_else(|| rows.iter().position(|r| r.name == name))
-            .unwrap_or_else(|| panic!("fixture: unknown tool `{name}`")) as u32
-    };
-    let mut profile_names: Vec<&str> = PROFILES.to_vec();
-    profile_names.push("full");
-    let mut profile_bits = vec![0u64; profile_names.len() * w];
-    let mut toolset_bits = vec![0u64; TOOLSETS.len() * w];
-    let mut tier_bits = vec![0u64; Tier::ALL.len() * w];
-    let mut effect_bits = vec![0u64; EffectKind::ALL.len() * w];
-    let mut scope_bits = vec![0u64; 3 * w];
-    let mut visibility_bits = vec![0u64; Visibility::ALL.len() * w];
-    let mut status_bits = vec![0u64; Status::ALL.len() * w];
-    let mut idempotent = vec![0u64; w];
-    let mut open_world = vec![0u64; w];
-    let set = |table: &mut Vec<u64>, k: usize, i: usize| set_bit(&mut table[k * w..(k + 1) * w], i);
-    for (i, r) in rows.iter().enumerate() {
-        for (p, name) in profile_names.iter().enumerate() {
-            if *name == "full" || r.profiles.contains(name) {
-                set(&mut profile_bits, p, i);
-            }
-        }
-        for (s, (name, _)) in TOOLSETS.iter().enumerate() {
-            let direct = r.toolsets.contains(name);
-            let included = TOOLSETS[s].1.iter().any(|inc| r.toolsets.contains(inc));
-            if direct || included {
-                set(&mut toolset_bits, s, i);
-            }
-        }
-        set(&mut tier_bits, usize::from(r.tier.code()), i);
-        set(&mut effect_bits, usize::from(r.effect.code()), i);
-        set(&mut visibility_bits, usize::from(r.visibility.code()), i);
-        set(&mut status_bits, usize::from(r.status.code()), i);
-        for k in 0..3 {
-            if usize::from(r.exposure.code()) <= k {
-                set(&mut scope_bits, k, i);
-            }
-        }
-        if r.idempotent {
-            set_bit(&mut idempotent, i);
-        }
-        if r.open_world {
-            set_bit(&mut open_world, i);
-        }
+        w("\n".to_string());
     }
-    Tables {
-        len,
-        words: w,
-        names: strs(rows.iter().map(|r| r.name.to_string())),
-        exported_names: strs(rows.iter().map(exported)),
-        descriptions: strs(rows.iter().map(|r| r.description.to_string())),
-        keywords: rows
-            .iter()
-            .map(|r| strs(r.keywords.iter().map(|k| k.to_string())))
-            .collect::<Vec<_>>()
-            .into(),
-        owners: strs(rows.iter().map(|_| "platform".to_string())),
-        visibility: rows
-            .iter()
-            .map(|r| r.visibility.code())
-            .collect::<Vec<_>>()
-            .into(),
-        tier: rows
-            .iter()
-            .map(|r| r.tier.code())
-            .collect::<Vec<_>>()
-            .into(),
-        effect: rows
-            .iter()
-            .map(|r| r.effect.code())
-            .collect::<Vec<_>>()
-            .into(),
-        exposure: rows
-            .iter()
-            .map(|r| r.exposure.code())
-            .collect::<Vec<_>>()
-            .into(),
-        status: rows
-            .iter()
-            .map(|r| r.status.code())
-            .collect::<Vec<_>>()
-            .into(),
-        idempotent: idempotent.into(),
-        open_world: open_world.into(),
-        source: rows
-            .iter()
-            .map(|r| match r.source {
-                "local" => SOURCE_LOCAL,
-                "loop" => SOURCE_LOOP,
-                s => SERVERS
-                    .iter()
-                    .position(|x| x.0 == s)
-                    .unwrap_or_else(|| panic!("fixture: unknown server `{s}`"))
-                    as u16,
-            })
-            .collect::<Vec<_>>()
-            .into(),
-        requires: rows
-            .iter()
-            .map(|r| Cow::Owned(r.requires.iter().map(|q| index_of(q, r)).collect()))
-            .collect::<Vec<_>>()
-            .into(),
-        pair: vec![None; len].into(),
-        replaced_by: rows
-            .iter()
-            .map(|r| r.replaced_by.map(|q| index_of(q, r)))
-            .collect::<Vec<_>>()
-            .into(),
-        removal: rows
-            .iter()
-            .map(|r| (r.status == Status::Deprecated).then_some(Cow::Borrowed("2030-01-01")))
-            .collect::<Vec<_>>()
-            .into(),
-        rate_limit: rows
-            .iter()
-            .map(|r| (r.name == "run_shell").then_some((10, 60)))
-            .collect::<Vec<_>>()
-            .into(),
-        input_schema: rows
-            .iter()
-            .map(|r| r.input_schema.map(Cow::Borrowed))
-            .collect::<Vec<_>>()
-            .into(),
-        profile_descriptions: strs(profile_names.iter().map(|p| format!("the {p} profile"))),
-        profile_max_inline: vec![None; profile_names.len()].into(),
-        profile_names: strs(profile_names.iter().map(|p| p.to_string())),
-        profile_bits: profile_bits.into(),
-        toolset_names: strs(TOOLSETS.iter().map(|t| t.0.to_string())),
-        toolset_descriptions: strs(TOOLSETS.iter().map(|t| format!("the {} toolset", t.0))),
-        toolset_bits: toolset_bits.into(),
-        preset_names: strs(PRESETS.iter().map(|p| p.0.to_string())),
-        preset_descriptions: strs(PRESETS.iter().map(|p| format!("the {} preset", p.0))),
-        preset_profile: PRESETS
-            .iter()
-            .map(|p| profile_names.iter().position(|n| *n == p.1).unwrap_or(0) as u32)
-            .collect::<Vec<_>>()
-            .into(),
-        preset_toolsets: PRESETS
-            .iter()
-            .map(|p| {
-                Cow::Owned(
-                    p.2.iter()
-                        .map(|s| TOOLSETS.iter().position(|t| t.0 == *s).unwrap_or(0) as u32)
-                        .collect(),
-                )
-            })
-            .collect::<Vec<_>>()
-            .into(),
-        server_names: strs(SERVERS.iter().map(|s| s.0.to_string())),
-        server_descriptions: strs(SERVERS.iter().map(|s| format!("the {} server", s.0))),
-        server_namespaces: SERVERS
-            .iter()
-            .map(|s| s.1.map(Cow::Borrowed))
-            .collect::<Vec<_>>()
-            .into(),
-        server_commands: vec![None; SERVERS.len()].into(),
-        server_args: vec![Cow::Owned(Vec::new()); SERVERS.len()].into(),
-        server_urls: vec![None; SERVERS.len()].into(),
-        tier_bits: tier_bits.into(),
-        effect_bits: effect_bits.into(),
-        scope_bits: scope_bits.into(),
-        visibility_bits: visibility_bits.into(),
-        status_bits: status_bits.into(),
+    for name in PROFILES {
+        w(format!(
+            "[profile.{name}]\ndescription = \"the {name} profile\"\n\n"
+        ));
+    }
+    for (name, includes) in TOOLSETS {
+        w(format!(
+            "[toolset.{name}]\ndescription = \"the {name} toolset\"\n"
+        ));
+        if !includes.is_empty() {
+            w(format!("includes = {}\n", toml_strs(includes)));
+        }
+        w("\n".to_string());
+    }
+    for (name, profile, toolsets) in PRESETS {
+        w(format!(
+            "[preset.{name}]\ndescription = \"the {name} preset\"\nprofile = {}\ntoolsets = {}\n\n",
+            toml_str(profile),
+            toml_strs(toolsets)
+        ));
+    }
+    for r in rows {
+        let mut t = String::new();
+        let _ = writeln!(t, "[[tool]]\nname = {}", toml_str(r.name));
+        let _ = writeln!(t, "description = {}", toml_str(r.description));
+        if !r.keywords.is_empty() {
+            let _ = writeln!(t, "keywords = {}", toml_strs(r.keywords));
+        }
+        let _ = writeln!(t, "visibility = {}", toml_enum(r.visibility));
+        let _ = writeln!(t, "tier = {}", toml_enum(r.tier));
+        let _ = writeln!(t, "effect = {}", toml_enum(r.effect));
+        let _ = writeln!(t, "idempotent = {}", r.idempotent);
+        let _ = writeln!(t, "open_world = {}", r.open_world);
+        let _ = writeln!(t, "exposure = {}", toml_enum(r.exposure));
+        let _ = writeln!(t, "status = {}", toml_enum(r.status));
+        if r.status == Status::Deprecated {
+            let _ = writeln!(t, "removal = \"2030-01-01\"");
+        }
+        if !r.profiles.is_empty() {
+            let _ = writeln!(t, "profiles = {}", toml_strs(r.profiles));
+        }
+        let _ = writeln!(t, "toolsets = {}", toml_strs(r.toolsets));
+        if !r.requires.is_empty() {
+            let _ = writeln!(t, "requires = {}", toml_strs(r.requires));
+        }
+        if let Some(replaced_by) = r.replaced_by {
+            let _ = writeln!(t, "replaced_by = {}", toml_str(replaced_by));
+        }
+        if r.name == "run_shell" {
+            let _ = writeln!(t, "rate_limit = \"10/min\"");
+        }
+        let _ = writeln!(t, "owner = \"platform\"\nsource = {}", toml_str(r.source));
+        if let Some(schema) = r.input_schema {
+            let schema: serde_json::Value =
+                serde_json::from_str(schema).expect("fixture schemas are JSON");
+            let _ = writeln!(t, "input_schema = {}", toml_value(&schema));
+        }
+        t.push('\n');
+        w(t);
+    }
+    out
+}
+
+/// Loads and derives the tables of `rows` from their `tools.toml` text ([`source_of`]), as
+/// `toolcat_catalog::compile_str` does but without validating: the fixture keeps one fault that
+/// validation refuses (E0420: `search_text`, owned by `coder` and `reader`, requires `run_shell`,
+/// which they do not own), so the runtime's handling of it stays tested.
+///
+/// # Panics
+/// When the text does not load, with its diagnostics.
+pub fn tables_of(rows: &[Row]) -> Tables {
+    let source = source_of(rows);
+    match toolcat_catalog::load::parse("fixture.toml", &source) {
+        Ok(loaded) => toolcat_catalog::derive::derive(&loaded),
+        Err(diagnostics) => panic!(
+            "fixture: the rows do not load:\n{}\n{source}",
+            toolcat_catalog::diagnostics::render_all(&diagnostics, "fixture.toml", &source)
+        ),
     }
 }
 

@@ -217,7 +217,7 @@ impl Catalog {
         }
         let tools: Vec<ToolIndex> = self
             .tools()
-            .filter(|t| toolcat_codegen::tables::bit(&candidates, t.index()))
+            .filter(|t| toolcat_catalog::tables::bit(&candidates, t.index()))
             .collect();
         if tools.is_empty() {
             return Ok(hits);
@@ -336,8 +336,8 @@ mod tests {
         descending.sort_by(|a, b| b.cmp(a));
         assert_eq!(idx, descending, "weight 1 ranks by the cosine alone");
         for h in &w1 {
-            assert_ne!(c.status(h.tool), toolcat_codegen::model::Status::Deprecated);
-            assert_ne!(c.tier(h.tool), toolcat_codegen::model::Tier::Loop);
+            assert_ne!(c.status(h.tool), toolcat_catalog::model::Status::Deprecated);
+            assert_ne!(c.tier(h.tool), toolcat_catalog::model::Tier::Loop);
         }
     }
 
@@ -418,7 +418,7 @@ mod tests {
         assert!(!hits.is_empty());
         assert!(hits
             .iter()
-            .all(|h| toolcat_codegen::tables::bit(owned, h.tool.index())));
+            .all(|h| toolcat_catalog::tables::bit(owned, h.tool.index())));
         assert!(c
             .search_fused_in("file", &[], 5, &dense, DenseWeight::default())
             .expect("runs")

@@ -34,8 +34,8 @@
 //! `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`.
 
 use serde_json::{json, Map, Value};
-use toolcat_codegen::model::{Status, Tier};
-use toolcat_codegen::tables::bit;
+use toolcat_catalog::model::{Status, Tier};
+use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolSource};

@@ -24,8 +24,8 @@
 //! allocation once the planner exists (it grows them only if handed a larger catalog).
 
 use serde::Serialize;
-use toolcat_codegen::model::{Status, Tier, Visibility};
-use toolcat_codegen::tables::{bit, ones, set_bit};
+use toolcat_catalog::model::{Status, Tier, Visibility};
+use toolcat_catalog::tables::{bit, ones, set_bit};
 
 use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolsetId};
 

@@ -25,8 +25,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use serde::Serialize;
-use toolcat_codegen::model::{Status, Tier};
-use toolcat_codegen::tables::bit;
+use toolcat_catalog::model::{Status, Tier};
+use toolcat_catalog::tables::bit;
 
 use crate::catalog::{Catalog, ToolIndex};
 use crate::handler::BoxFuture;

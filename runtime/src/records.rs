@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
-use toolcat_codegen::diagnostics::did_you_mean;
+use toolcat_catalog::diagnostics::did_you_mean;
 
 /// `PRAGMA application_id` of a toolcat store: `tool` in ASCII.
 pub const APPLICATION_ID: i32 = 0x746f_6f6c;

@@ -2,14 +2,14 @@
 //!
 //! Search never returns a tool outside the set it is restricted to: the exact-name step checks
 //! the set, and the BM25 step filters inside tantivy's collector, so the top `limit` are filled
-//! from allowed tools only (`toolcat_codegen::index::SearchIndex::search`). Deprecated tools are
+//! from allowed tools only (`toolcat_catalog::index::SearchIndex::search`). Deprecated tools are
 //! never returned (no plan can show them); the discovery meta-tools (tier `loop`) are returned
 //! only for their exact name (they are visible whenever discovery is possible, so ranking them
 //! would only take a slot).
 
 use serde::Serialize;
-use toolcat_codegen::model::{Status, Tier};
-use toolcat_codegen::tables::bit;
+use toolcat_catalog::model::{Status, Tier};
+use toolcat_catalog::tables::bit;
 
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::error::SearchError;
@@ -37,7 +37,7 @@ pub struct Hit {
     pub tool: ToolIndex,
     /// [`NAME_MATCH_SCORE`] for a [`HitKind::Name`] hit; for a [`HitKind::Bm25`] hit the BM25
     /// score (a sum over fields and terms, weighted by the field boosts of
-    /// `toolcat_codegen::index`), comparable only within one query; for a [`HitKind::Fused`] hit
+    /// `toolcat_catalog::index`), comparable only within one query; for a [`HitKind::Fused`] hit
     /// the fused score in 0..=1 ([`crate::fusion::fuse`]).
     pub score: f32,
     /// How it matched.

@@ -78,8 +78,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolcat_codegen::model::{Status, Tier, Visibility};
-use toolcat_codegen::tables::bit;
+use toolcat_catalog::model::{Status, Tier, Visibility};
+use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};

@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use tiktoken_rs::CoreBPE;
-use toolcat_codegen::model::Status;
+use toolcat_catalog::model::Status;
 
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::export::{export_tools, ExportFormat};

@@ -1,10 +1,10 @@
 //! The reference `tools.toml` loaded at run time: lookups, plans, search and exports end to end.
 
-use toolcat::codegen::model::{Status, Tier, Visibility};
-use toolcat::codegen::tables::bit;
 use toolcat::export::{export_plan, ExportFormat};
 use toolcat::tokens::plan_stats;
 use toolcat::{Catalog, HitKind, TurnInput, TurnPlanner};
+use toolcat_catalog::model::{Status, Tier, Visibility};
+use toolcat_catalog::tables::bit;
 
 fn reference() -> Catalog {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools.toml");

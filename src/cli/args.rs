@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
-use toolcat::codegen::model::Exposure;
+use toolcat_catalog::model::Exposure;
 use toolcat::{Catalog, ProfileId, ServerId, ToolsetId};
 
 /// The model options of `search --semantic` and `eval --semantic`.

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use toolcat::codegen::diagnostics::{render_all, render_all_capped, Diagnostic};
-use toolcat::codegen::model::Target;
+use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
+use toolcat_catalog::model::Target;
 use toolcat::Catalog;
 
 use super::args::{catalog, count, note_reference_catalog, CatalogArg, REFERENCE_LABEL};
@@ -55,7 +55,7 @@ pub struct CheckArgs {
 /// Warnings of one code `toolcat check` shows unless `--all-warnings` is given.
 const WARNINGS_PER_CODE: usize = 20;
 
-/// An export target (see `toolcat_codegen::targets`).
+/// An export target (see `toolcat_catalog::targets`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TargetArg {
     /// OpenAI function tools, strict mode where possible.
@@ -96,7 +96,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let targets: Option<Vec<Target>> =
         (!a.targets.is_empty()).then(|| a.targets.iter().map(|&t| t.into()).collect());
-    match toolcat::codegen::targets::compile_str_for(&path, &source, targets.as_deref()) {
+    match toolcat_catalog::compile_str_for(&path, &source, targets.as_deref()) {
         Ok(compiled) => {
             if !compiled.warnings.is_empty() {
                 eprint!("{}", render_warnings(a, &compiled.warnings, &path, &source));
@@ -119,7 +119,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                     eprintln!(
                         "{path}: {}: tools or requests that cannot be exported to {}",
                         count(errors, "error"),
-                        toolcat::codegen::targets::target_list(targets)
+                        toolcat_catalog::targets::target_list(targets)
                     );
                     return Ok(ExitCode::FAILURE);
                 }

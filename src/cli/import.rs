@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use toolcat::codegen::import::{self, ImportKind, ImportOptions};
+use toolcat_import::{self as import, ImportKind, ImportOptions};
 
 use super::args::CatalogArg;
 use super::servers;

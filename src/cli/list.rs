@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
-use toolcat::codegen::model::Exposure;
+use toolcat_catalog::model::Exposure;
 
 use super::args::{catalog, count, profile, toolsets, CatalogArg, ScopeArg};
 
@@ -40,13 +40,13 @@ pub fn run(a: &ListArgs) -> anyhow::Result<ExitCode> {
             sets.is_empty()
                 || sets
                     .iter()
-                    .any(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index()))
+                    .any(|&s| toolcat_catalog::tables::bit(c.toolset_tools(s), t.index()))
         })
         .filter(|&t| match scope {
             None => true,
             Some(s) => c
                 .scope_tools(s)
-                .is_some_and(|bits| toolcat::codegen::tables::bit(bits, t.index())),
+                .is_some_and(|bits| toolcat_catalog::tables::bit(bits, t.index())),
         })
         .collect();
     let mut out = std::io::stdout().lock();
@@ -62,7 +62,7 @@ pub fn run(a: &ListArgs) -> anyhow::Result<ExitCode> {
                     "effect": c.effect(t).kind.as_str(),
                     "exposure": c.exposure(t).as_str(),
                     "status": c.status(t).as_str(),
-                    "toolsets": c.toolsets().filter(|&s| toolcat::codegen::tables::bit(c.toolset_tools(s), t.index())).map(|s| c.toolset_name(s)).collect::<Vec<_>>(),
+                    "toolsets": c.toolsets().filter(|&s| toolcat_catalog::tables::bit(c.toolset_tools(s), t.index())).map(|s| c.toolset_name(s)).collect::<Vec<_>>(),
                 })
             })
             .collect();

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
-use toolcat::codegen::model::Exposure;
 use toolcat::mcp::{self, Reload, ScopeTable, Shared};
 use toolcat::{CallStore, Catalog};
+use toolcat_catalog::model::Exposure;
 
 use super::args::{workspace_dir, CatalogArg, ConnectArgs, ScopeArg, StoreArg};
 use super::servers;
@@ -64,7 +64,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let exposure = Exposure::from(a.exposure);
-    let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_catalog::HANDLERS;
+    let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_generated::HANDLERS;
     let (catalog, reload): (&'static Catalog, Option<Reload>) = match &a.catalog.catalog {
         None => (crate::reference_catalog(), None),
         Some(path) => {

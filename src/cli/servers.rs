@@ -17,12 +17,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use serde_json::{json, Value};
-use toolcat::codegen::import::{self, LiveServer};
 use toolcat::remote::{
     self, Discovery, LiveReport, PoolOptions, ServerConfig, ServerPool, ServerState, ServerStatus,
     Transport,
 };
 use toolcat::{Catalog, ServerId, ToolIndex, ToolSource};
+use toolcat_import::{self as import, LiveServer};
 
 use super::args::{self, CatalogArg, ConnectArgs, REFERENCE_LABEL};
 
@@ -450,7 +450,7 @@ fn server_description(c: &Catalog, arg: &CatalogArg, s: ServerId) -> Option<Stri
             toolcat::catalog::read_catalog_source(p).ok()?,
         ),
     };
-    let loaded = toolcat::codegen::load::parse(&path, &source).ok()?;
+    let loaded = toolcat_catalog::load::parse(&path, &source).ok()?;
     loaded
         .file
         .mcp_server

@@ -4,7 +4,7 @@
 toolcat::include_catalog!();
 
 fn main() {
-    let catalog = toolcat_catalog::catalog();
+    let catalog = toolcat_generated::catalog();
     let query = std::env::args().nth(1).unwrap_or_else(|| "read a file".to_string());
     match catalog.search(&query, catalog.full_profile(), 5) {
         Ok(hits) => {

@@ -10,9 +10,9 @@ use std::time::Instant;
 use anyhow::{anyhow, Context as _, Result};
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
-use toolcat::codegen::index::split_name;
 use toolcat::Catalog;
 use toolcat_bench::{plot, queries, scale, stats};
+use toolcat_catalog::index::split_name;
 
 #[derive(Parser)]
 #[command(about = "Benchmarks of toolcat at 100, 1,000 and 10,000 tools")]

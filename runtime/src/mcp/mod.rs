@@ -85,8 +85,8 @@ use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
-use toolcat_codegen::model::{Exposure, Tier};
-use toolcat_codegen::tables::bit;
+use toolcat_catalog::model::{Exposure, Tier};
+use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use toolcat_codegen::model::McpServerDecl;
+use toolcat_catalog::model::McpServerDecl;
 
 use crate::catalog::{Catalog, ServerId};
 use crate::remote::RemoteError;
@@ -432,12 +432,12 @@ impl ServerConfig {
     /// [`RemoteError::Config`] when the text does not load (its diagnostics rendered), or an entry
     /// has no transport.
     pub fn all_from_source(path: &str, source: &str) -> Result<Vec<Self>, RemoteError> {
-        let loaded = toolcat_codegen::load::parse(path, source).map_err(|diagnostics| {
+        let loaded = toolcat_catalog::load::parse(path, source).map_err(|diagnostics| {
             RemoteError::Config {
                 server: String::new(),
                 message: format!(
                     "`{path}` does not load: {}",
-                    toolcat_codegen::diagnostics::render_all(&diagnostics, path, source)
+                    toolcat_catalog::diagnostics::render_all(&diagnostics, path, source)
                 ),
             }
         })?;

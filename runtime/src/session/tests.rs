@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolcat_codegen::index::build_index_bytes;
+use toolcat_catalog::index::build_index_bytes;
 
 use super::*;
 use crate::fixture;

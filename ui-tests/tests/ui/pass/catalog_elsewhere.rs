@@ -12,7 +12,7 @@ struct ReadArgs {
     path: String,
 }
 
-#[toolcat::tool(catalog = crate::generated::toolcat_catalog)]
+#[toolcat::tool(catalog = crate::generated::toolcat_generated)]
 async fn read_file(args: ReadArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
     Ok(args.path)
 }
@@ -23,13 +23,13 @@ struct WriteArgs {
     contents: String,
 }
 
-#[toolcat::tool(name = "write-file", catalog = generated::toolcat_catalog)]
+#[toolcat::tool(name = "write-file", catalog = generated::toolcat_generated)]
 async fn write_file(args: WriteArgs, _ctx: &ToolContext) -> Result<usize, ToolError> {
     Ok(args.path.len() + args.contents.len())
 }
 
 fn main() {
-    use generated::toolcat_catalog::{ToolId, HANDLERS};
+    use generated::toolcat_generated::{ToolId, HANDLERS};
     let read = HANDLERS[ToolId::ReadFile.index()].expect("read_file has a handler");
     assert_eq!(read.name, "read_file");
     let write = HANDLERS[ToolId::WriteFile.index()].expect("write-file has a handler");

@@ -33,7 +33,7 @@ mod files {
     }
 }
 
-use toolcat_catalog::{ToolId, HANDLERS};
+use toolcat_generated::{ToolId, HANDLERS};
 
 #[tokio::main]
 async fn main() {
@@ -56,6 +56,6 @@ async fn main() {
     assert!(HANDLERS[ToolId::SearchIssues.index()].is_none());
     assert!(HANDLERS[ToolId::ToolSearch.index()].is_none());
 
-    let catalog = toolcat_catalog::catalog();
+    let catalog = toolcat_generated::catalog();
     assert_eq!(catalog.len(), ToolId::ALL.len());
 }

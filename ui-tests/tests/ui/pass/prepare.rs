@@ -40,7 +40,7 @@ async fn write_file(args: WriteArgs, _ctx: &ToolContext) -> Result<usize, ToolEr
     Ok(args.path.len() + args.contents.len())
 }
 
-use toolcat_catalog::{ToolId, HANDLERS};
+use toolcat_generated::{ToolId, HANDLERS};
 
 fn main() {
     let ctx = ToolContext::new("/ws");

@@ -72,7 +72,6 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::diagnostics::Diagnostic;
 pub use crate::model::Target;
 
 /// A provider document a rule comes from.
@@ -1661,32 +1660,6 @@ pub fn name_finding(target: Target, name: &str, fault: &NameFault) -> Finding {
         path: String::new(),
         message,
     }
-}
-
-/// Compiles a catalog like [`crate::compile_str`], holding its names and server schemas to
-/// `targets` instead of the ones it declares (`None`: the declared ones).
-///
-/// # Errors
-/// Every diagnostic found when any of them is an error.
-pub fn compile_str_for(
-    path: &str,
-    source: &str,
-    targets: Option<&[Target]>,
-) -> Result<crate::Compiled, Vec<Diagnostic>> {
-    let mut loaded = crate::load::parse(path, source)?;
-    if let Some(targets) = targets {
-        loaded.file.targets = targets.to_vec();
-        // Diagnostics must not point at the file's own `targets` as the reason.
-        loaded.targets_span = 0..0;
-    }
-    let diagnostics = crate::validate::validate(&loaded);
-    if diagnostics.iter().any(Diagnostic::is_error) {
-        return Err(diagnostics);
-    }
-    Ok(crate::Compiled {
-        tables: crate::derive::derive(&loaded),
-        warnings: diagnostics,
-    })
 }
 
 #[cfg(test)]

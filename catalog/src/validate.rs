@@ -115,7 +115,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::diagnostics::{and_list, did_you_mean, Diagnostic, Severity};
-use crate::load::{DeclSpans, Loaded, Resolved, ToolIndex};
+use crate::load::{expand_toolsets, owns, DeclSpans, Loaded, Resolved, ToolIndex};
 use crate::model::{
     self, EffectKind, Exposure, Status, Target, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME,
     META_TOOLS, PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
@@ -1886,35 +1886,6 @@ fn first_over(order: &[usize], max: u32, count: impl Fn(&[usize]) -> usize) -> O
     })
 }
 
-/// Whether `profile` owns `tool`: `full` owns every tool; any other profile only the tools that
-/// name it (default-deny).
-pub fn owns(profile: &str, tool: &ToolDecl) -> bool {
-    profile == PROFILE_FULL || tool.profiles.iter().any(|p| p == profile)
-}
-
-/// For each toolset in declaration order, the names of the toolsets it expands to (itself and
-/// everything it `includes`, recursively); unknown names are skipped and cycles end the walk.
-pub fn expand_toolsets(loaded: &Loaded) -> Vec<HashSet<&str>> {
-    loaded
-        .toolsets
-        .iter()
-        .map(|entry| {
-            let mut seen: HashSet<&str> = HashSet::new();
-            let mut todo: Vec<&str> = vec![entry.name.as_str()];
-            while let Some(name) = todo.pop() {
-                let Some(decl) = loaded.file.toolset.get(name) else {
-                    continue;
-                };
-                if !seen.insert(name) {
-                    continue;
-                }
-                todo.extend(decl.includes.iter().map(String::as_str));
-            }
-            seen
-        })
-        .collect()
-}
-
 /// The sprawl findings (W0501) among descriptions reduced to their `words`: for each tool `j`
 /// in order, the first earlier tool `i` (lowest index) whose words pass [`sprawl_match`] and
 /// for which `skip(i, j)` is false, as `(i, j, jaccard)` sorted by `j`. One report per tool is
@@ -2245,25 +2216,28 @@ mod tests {
     }
 
     /// The real catalogs: the reference `tools.toml` and the imports of LiveMCPBench (527 tools)
-    /// and github-mcp-server (117) from `../shared/data` beside the repository.
+    /// and github-mcp-server (117) from `$TOOLCAT_DATA`, else `../shared/data` beside the
+    /// repository (as the benchmarks find them).
     fn real_catalogs() -> Vec<(String, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let data = root.join("../shared/data");
+        let data = std::env::var_os("TOOLCAT_DATA")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("../shared/data"));
         let mut out = vec![(
             "tools.toml".to_string(),
             std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog"),
         )];
         for (kind, rel) in [
             (
-                crate::import::ImportKind::LiveMcpBench,
+                toolcat_import::ImportKind::LiveMcpBench,
                 "livemcpbench/tools.json",
             ),
             (
-                crate::import::ImportKind::GithubToolsnaps,
+                toolcat_import::ImportKind::GithubToolsnaps,
                 "github-mcp-server/toolsnaps",
             ),
         ] {
-            let imported = crate::import::import(kind, &data.join(rel))
+            let imported = toolcat_import::import(kind, &data.join(rel))
                 .unwrap_or_else(|e| panic!("cannot import `{rel}` from {}: {e}", data.display()));
             out.push((rel.to_string(), imported.text));
         }

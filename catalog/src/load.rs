@@ -18,14 +18,14 @@
 //! Rules between rows and tables are checked afterwards in [`crate::validate`], which needs the
 //! spans kept here in [`Loaded`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use toml_edit::{Array, Document, InlineTable, Item, Key, Table, Value};
 
 use crate::diagnostics::{and_list as list, did_you_mean, Diagnostic};
 use crate::model::{
     self, CatalogFile, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span, Status,
-    Target, Tier, ToolDecl, ToolsetDecl, Visibility,
+    Target, Tier, ToolDecl, ToolsetDecl, Visibility, PROFILE_FULL,
 };
 
 /// A parsed catalog file with the spans its diagnostics point at.
@@ -1092,6 +1092,35 @@ fn value_to_json(value: &Value) -> Result<serde_json::Value, (Option<Span>, Stri
             serde_json::Value::Object(object)
         }
     })
+}
+
+/// Whether `profile` owns `tool`: `full` owns every tool; any other profile only the tools that
+/// name it (default-deny).
+pub fn owns(profile: &str, tool: &ToolDecl) -> bool {
+    profile == PROFILE_FULL || tool.profiles.iter().any(|p| p == profile)
+}
+
+/// For each toolset in declaration order, the names of the toolsets it expands to (itself and
+/// everything it `includes`, recursively); unknown names are skipped and cycles end the walk.
+pub fn expand_toolsets(loaded: &Loaded) -> Vec<HashSet<&str>> {
+    loaded
+        .toolsets
+        .iter()
+        .map(|entry| {
+            let mut seen: HashSet<&str> = HashSet::new();
+            let mut todo: Vec<&str> = vec![entry.name.as_str()];
+            while let Some(name) = todo.pop() {
+                let Some(decl) = loaded.file.toolset.get(name) else {
+                    continue;
+                };
+                if !seen.insert(name) {
+                    continue;
+                }
+                todo.extend(decl.includes.iter().map(String::as_str));
+            }
+            seen
+        })
+        .collect()
 }
 
 #[cfg(test)]

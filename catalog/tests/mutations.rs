@@ -1,7 +1,7 @@
 //! Mutation test of the loader and validator: thousands of seeded mutations of the two real
 //! catalogs (the reference `tools.toml` at the repository root and the quick start's
 //! `tests/fixtures/quickstart/tools.toml`) are compiled as `toolcat check` and the build script
-//! compile them (`toolcat_codegen::compile_str`), and their diagnostics rendered.
+//! compile them (`toolcat_catalog::compile_str`), and their diagnostics rendered.
 //!
 //! Each case asserts that
 //! - compiling and rendering never panic (`catch_unwind`, on a thread with the 2 MiB stack of a
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use toolcat_codegen::diagnostics::{render_all, Diagnostic};
+use toolcat_catalog::diagnostics::{render_all, Diagnostic};
 
 /// The seed of case 0; case `k` uses `SEED + k`.
 const SEED: u64 = 0x7001_ca75_eed5;
@@ -433,7 +433,7 @@ fn unplaced(diagnostics: &[Diagnostic], text: &str) -> Vec<String> {
 /// What went wrong with one case, if anything.
 fn check(path: &str, text: &str) -> Option<String> {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let diagnostics = match toolcat_codegen::compile_str(path, text) {
+        let diagnostics = match toolcat_catalog::compile_str(path, text) {
             Ok(compiled) => compiled.warnings,
             Err(diagnostics) => diagnostics,
         };
@@ -566,7 +566,7 @@ fn most_mutations_are_rejected_with_errors() {
     let rejected = (0..300)
         .filter(|&k| {
             let (text, _) = case(&source, SEED + k);
-            toolcat_codegen::compile_str("t.toml", &text).is_err()
+            toolcat_catalog::compile_str("t.toml", &text).is_err()
         })
         .count();
     assert!(

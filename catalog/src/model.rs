@@ -337,7 +337,7 @@ impl Status {
 
 code_enum! {
     /// A wire format tool definitions are exported to; each has its own rules for names and
-    /// input schemas (the `targets` module of toolcat-codegen).
+    /// input schemas (the `targets` module of toolcat-catalog).
     Target {
         /// OpenAI function tools (Chat Completions and Responses), strict mode where possible.
         OpenAi = "openai" => 0,
@@ -362,6 +362,38 @@ pub fn is_valid_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Maps `raw` into `[a-zA-Z0-9_-]` (the charset of [`is_valid_name`]): a valid
+/// name is returned unchanged; otherwise ASCII whitespace and punctuation become `_`, other characters
+/// are dropped, runs of `_` collapse, `_`/`-` are trimmed from the ends, and an empty result becomes
+/// `fallback`.
+pub fn map_name(raw: &str, fallback: &str) -> String {
+    if is_valid_name(raw) {
+        return raw.to_string();
+    }
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        let mapped = if c.is_ascii_alphanumeric() || c == '-' {
+            Some(c)
+        } else if c == '_' || c.is_ascii_whitespace() || c.is_ascii_punctuation() {
+            Some('_')
+        } else {
+            None
+        };
+        if let Some(m) = mapped {
+            if m == '_' && out.ends_with('_') {
+                continue;
+            }
+            out.push(m);
+        }
+    }
+    let trimmed = out.trim_matches(|c| c == '_' || c == '-');
+    if trimmed.is_empty() {
+        fallback.to_string()
+    } else {
+        trimmed.to_string()
+    }
 }
 
 /// The longest exported tool name every export target accepts (OpenAI and Anthropic: 64).

@@ -156,6 +156,8 @@
 //! the source and the command; it is deterministic (the same input gives the same bytes) and is read
 //! back before it is returned, so it always parses into the same catalog.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -164,8 +166,8 @@ use heck::ToSnakeCase;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use crate::model::{is_valid_name, MAX_EXPORTED_NAME};
-use crate::model::{
+pub use toolcat_catalog::model::{is_valid_name, map_name, MAX_EXPORTED_NAME};
+use toolcat_catalog::model::{
     CatalogFile, EffectKind, Exposure, McpServerDecl, PresetDecl, Status, Tier, ToolDecl,
     ToolsetDecl, Visibility, META_TOOLS, PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
 };
@@ -842,38 +844,6 @@ pub fn classify(hints: &McpHints) -> Classification {
 // ---------------------------------------------------------------------------------------------
 // Names
 // ---------------------------------------------------------------------------------------------
-
-/// Maps `raw` into `[a-zA-Z0-9_-]` by the charset rule of the module documentation: a valid name
-/// is returned unchanged; otherwise ASCII whitespace and punctuation become `_`, other characters
-/// are dropped, runs of `_` collapse, `_`/`-` are trimmed from the ends, and an empty result becomes
-/// `fallback`.
-pub fn map_name(raw: &str, fallback: &str) -> String {
-    if is_valid_name(raw) {
-        return raw.to_string();
-    }
-    let mut out = String::with_capacity(raw.len());
-    for c in raw.chars() {
-        let mapped = if c.is_ascii_alphanumeric() || c == '-' {
-            Some(c)
-        } else if c == '_' || c.is_ascii_whitespace() || c.is_ascii_punctuation() {
-            Some('_')
-        } else {
-            None
-        };
-        if let Some(m) = mapped {
-            if m == '_' && out.ends_with('_') {
-                continue;
-            }
-            out.push(m);
-        }
-    }
-    let trimmed = out.trim_matches(|c| c == '_' || c == '-');
-    if trimmed.is_empty() {
-        fallback.to_string()
-    } else {
-        trimmed.to_string()
-    }
-}
 
 /// `_` and the CRC-32 (IEEE) of `original` as 8 lower-case hex digits.
 fn hash_suffix(original: &str) -> String {
@@ -2546,7 +2516,7 @@ fn render(
     text.push_str(
         "# effect, tier, exposure, idempotent and open_world are derived from each tool's MCP\n\
          # annotations, a missing hint taken on the safe side; review them before relying on them.\n\
-         # The import rules are documented in the `toolcat_codegen::import` module.\n\n",
+         # The import rules are documented in the `toolcat_import` module.\n\n",
     );
     text.push_str(body.trim_start_matches('\n'));
 

@@ -17,13 +17,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::load::Loaded;
+use crate::load::{expand_toolsets, owns, Loaded};
 use crate::model::{
     self, EffectKind, Exposure, Status, Tier, Visibility, PROFILE_FULL, SOURCE_LOCAL as LOCAL,
     SOURCE_LOOP as LOOP,
 };
 use crate::tables::{set_bit, Bits, Strs, Tables, SOURCE_LOCAL, SOURCE_LOOP};
-use crate::validate::{expand_toolsets, owns};
 
 /// Description of the implicit `full` profile when the file does not declare `[profile.full]`.
 pub const FULL_PROFILE_DESCRIPTION: &str = "Every tool of the catalog (the implicit profile).";
