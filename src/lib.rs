@@ -3,6 +3,8 @@
 //! behind `toolcat eval` ([`eval`]: search quality on benchmark query sets, recall@k and nDCG@5,
 //! and the token economy of plans).
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod eval;
 pub mod generate;

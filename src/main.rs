@@ -1,5 +1,7 @@
 //! `toolcat`: check, list, search, plan, import and generate tool catalogs.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {

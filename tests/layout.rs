@@ -207,7 +207,7 @@ fn without_test_modules(code: &str) -> String {
         let trimmed = after.trim_start();
         let is_inline_mod = trimmed.starts_with("mod ")
             && trimmed
-                .find(|c| c == '{' || c == ';')
+                .find(['{', ';'])
                 .is_some_and(|i| trimmed.as_bytes()[i] == b'{');
         if !is_inline_mod {
             out.push_str(&rest[..at + "#[cfg(test)]".len()]);
@@ -378,11 +378,16 @@ fn every_crate_root_but_the_encoders_forbids_unsafe_code() {
 fn struct_body(file: &str, name: &str) -> Vec<(usize, String)> {
     let path = Path::new(ROOT).join(file);
     let text = std::fs::read_to_string(&path).expect("the source file reads");
-    let header = format!("pub struct {name} ");
+    let header = format!("pub struct {name}");
     let lines: Vec<&str> = text.lines().collect();
     let start = lines
         .iter()
-        .position(|l| l.trim_start().starts_with(&header) && l.trim_end().ends_with('{'))
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(&header)
+                .is_some_and(|rest| rest.starts_with([' ', '<']))
+                && l.trim_end().ends_with('{')
+        })
         .unwrap_or_else(|| panic!("{file}: no `pub struct {name} {{`"));
     lines[start + 1..]
         .iter()

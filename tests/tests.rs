@@ -16,6 +16,8 @@ mod generated;
 mod import;
 /// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
 mod invalid_catalogs;
+/// The workspace layout: no import circles, `unsafe` only in the encoder, optional parts behind traits.
+mod layout;
 /// The README's quick start shows the tested fixture crate, verbatim.
 mod readme;
 /// Remote MCP servers from PyPI and npm: imported, checked live, searched, called in sessions; drift, dying and silent servers.

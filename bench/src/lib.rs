@@ -5,7 +5,7 @@
 //! - [`c1000`] (and `c10000` with the feature `compiled-10k`): those catalogs compiled into this
 //!   crate by `build.rs`, as `toolcat::include_catalog!` does for any crate;
 //! - [`turn`]: the turns the benchmarks plan; [`queries`]: real queries for search latency;
-//! - [`stats`]: percentiles.
+//! - percentiles ([`stats`]).
 //!
 //! `cargo bench -p toolcat-bench` runs the criterion benches; the `toolcat-bench` binary makes
 //! scaled catalogs, measures per-query latency and draws the plot; `bench/run` runs everything.

@@ -823,18 +823,20 @@ mod tests {
     use super::*;
     use std::borrow::Cow;
 
-    /// Tables for `tools` = `(name, description, keywords, input_schema)`, one bitset column each.
-    fn tables(tools: &[(&str, &str, &[&str], Option<&str>)]) -> Tables {
+    /// A test row: `(name, description, keywords, input_schema)`.
+    type Row<'a> = (&'a str, &'a str, &'a [&'a str], Option<&'a str>);
+
+    /// Tables for `tools`, one bitset column each.
+    fn tables(tools: &[Row<'_>]) -> Tables {
         let len = tools.len();
         let words = len.div_ceil(64);
-        let strs =
-            |f: &dyn Fn(&(&str, &str, &[&str], Option<&str>)) -> String| -> crate::tables::Strs {
-                tools
-                    .iter()
-                    .map(|t| Cow::Owned(f(t)))
-                    .collect::<Vec<_>>()
-                    .into()
-            };
+        let strs = |f: &dyn Fn(&Row<'_>) -> String| -> crate::tables::Strs {
+            tools
+                .iter()
+                .map(|t| Cow::Owned(f(t)))
+                .collect::<Vec<_>>()
+                .into()
+        };
         let none_u32: Vec<Option<u32>> = vec![None; len];
         Tables {
             len,

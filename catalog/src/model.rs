@@ -323,6 +323,8 @@ code_enum! {
     }
 }
 
+// `code_enum!` writes the enum and its derives; the default is named here.
+#[allow(clippy::derivable_impls)]
 impl Default for Status {
     fn default() -> Self {
         Status::Active

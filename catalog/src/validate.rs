@@ -2305,7 +2305,7 @@ mod tests {
                 };
                 words.push(set);
             }
-            let skip = |i: usize, j: usize| (i * 7 + j) % 11 == 0;
+            let skip = |i: usize, j: usize| (i * 7 + j).is_multiple_of(11);
             let expected = sprawl_pairs_pairwise(&words, skip);
             assert!(
                 expected.len() > 50,

@@ -45,12 +45,15 @@ const STACK: usize = 2 * 1024 * 1024;
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("codegen/ is inside the repository")
+        .expect("catalog/ is inside the repository")
         .to_path_buf()
 }
 
+/// A mutation: the generator and the text in, the mutated text out.
+type Mutation = fn(&mut fastrand::Rng, &str) -> String;
+
 /// The kinds of mutation, each a function of the generator and the text.
-const MUTATIONS: &[(&str, fn(&mut fastrand::Rng, &str) -> String)] = &[
+const MUTATIONS: &[(&str, Mutation)] = &[
     ("delete a line", delete_line),
     ("duplicate a line", duplicate_line),
     ("swap two lines", swap_lines),

@@ -1869,8 +1869,8 @@ fn name_tools(servers: &[ServerSpec], server_names: Vec<String>) -> Naming {
         let (ns, _) = ns_alloc.allocate(&collapsed, &collapsed, "server", MAX_NAMESPACE);
         naming.namespaces[s] = Some(ns);
     };
-    for s in 0..servers.len() {
-        if servers[s].namespaced || !naming.shared[s].is_empty() {
+    for (s, server) in servers.iter().enumerate() {
+        if server.namespaced || !naming.shared[s].is_empty() {
             give_namespace(&mut naming, &mut ns_alloc, s);
         }
     }

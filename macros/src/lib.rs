@@ -6,6 +6,8 @@
 //! macro and the build script cannot disagree. The checks and the expansion live in [`expand`]
 //! (plain `proc_macro2` code with unit tests); this file only finds the catalog.
 
+#![forbid(unsafe_code)]
+
 use proc_macro::TokenStream;
 
 mod expand;

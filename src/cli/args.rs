@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
-use toolcat_catalog::model::Exposure;
 use toolcat::{Catalog, ProfileId, ServerId, ToolsetId};
+use toolcat_catalog::model::Exposure;
 
 /// The model options of `search --semantic` and `eval --semantic`.
 #[cfg(feature = "semantic")]
@@ -33,10 +33,7 @@ impl ModelArgs {
     ///
     /// # Errors
     /// When the model cannot be loaded, naming the directory.
-    pub fn load_encoder(
-        &self,
-        dir: &std::path::Path,
-    ) -> anyhow::Result<toolcat_semantic::Encoder> {
+    pub fn load_encoder(&self, dir: &std::path::Path) -> anyhow::Result<toolcat_semantic::Encoder> {
         let encoder = toolcat_semantic::Encoder::load(dir)
             .with_context(|| format!("cannot load the model in `{}`", dir.display()))?;
         Ok(match self.threads {

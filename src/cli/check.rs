@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use toolcat::Catalog;
 use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
 use toolcat_catalog::model::Target;
-use toolcat::Catalog;
 
 use super::args::{catalog, count, note_reference_catalog, CatalogArg, REFERENCE_LABEL};
 use super::servers;

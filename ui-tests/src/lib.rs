@@ -65,6 +65,9 @@ mod tests {
         let text = "// toolcat\nlet a = \"use toolcat::x \\\" still\"; // crate\nb";
         assert_eq!(code_only(text), "\nlet a = \"\"; \nb");
         let text = "match c { '\"' => x, '\\'' => y, _ => f::<'a>() } // \"";
-        assert_eq!(code_only(text), "match c { ' ' => x, ' ' => y, _ => f::<'a>() } ");
+        assert_eq!(
+            code_only(text),
+            "match c { ' ' => x, ' ' => y, _ => f::<'a>() } "
+        );
     }
 }
