@@ -11,7 +11,7 @@
 //! - `requires` keeps direct requirements only (the runtime closes over them per turn);
 //! - rate limits become `(calls, window seconds)`, input schemas compact JSON text.
 //!
-//! [`derive`] expects a catalog that passed [`crate::validate::validate`]; on one that did not, it
+//! [`derive()`] expects a catalog that passed [`crate::validate::validate`]; on one that did not, it
 //! still never panics (unresolvable references are left out), but the tables mean little.
 
 use std::borrow::Cow;

@@ -6,7 +6,7 @@
 //! - [`load`] parses `tools.toml` into the [`model`] with source spans;
 //! - [`validate`] checks every rule, collecting all [`diagnostics`]; the name and schema rules of
 //!   the export targets live in [`targets`];
-//! - [`derive`] builds the [`tables`], the one representation the runtime reads;
+//! - [`derive`](mod@derive) builds the [`tables`], the one representation the runtime reads;
 //! - [`index`] (feature `index`) builds and opens the BM25 search index of those tables.
 //!
 //! Emitting Rust source from the tables and the build-script helper are the build-time crate's

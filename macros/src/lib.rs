@@ -3,7 +3,7 @@
 //! A thin shim over `toolcat-catalog`: the catalog is read with the same loader the build script
 //! uses (`toolcat_catalog::load::parse`) and the marker type of a tool is named by the same
 //! function that named it in the generated glue (`toolcat_catalog::generated::marker_idents`), so the
-//! macro and the build script cannot disagree. The checks and the expansion live in [`expand`]
+//! macro and the build script cannot disagree. The checks and the expansion live in the `expand` module
 //! (plain `proc_macro2` code with unit tests); this file only finds the catalog.
 
 #![forbid(unsafe_code)]

@@ -286,7 +286,7 @@ pub enum StoreError {
     },
     /// The store file, or a part of a relative store path, is a symbolic link: never followed,
     /// so a link planted where a store is expected cannot make toolcat create or write a file
-    /// elsewhere (SQLite's `SQLITE_OPEN_NOFOLLOW`; see [`store_open_path`]).
+    /// elsewhere (SQLite's `SQLITE_OPEN_NOFOLLOW`; see `store_open_path`).
     #[error("the call store `{path}` is a symbolic link (or a relative path through one), which is not followed; remove the link, or pass another path with `--store PATH` or `TOOLCAT_STORE`")]
     Symlink { path: String },
     /// The file is not an SQLite database, is damaged, or belongs to another application.

@@ -70,7 +70,7 @@ impl std::fmt::Debug for Transport {
 /// One MCP server's connection settings: `[mcp_server.NAME]` as the runtime uses it.
 ///
 /// Values of `env` and `headers` are kept as written (`${VAR}` references unresolved); they are
-/// resolved from the process environment at each connection ([`ServerConfig::resolve`]) and
+/// resolved from the process environment at each connection (`ServerConfig::resolve`) and
 /// never serialized, shown in errors or logged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerConfig {
