@@ -1,0 +1,1 @@
+//! See `examples/`: `openai_loop` and `anthropic_loop`.
