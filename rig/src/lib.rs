@@ -139,8 +139,8 @@ fn sync(inner: &Arc<Inner>, session: &Session<'static>) {
         inner.server.remove_tool(name);
     }
     registered.retain(|n| in_plan(n));
-    let prefix = registered.len() <= plan.len()
-        && registered.iter().zip(&plan).all(|(r, &(_, n))| r == n);
+    let prefix =
+        registered.len() <= plan.len() && registered.iter().zip(&plan).all(|(r, &(_, n))| r == n);
     if !prefix {
         for name in registered.drain(..) {
             inner.server.remove_tool(&name);
@@ -173,7 +173,12 @@ fn rig_tool(inner: Weak<Inner>, session: &Session<'static>, t: ToolIndex) -> Opt
                         "the toolcat session of this tool has ended",
                     ));
                 };
-                let result = inner.session.lock().await.handle_call(&name, arguments).await;
+                let result = inner
+                    .session
+                    .lock()
+                    .await
+                    .handle_call(&name, arguments)
+                    .await;
                 rig_result(result)
             })
         },

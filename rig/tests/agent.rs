@@ -60,8 +60,8 @@ async fn a_tool_found_by_tool_search_is_listed_at_the_next_step_and_runs_through
     let store = Arc::new(CallStore::in_memory().unwrap());
     let approvals = Arc::new(AtomicUsize::new(0));
     let asked = Arc::clone(&approvals);
-    let coordinator =
-        Coordinator::new(catalog, ToolContext::new(workspace.path())).with_store(Arc::clone(&store));
+    let coordinator = Coordinator::new(catalog, ToolContext::new(workspace.path()))
+        .with_store(Arc::clone(&store));
     let session = Session::for_preset(catalog, preset, ToolContext::new(workspace.path()))
         .without_preselection()
         .with_coordinator(coordinator)
@@ -73,7 +73,11 @@ async fn a_tool_found_by_tool_search_is_listed_at_the_next_step_and_runs_through
 
     let script = Script {
         replies: Arc::new(Mutex::new(VecDeque::from([
-            call("call-1", "tool_search", json!({"query": "create_directory"})),
+            call(
+                "call-1",
+                "tool_search",
+                json!({"query": "create_directory"}),
+            ),
             call("call-2", "create_directory", json!({"path": "made/by/rig"})),
             AssistantContent::text("Created made/by/rig."),
         ]))),
@@ -105,13 +109,24 @@ async fn a_tool_found_by_tool_search_is_listed_at_the_next_step_and_runs_through
     let sent = script.sent_tools.lock().unwrap().clone();
     assert_eq!(sent.len(), 3, "{sent:?}");
     assert!(sent[0].iter().any(|n| n == "tool_search"), "{:?}", sent[0]);
-    assert!(!sent[0].iter().any(|n| n == "create_directory"), "{:?}", sent[0]);
+    assert!(
+        !sent[0].iter().any(|n| n == "create_directory"),
+        "{:?}",
+        sent[0]
+    );
     assert_eq!(sent[1].last().map(String::as_str), Some("create_directory"));
-    assert_eq!(sent[1][..sent[0].len()], sent[0][..], "earlier definitions stay a prefix");
+    assert_eq!(
+        sent[1][..sent[0].len()],
+        sent[0][..],
+        "earlier definitions stay a prefix"
+    );
     assert_eq!(tools.registered(), sent[2]);
-    assert!(tools.session().await.discovered().iter().any(|&t| {
-        catalog.exported_name(t) == "create_directory"
-    }));
+    assert!(tools
+        .session()
+        .await
+        .discovered()
+        .iter()
+        .any(|&t| { catalog.exported_name(t) == "create_directory" }));
 }
 
 #[tokio::test]
@@ -126,7 +141,11 @@ async fn a_call_outside_the_plan_runs_nothing_and_the_model_reads_the_session_an
     // the session's answer.
     let script = Script {
         replies: Arc::new(Mutex::new(VecDeque::from([
-            call("call-1", "write_file", json!({"path": "x.txt", "content": "x"})),
+            call(
+                "call-1",
+                "write_file",
+                json!({"path": "x.txt", "content": "x"}),
+            ),
             AssistantContent::text("I could not write it."),
         ]))),
         sent_tools: Arc::default(),

@@ -1,0 +1,94 @@
+//! The discovery loop against an OpenAI-compatible Chat Completions endpoint (async-openai), with
+//! the reference catalog's real tools working in the current directory.
+
+use std::env::var;
+use std::sync::Arc;
+
+use async_openai::config::OpenAIConfig;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestToolMessage, ChatCompletionRequestUserMessage, ChatCompletionTools,
+    CreateChatCompletionRequest,
+};
+use async_openai::Client;
+use serde_json::Value;
+use toolcat::export::{export_plan, restore_openai_arguments, ExportFormat};
+use toolcat::{Coordinator, Plan, ResultArchive, Session, ToolContext};
+
+const USAGE: &str = "openai_loop: set OPENAI_API_KEY and OPENAI_MODEL (and OPENAI_BASE_URL for an \
+OpenAI-compatible server; default https://api.openai.com/v1), then run
+  cargo run -p toolcat-examples --example openai_loop -- \"show me the last commits\"";
+const DEFAULT_MESSAGE: &str = "show me the last commits";
+const MAX_STEPS: usize = 8;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (Ok(_), Ok(model)) = (var("OPENAI_API_KEY"), var("OPENAI_MODEL")) else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    let message = std::env::args().nth(1).unwrap_or(DEFAULT_MESSAGE.into());
+    let catalog = toolcat_cli::reference_catalog();
+    let context = ToolContext::new(std::env::current_dir()?);
+    let archive = Arc::new(ResultArchive::in_memory()?); // large results: a preview and a reference
+    let mut session = Session::for_preset(catalog, catalog.preset("code")?, context.clone())
+        .with_coordinator(Coordinator::new(catalog, context).with_archive(archive))
+        .with_approval(toolcat_examples::approve_on_terminal);
+    let client = Client::with_config(OpenAIConfig::new()); // reads OPENAI_BASE_URL, OPENAI_API_KEY
+
+    let mut messages: Vec<ChatCompletionRequestMessage> =
+        vec![ChatCompletionRequestUserMessage::from(message.as_str()).into()];
+    let mut tools = openai_tools(&session.begin_turn(&message).await)?;
+    for _ in 0..MAX_STEPS {
+        let request = CreateChatCompletionRequest {
+            model: model.clone(),
+            messages: messages.clone(),
+            tools: Some(tools),
+            ..Default::default()
+        };
+        let mut choices = client.chat().create(request).await?.choices;
+        let reply = choices.pop().ok_or("the reply has no choice")?.message;
+        let calls = reply.tool_calls.clone().unwrap_or_default();
+        messages.push(
+            ChatCompletionRequestAssistantMessage {
+                content: reply.content.clone().map(Into::into),
+                tool_calls: reply.tool_calls,
+                ..Default::default()
+            }
+            .into(),
+        );
+        if calls.is_empty() {
+            println!("{}", reply.content.unwrap_or_default());
+            return Ok(());
+        }
+        for call in calls {
+            if let ChatCompletionMessageToolCalls::Function(call) = call {
+                messages.push(handle_call(&mut session, call).await.into());
+            }
+        }
+        tools = openai_tools(&session.plan())?; // tools found by tool_search join here
+    }
+    Err(format!("no answer in {MAX_STEPS} steps").into())
+}
+
+/// The plan's tools as async-openai's Chat Completions tool type.
+fn openai_tools(plan: &Plan<'_>) -> serde_json::Result<Vec<ChatCompletionTools>> {
+    serde_json::from_value(export_plan(plan, ExportFormat::OpenAi))
+}
+
+/// One tool call through the session (strict mode's `null`s removed first); the result message.
+async fn handle_call(
+    session: &mut Session<'_>,
+    call: ChatCompletionMessageToolCall,
+) -> ChatCompletionRequestToolMessage {
+    let mut arguments = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
+    if let Ok(t) = session.catalog().tool(&call.function.name) {
+        restore_openai_arguments(session.catalog(), t, &mut arguments);
+    }
+    let result = session.handle_call(&call.function.name, arguments).await;
+    ChatCompletionRequestToolMessage {
+        content: result.text.into(),
+        tool_call_id: call.id,
+    }
+}
