@@ -2,6 +2,8 @@
 //! official Rust SDK), with the reference catalog's real tools working in the current directory.
 //! Request and response shapes: <https://docs.anthropic.com/en/api/messages>.
 
+mod common;
+
 use std::env::var;
 use std::sync::Arc;
 
@@ -28,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let archive = Arc::new(ResultArchive::in_memory()?); // large results: a preview and a reference
     let mut session = Session::for_preset(catalog, catalog.preset("code")?, context.clone())
         .with_coordinator(Coordinator::new(catalog, context).with_archive(archive))
-        .with_approval(toolcat_examples::approve_on_terminal);
+        .with_approval(common::approve_on_terminal);
     let http = reqwest::Client::new();
 
     let mut messages = vec![json!({"role": "user", "content": message})];

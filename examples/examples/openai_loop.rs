@@ -1,6 +1,8 @@
 //! The discovery loop against an OpenAI-compatible Chat Completions endpoint (async-openai), with
 //! the reference catalog's real tools working in the current directory.
 
+mod common;
+
 use std::env::var;
 use std::sync::Arc;
 
@@ -34,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let archive = Arc::new(ResultArchive::in_memory()?); // large results: a preview and a reference
     let mut session = Session::for_preset(catalog, catalog.preset("code")?, context.clone())
         .with_coordinator(Coordinator::new(catalog, context).with_archive(archive))
-        .with_approval(toolcat_examples::approve_on_terminal);
+        .with_approval(common::approve_on_terminal);
     let client = Client::with_config(OpenAIConfig::new()); // reads OPENAI_BASE_URL, OPENAI_API_KEY
 
     let mut messages: Vec<ChatCompletionRequestMessage> =
