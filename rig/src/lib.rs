@@ -35,6 +35,9 @@
 //!
 //! The definitions rig sends are each tool's exported name, description and input JSON Schema
 //! ([`toolcat::export::exported_schema`]); rig's provider wire shapes them for its provider.
+//! Leave rig's OpenAI strict-tools option off (its default): with it, rig rewrites the schemas
+//! for strict mode and the model sends `null` for every argument it leaves out, which the
+//! session's validation refuses unless the session restores them for that provider.
 //! The session borrows its catalog for `'static` (a compiled-in catalog, or a loaded one kept
 //! for the program's life) because rig's tools are `'static`.
 
