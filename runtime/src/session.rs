@@ -85,14 +85,16 @@ use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
+use crate::export::{restore_openai_arguments, ExportFormat};
 use crate::handler::{ToolContext, ToolError};
 use crate::meta::{self, Answer, Budget, Scope};
 
 pub use crate::coordinator::{ApprovalRequest, MAX_VALIDATION_ERRORS};
 pub use crate::meta::{
-    budget_exhausted, one_line, CallResult, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
+    budget_exhausted, one_line, CallResult, ContentBlock, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
 };
+pub use crate::provider::{ProviderCall, ProviderError};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
 
@@ -121,6 +123,20 @@ pub struct SessionOptions {
     /// sentence-embedding model ([`crate::fusion`]; 0.7 by default). Used only by a session given
     /// a scorer ([`Session::with_semantic`]).
     pub dense_weight: crate::fusion::DenseWeight,
+    /// The provider the session talks to, as the export format its tools are sent in
+    /// ([`ExportFormat::Mcp`] by default: arguments are taken as sent, results are text). With
+    /// [`ExportFormat::OpenAi`] or [`ExportFormat::OpenAiResponses`], the `null`s strict mode
+    /// makes the model send for left-out arguments are removed before validation
+    /// ([`restore_openai_arguments`]); with [`ExportFormat::Anthropic`], `tool_search` hits are
+    /// answered as `tool_reference` blocks ([`CallResult::content`]); it is also the shape of
+    /// [`Session::handle_response`].
+    pub provider: ExportFormat,
+    /// Whether the host sends the provider's hosted tool search with the tools (Anthropic
+    /// `tool_search_tool_bm25_*`, the OpenAI Responses hosted `tool_search`): the provider then
+    /// loads deferred tools itself, so a call of a deferred tool (reachable, discoverable, not
+    /// deprecated) is accepted and the tool joins the discovered tools. Only for those two
+    /// providers; `false` by default.
+    pub hosted_search: bool,
 }
 
 impl Default for SessionOptions {
@@ -132,8 +148,21 @@ impl Default for SessionOptions {
             preselect_timeout: preselect::DEFAULT_TIMEOUT,
             preselect_budget: preselect::DEFAULT_BUDGET,
             dense_weight: crate::fusion::DenseWeight::default(),
+            provider: ExportFormat::Mcp,
+            hosted_search: false,
         }
     }
+}
+
+/// What [`Session::handle_response`] did with a provider's response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The tool calls of the response, in order.
+    pub calls: Vec<ProviderCall>,
+    /// Their results, one per call, same order.
+    pub results: Vec<CallResult>,
+    /// The messages to send back, in the provider's shape ([`crate::provider::result_messages`]).
+    pub messages: Vec<Value>,
 }
 
 /// What [`Session::begin_turn`] did before planning.
@@ -469,10 +498,88 @@ impl<'c> Session<'c> {
         self.call(name, arguments, false).await
     }
 
-    async fn call(&mut self, name: &str, arguments: Value, nested: bool) -> CallResult {
-        let Some(t) = self.resolve_active(name) else {
+    /// Handles every tool call of `response`, a provider's response body in the shape of
+    /// [`SessionOptions::provider`] ([`crate::provider`]): each call as [`Session::handle_call`],
+    /// in the response's order (parallel calls one after the other), a call whose arguments could
+    /// not be read answered `invalid-arguments` without running. Returns the calls, their results
+    /// and the provider-shaped messages to send back ([`crate::provider::result_messages`]).
+    ///
+    /// # Errors
+    /// [`ProviderError`] when `response` is not of the provider's shape; nothing ran.
+    pub async fn handle_response(&mut self, response: &Value) -> Result<Reply, ProviderError> {
+        let calls = crate::provider::parse_calls(self.options.provider, response)?;
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
+            let result = match &call.arguments {
+                Ok(arguments) => self.handle_call(&call.name, arguments.clone()).await,
+                Err(reason) => self.unreadable_arguments(&call.name, reason),
+            };
+            results.push(result);
+        }
+        let messages = crate::provider::result_messages(self.options.provider, &calls, &results);
+        Ok(Reply {
+            calls,
+            results,
+            messages,
+        })
+    }
+
+    /// The answer to a call whose arguments are not JSON: `invalid-arguments` naming the reason
+    /// when the tool is callable, else the not-in-active-set answer. Nothing runs.
+    fn unreadable_arguments(&mut self, name: &str, reason: &str) -> CallResult {
+        match self.resolve_callable(name) {
+            Some(t) => {
+                let errors = vec![json!({"instancePath": "", "message": reason})];
+                meta::invalid_arguments(self.catalog, t, errors, None)
+            }
+            None => CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet),
+        }
+    }
+
+    /// Whether the provider's hosted search loads deferred tools
+    /// ([`SessionOptions::hosted_search`] with Anthropic or OpenAI Responses).
+    pub fn hosted_search(&self) -> bool {
+        self.options.hosted_search
+            && matches!(
+                self.options.provider,
+                ExportFormat::Anthropic | ExportFormat::OpenAiResponses
+            )
+    }
+
+    /// The tool `name` names if it is callable now: active, or, with hosted search, deferred —
+    /// reachable (profile ∩ active toolsets), discoverable, not deprecated, not a meta-tool —
+    /// which then joins the discovered tools (the provider loaded it).
+    fn resolve_callable(&mut self, name: &str) -> Option<ToolIndex> {
+        if let Some(t) = self.resolve_active(name) {
+            return Some(t);
+        }
+        if !self.hosted_search() {
+            return None;
+        }
+        let c = self.catalog;
+        let t = c.tool(name).ok()?;
+        let deferred = bit(&self.reachable, t.index())
+            && c.visibility(t) == Visibility::Discoverable
+            && c.status(t) != Status::Deprecated
+            && c.tier(t) != Tier::Loop;
+        if !deferred {
+            return None;
+        }
+        self.activate(t);
+        self.refresh();
+        self.is_active(t).then_some(t)
+    }
+
+    async fn call(&mut self, name: &str, mut arguments: Value, nested: bool) -> CallResult {
+        let Some(t) = self.resolve_callable(name) else {
             return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
         };
+        if matches!(
+            self.options.provider,
+            ExportFormat::OpenAi | ExportFormat::OpenAiResponses
+        ) {
+            restore_openai_arguments(self.catalog, t, &mut arguments);
+        }
         let Some(m) = MetaTool::of(self.catalog, t) else {
             return self.run_tool(t, arguments).await;
         };
@@ -492,8 +599,11 @@ impl<'c> Session<'c> {
             }
         };
         match answer {
-            Answer::Done(result) => {
+            Answer::Done(mut result) => {
                 self.discover(&result.outcome);
+                if self.options.provider == ExportFormat::Anthropic {
+                    self.reference_hits(&mut result);
+                }
                 result
             }
             Answer::Call { name, arguments } => Box::pin(self.call(&name, arguments, true)).await,
@@ -533,6 +643,36 @@ impl<'c> Session<'c> {
         self.refresh();
     }
 
+    /// An Anthropic session's `tool_search` hits as content blocks: a short text block, then one
+    /// `tool_reference` block per hit, which loads a deferred tool into the model's context
+    /// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+    /// `text` keeps the JSON answer; other answers are left alone.
+    fn reference_hits(&self, result: &mut CallResult) {
+        let Outcome::Found { tools } = &result.outcome else {
+            return;
+        };
+        if tools.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|&t| self.catalog.exported_name(t))
+            .collect();
+        let mut content = vec![ContentBlock::Text {
+            text: format!(
+                "{} tool{} found and loaded: {}. Searches left this turn: {}.",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                self.searches_left(),
+            ),
+        }];
+        content.extend(names.iter().map(|n| ContentBlock::ToolReference {
+            tool_name: (*n).to_string(),
+        }));
+        result.content = content;
+    }
+
     /// The tool `name` names (exported name, or declared name when unique) if it is active.
     fn resolve_active(&self, name: &str) -> Option<ToolIndex> {
         self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
@@ -566,6 +706,7 @@ impl<'c> Session<'c> {
         match outcome.result {
             Ok(value) => CallResult {
                 text: value.text,
+                content: Vec::new(),
                 is_error: false,
                 outcome: Outcome::Ran { tool: t, ok: true },
                 ran,
@@ -588,30 +729,35 @@ impl<'c> Session<'c> {
             }
             Err(e @ CallError::RateLimited { .. }) => CallResult {
                 text: e.to_json().to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::RateLimited { tool: t },
                 ran,
             },
             Err(e @ CallError::TargetChanged { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::TargetChanged { tool: t },
                 ran,
             },
             Err(e @ CallError::Cancelled { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Cancelled { tool: t },
                 ran,
             },
             Err(e @ CallError::OutcomeUnknown { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::OutcomeUnknown { tool: t },
                 ran,
             },
             Err(e @ CallError::Tool(_)) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Ran { tool: t, ok: false },
                 ran: Some(t),
@@ -623,6 +769,7 @@ impl<'c> Session<'c> {
                 | CallError::SchemaDrift { .. }),
             ) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Failed,
                 ran,
