@@ -20,6 +20,8 @@ mod invalid_catalogs;
 mod layout;
 /// The README's quick start shows the tested fixture crate, verbatim.
 mod readme;
+/// A session told its provider: OpenAI strict-mode nulls accepted for every reference tool; one recorded exchange per provider replayed.
+mod providers;
 /// Remote MCP servers from PyPI and npm: imported, checked live, searched, called in sessions; drift, dying and silent servers.
 mod remote_servers;
 /// Transcripts replayed against a session: every step keeps the discovery loop's invariants.

@@ -9,7 +9,34 @@
 //!    ([`crate::preselect`]) and returns the plan: the definitions to send.
 //! 2. For each model step, the host sends [`Session::plan`] (or [`Session::definitions`]) and passes
 //!    each tool call the model makes to [`Session::handle_call`], which returns exactly what the
-//!    model receives ([`CallResult::text`]).
+//!    model receives ([`CallResult::text`], or the blocks of [`CallResult::content`] when it has
+//!    any) — or passes the provider's whole response body to [`Session::handle_response`], which
+//!    answers every call of it in order and returns the messages to send back in the provider's
+//!    shape ([`crate::provider`]).
+//!
+//! # The provider
+//! [`SessionOptions::provider`] (an [`ExportFormat`], MCP-like by default) and
+//! [`SessionOptions::hosted_search`] tell the session what the host sends the model, so that
+//! every call is handled for it without a step the host could forget:
+//! - OpenAI (Chat Completions or Responses): strict mode makes every property required and every
+//!   optional one nullable, so the model sends `null` for an argument it leaves out. Before step 3
+//!   of every call — a tool, a meta-tool, the inner call of `tool_call` — those `null`s are
+//!   removed where the tool is exported strict ([`restore_openai_arguments`]); a `null` the tool's
+//!   own schema accepts, or one given for a required property, stays.
+//! - Anthropic: the export marks deferred tools `defer_loading: true`, and Anthropic loads a
+//!   deferred tool from `tool_reference` blocks in a tool search's result. A `tool_search` with
+//!   hits therefore answers, in [`CallResult::content`], a text block
+//!   `N tools found and loaded: a, b. Searches left this turn: N.` and one
+//!   `{"type":"tool_reference","tool_name":NAME}` per hit (`text` keeps the JSON answer below).
+//!   Other answers and other providers: text only.
+//! - Hosted search (Anthropic `tool_search_tool_bm25`, OpenAI Responses' hosted `tool_search`;
+//!   ignored for other providers, [`Session::hosted_search`]): the provider loads deferred tools
+//!   itself, so in step 1 a tool that is not active but deferred — reachable (profile ∩ active
+//!   toolsets), discoverable, not deprecated — is accepted and joins the discovered tools. Nothing
+//!   outside the reachable set is ever accepted.
+//! - [`Session::handle_response`]: a call whose arguments string is not JSON runs nothing and
+//!   answers `invalid-arguments` (`errors[0].message` says why) when the tool is callable, else
+//!   the not-in-active-set answer; a body of another shape is a [`ProviderError`].
 //!
 //! # The active set
 //! The tools the model may call at a step are the tools of the current plan: profile ∩ active
