@@ -327,3 +327,72 @@ async fn recorded_exchanges_replay() {
     providers.dedup();
     assert_eq!(providers, ["anthropic", "gemini", "openai", "openai-responses"]);
 }
+
+/// `toolcat session --format`: the session reads arguments as the provider sends them and prints
+/// each step's answers also as the messages sent back; without `--format` the step line has no
+/// `reply` and a strict-mode `null` is refused as before.
+#[test]
+fn session_command_answers_in_the_provider_shape() {
+    use std::io::Write as _;
+    let dir = workspace();
+    let script = concat!(
+        "{\"user\": \"find the commit history\"}\n",
+        "{\"calls\": [{\"call\": \"tool_search\", \"args\": {\"query\": \"commit history log\", \"limit\": null}},",
+        " {\"call\": \"read_file\", \"args\": {\"path\": \"README.md\", \"offset\": null, \"limit\": null}}]}\n",
+    );
+    let run = |script: &str, extra: &[&str]| -> Value {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(["session", "--preset", "code", "--no-preselect", "--json", "--servers", "none"])
+            .args(extra)
+            .arg("--workspace")
+            .arg(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the toolcat binary runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("write the script");
+        let out = child.wait_with_output().expect("toolcat session ends");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let step = text.lines().nth(1).expect("a step line");
+        serde_json::from_str(step).expect("a JSON line")
+    };
+    let plain = run(script, &[]);
+    assert!(plain.get("reply").is_none(), "{plain}");
+    assert_eq!(plain["calls"][0]["outcome"], "invalid-arguments", "{plain}");
+
+    let chat = run(script, &["--format", "openai"]);
+    assert_eq!(chat["calls"][0]["outcome"], "found", "{chat}");
+    assert_eq!(chat["calls"][1]["outcome"], "ran", "{chat}");
+    let ids: Vec<&Value> = chat["reply"]
+        .as_array()
+        .expect("reply")
+        .iter()
+        .map(|m| {
+            assert_eq!(m["role"], "tool");
+            &m["tool_call_id"]
+        })
+        .collect();
+    assert_eq!(ids, [&json!("call_1_1_1"), &json!("call_1_1_2")]);
+
+    // Anthropic sends no strict-mode nulls.
+    let anthropic = run(&script.replace(", \"limit\": null", ""), &["--format", "anthropic"]);
+    let content = &anthropic["reply"][0]["content"];
+    assert_eq!(content[0]["tool_use_id"], "call_1_1_1", "{anthropic}");
+    assert_eq!(content[0]["content"][1]["type"], "tool_reference", "{anthropic}");
+    assert_eq!(content[0]["content"][1]["tool_name"], "git_log", "{anthropic}");
+
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["session", "--preset", "code", "--format", "vertex"])
+        .output()
+        .expect("runs");
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("use one of: mcp, openai, openai-responses, anthropic, gemini"), "{stderr}");
+}
