@@ -29,7 +29,11 @@ fn catalog() -> &'static Catalog {
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
-    std::fs::write(dir.path().join("README.md"), "# demo\n\nTODO: write the docs\n").expect("write");
+    std::fs::write(
+        dir.path().join("README.md"),
+        "# demo\n\nTODO: write the docs\n",
+    )
+    .expect("write");
     std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").expect("write");
     for args in [
         &["init", "-q", "-b", "main"][..],
@@ -66,11 +70,19 @@ fn strict_value(root: &Value, schema: &Value, strict: bool, depth: usize) -> Val
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(first) = schema.get(key).and_then(Value::as_array).and_then(|b| b.first()) {
+        if let Some(first) = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|b| b.first())
+        {
             return strict_value(root, first, strict, depth + 1);
         }
     }
@@ -95,7 +107,10 @@ fn strict_value(root: &Value, schema: &Value, strict: bool, depth: usize) -> Val
             if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
                 for (name, property) in properties {
                     if required.contains(&name.as_str()) {
-                        out.insert(name.clone(), strict_value(root, property, strict, depth + 1));
+                        out.insert(
+                            name.clone(),
+                            strict_value(root, property, strict, depth + 1),
+                        );
                     } else if strict {
                         out.insert(name.clone(), Value::Null);
                     }
@@ -150,13 +165,18 @@ async fn openai_strict_null_optionals_are_accepted_for_every_tool() {
                 // Its `name` must be a tool for the call to reach a tool.
                 arguments["name"] = json!("git_status");
             }
-            let mut s = Session::new(c, c.full_profile(), c.toolsets(), ToolContext::new(dir.path()))
-                .without_preselection()
-                .with_options(SessionOptions {
-                    provider,
-                    search_budget: 100,
-                    ..SessionOptions::default()
-                });
+            let mut s = Session::new(
+                c,
+                c.full_profile(),
+                c.toolsets(),
+                ToolContext::new(dir.path()),
+            )
+            .without_preselection()
+            .with_options(SessionOptions {
+                provider,
+                search_budget: 100,
+                ..SessionOptions::default()
+            });
             s.begin_turn("walk every tool").await;
             if c.visibility(t) == Visibility::Discoverable {
                 let r = s.handle_call("tool_describe", json!({"name": name})).await;
@@ -169,7 +189,10 @@ async fn openai_strict_null_optionals_are_accepted_for_every_tool() {
                 .await;
             for (how, r) in [("direct", &direct), ("through tool_call", &nested)] {
                 assert!(
-                    !matches!(r.outcome, Outcome::InvalidArguments { .. } | Outcome::NotInActiveSet),
+                    !matches!(
+                        r.outcome,
+                        Outcome::InvalidArguments { .. } | Outcome::NotInActiveSet
+                    ),
                     "{provider}: {name} ({how}) refused with {arguments}: {}",
                     r.text
                 );
@@ -306,7 +329,11 @@ async fn recorded_exchanges_replay() {
                 let ran = r.ran.map(|t| c.exported_name(t).to_string());
                 assert_eq!(ran, want.ran, "{here}: the handler that ran");
                 for part in &want.contains {
-                    assert!(r.text.contains(part.as_str()), "{here}: {part} not in {}", r.text);
+                    assert!(
+                        r.text.contains(part.as_str()),
+                        "{here}: {part} not in {}",
+                        r.text
+                    );
                 }
             }
             if provider == ExportFormat::Anthropic {
@@ -325,7 +352,10 @@ async fn recorded_exchanges_replay() {
     }
     providers.sort();
     providers.dedup();
-    assert_eq!(providers, ["anthropic", "gemini", "openai", "openai-responses"]);
+    assert_eq!(
+        providers,
+        ["anthropic", "gemini", "openai", "openai-responses"]
+    );
 }
 
 /// `toolcat session --format`: the session reads arguments as the provider sends them and prints
@@ -342,7 +372,15 @@ fn session_command_answers_in_the_provider_shape() {
     );
     let run = |script: &str, extra: &[&str]| -> Value {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolcat"))
-            .args(["session", "--preset", "code", "--no-preselect", "--json", "--servers", "none"])
+            .args([
+                "session",
+                "--preset",
+                "code",
+                "--no-preselect",
+                "--json",
+                "--servers",
+                "none",
+            ])
             .args(extra)
             .arg("--workspace")
             .arg(dir.path())
@@ -358,7 +396,11 @@ fn session_command_answers_in_the_provider_shape() {
             .write_all(script.as_bytes())
             .expect("write the script");
         let out = child.wait_with_output().expect("toolcat session ends");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).expect("UTF-8");
         let step = text.lines().nth(1).expect("a step line");
         serde_json::from_str(step).expect("a JSON line")
@@ -382,11 +424,20 @@ fn session_command_answers_in_the_provider_shape() {
     assert_eq!(ids, [&json!("call_1_1_1"), &json!("call_1_1_2")]);
 
     // Anthropic sends no strict-mode nulls.
-    let anthropic = run(&script.replace(", \"limit\": null", ""), &["--format", "anthropic"]);
+    let anthropic = run(
+        &script.replace(", \"limit\": null", ""),
+        &["--format", "anthropic"],
+    );
     let content = &anthropic["reply"][0]["content"];
     assert_eq!(content[0]["tool_use_id"], "call_1_1_1", "{anthropic}");
-    assert_eq!(content[0]["content"][1]["type"], "tool_reference", "{anthropic}");
-    assert_eq!(content[0]["content"][1]["tool_name"], "git_log", "{anthropic}");
+    assert_eq!(
+        content[0]["content"][1]["type"], "tool_reference",
+        "{anthropic}"
+    );
+    assert_eq!(
+        content[0]["content"][1]["tool_name"], "git_log",
+        "{anthropic}"
+    );
 
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_toolcat"))
         .args(["session", "--preset", "code", "--format", "vertex"])
@@ -394,5 +445,8 @@ fn session_command_answers_in_the_provider_shape() {
         .expect("runs");
     assert!(!bad.status.success());
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("use one of: mcp, openai, openai-responses, anthropic, gemini"), "{stderr}");
+    assert!(
+        stderr.contains("use one of: mcp, openai, openai-responses, anthropic, gemini"),
+        "{stderr}"
+    );
 }

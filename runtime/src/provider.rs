@@ -61,7 +61,10 @@ pub struct ProviderError {
 /// # Errors
 /// [`ProviderError`] when `response` is not of the format's shape (a Chat or Gemini response
 /// without `choices[0]` / `candidates[0]`, a block or call missing its `name`, ...).
-pub fn parse_calls(format: ExportFormat, response: &Value) -> Result<Vec<ProviderCall>, ProviderError> {
+pub fn parse_calls(
+    format: ExportFormat,
+    response: &Value,
+) -> Result<Vec<ProviderCall>, ProviderError> {
     let error = |e: serde_json::Error| ProviderError {
         format,
         message: e.to_string(),
@@ -225,7 +228,10 @@ pub fn result_messages(
                     }
                 })
                 .collect();
-            vec![to_value(GeminiContent { role: "user", parts })]
+            vec![to_value(GeminiContent {
+                role: "user",
+                parts,
+            })]
         }
     }
 }
@@ -452,7 +458,11 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].id.as_deref(), Some("call_1"));
         assert_eq!(calls[0].arguments, Ok(json!({"x": 1})));
-        assert!(calls[1].arguments.as_ref().unwrap_err().contains("not JSON"));
+        assert!(calls[1]
+            .arguments
+            .as_ref()
+            .unwrap_err()
+            .contains("not JSON"));
         let messages = result_messages(ExportFormat::OpenAi, &calls, &[ok("1"), ok("2")]);
         assert_eq!(
             messages,
@@ -491,8 +501,10 @@ mod tests {
         err.is_error = true;
         assert_eq!(
             result_messages(ExportFormat::Anthropic, &calls, &[err]),
-            [json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                "content": [{"type": "text", "text": "bad"}], "is_error": true}]})]
+            [
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "bad"}], "is_error": true}]})
+            ]
         );
 
         let gemini = json!({"candidates": [{"content": {"role": "model", "parts": [
@@ -503,10 +515,15 @@ mod tests {
         assert_eq!(calls[0].id, None);
         assert_eq!(
             result_messages(ExportFormat::Gemini, &calls, &[ok("{\"n\":1}")]),
-            [json!({"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {"output": {"n": 1}}}}]})]
+            [
+                json!({"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {"output": {"n": 1}}}}]})
+            ]
         );
-        let e = parse_calls(ExportFormat::Anthropic, &json!({"content": [{"type": "tool_use"}]}))
-            .unwrap_err();
+        let e = parse_calls(
+            ExportFormat::Anthropic,
+            &json!({"content": [{"type": "tool_use"}]}),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("missing field"), "{e}");
     }
 }

@@ -121,9 +121,9 @@ pub use crate::meta::{
     budget_exhausted, one_line, CallResult, ContentBlock, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
 };
-pub use crate::provider::{ProviderCall, ProviderError};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
+pub use crate::provider::{ProviderCall, ProviderError};
 
 pub mod transcript;
 

@@ -895,7 +895,8 @@ fn provider_session(toolsets: &[&str], provider: ExportFormat, hosted: bool) -> 
 #[tokio::test]
 async fn openai_strict_nulls_are_restored_on_every_call_path() {
     let strict_search = json!({"query": "commit", "limit": null});
-    let inner_search = json!({"name": "tool_search", "arguments": {"query": "branches", "limit": null}});
+    let inner_search =
+        json!({"name": "tool_search", "arguments": {"query": "branches", "limit": null}});
     let inner_branches = json!({"name": "github__list_branches", "arguments": {"repo": null}});
     // Without a provider the null is taken as sent and refused, as before.
     let mut s = session(&["core", "github"]);
@@ -929,15 +930,19 @@ async fn anthropic_search_hits_are_tool_references_next_to_a_short_text() {
     let mut s = provider_session(&["core"], ExportFormat::Anthropic, false);
     s.begin_turn("x").await;
     let r = s
-        .handle_call("tool_search", json!({"query": "select:git_commit,delete_file"}))
+        .handle_call(
+            "tool_search",
+            json!({"query": "select:git_commit,delete_file"}),
+        )
         .await;
     assert_eq!(r.outcome.kind(), "found");
     assert_eq!(
         r.content,
         [
             ContentBlock::Text {
-                text: "2 tools found and loaded: git_commit, delete_file. Searches left this turn: 2."
-                    .to_string()
+                text:
+                    "2 tools found and loaded: git_commit, delete_file. Searches left this turn: 2."
+                        .to_string()
             },
             ContentBlock::ToolReference {
                 tool_name: "git_commit".to_string()
@@ -957,7 +962,11 @@ async fn anthropic_search_hits_are_tool_references_next_to_a_short_text() {
         .await;
     assert_eq!(r.outcome.kind(), "no-hits");
     assert!(r.content.is_empty());
-    for provider in [ExportFormat::Mcp, ExportFormat::OpenAi, ExportFormat::Gemini] {
+    for provider in [
+        ExportFormat::Mcp,
+        ExportFormat::OpenAi,
+        ExportFormat::Gemini,
+    ] {
         let mut s = provider_session(&["core"], provider, false);
         s.begin_turn("x").await;
         let r = s
@@ -982,7 +991,14 @@ async fn hosted_search_accepts_deferred_tools_and_never_more() {
         s.begin_turn("x").await;
         assert!(!s.is_active(delete));
         let r = s.handle_call("delete_file", json!({"path": "a"})).await;
-        assert_eq!(r.outcome, Outcome::Ran { tool: delete, ok: true }, "{provider}");
+        assert_eq!(
+            r.outcome,
+            Outcome::Ran {
+                tool: delete,
+                ok: true
+            },
+            "{provider}"
+        );
         assert_eq!(r.ran, Some(delete));
         assert_eq!(s.discovered(), [delete]);
         assert!(s.is_active(delete));
@@ -1018,17 +1034,21 @@ async fn a_whole_chat_response_is_answered_in_order() {
     let mut s = provider_session(&["core"], ExportFormat::OpenAi, false);
     s.begin_turn("x").await;
     let response = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": null, "tool_calls": [
-            {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
-            {"id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":"}},
-            {"id": "call_c", "type": "function", "function": {"name": "nope", "arguments": "{"}}
-        ]}}]});
+    "role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":"}},
+        {"id": "call_c", "type": "function", "function": {"name": "nope", "arguments": "{"}}
+    ]}}]});
     let reply = s.handle_response(&response).await.expect("a Chat response");
     let kinds: Vec<&str> = reply.results.iter().map(|r| r.outcome.kind()).collect();
     assert_eq!(kinds, ["ran", "invalid-arguments", "not-in-active-set"]);
     assert_eq!(reply.results[0].ran, Some(tool("read_file")));
     assert_eq!(reply.results[1].ran, None);
-    assert!(reply.results[1].text.contains("not JSON"), "{}", reply.results[1].text);
+    assert!(
+        reply.results[1].text.contains("not JSON"),
+        "{}",
+        reply.results[1].text
+    );
     let ids: Vec<&str> = reply
         .messages
         .iter()
@@ -1040,6 +1060,9 @@ async fn a_whole_chat_response_is_answered_in_order() {
         json!({"role": "tool", "tool_call_id": "call_a", "content": r#"{"tool":"read_file","path":"a"}"#})
     );
     // A body of another shape is an error and runs nothing.
-    let e = s.handle_response(&json!({"content": []})).await.unwrap_err();
+    let e = s
+        .handle_response(&json!({"content": []}))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("missing field `choices`"), "{e}");
 }
