@@ -121,7 +121,7 @@ fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
             }
         }
         for &format in ExportFormat::ALL {
-            let v = export_plan(&plan, format);
+            let v = export_plan(&plan, format).to_json();
             let text = v.to_string();
             for &t in plan.tools() {
                 assert!(text.contains(c.exported_name(t)));
@@ -132,7 +132,7 @@ fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
                 assert!(stats.tokens < stats.profile_tokens, "{stats:?}");
             }
         }
-        let anthropic = export_plan(&plan, ExportFormat::Anthropic);
+        let anthropic = export_plan(&plan, ExportFormat::Anthropic).to_json();
         let deferred = anthropic
             .as_array()
             .expect("array")
