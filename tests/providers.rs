@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use toolcat::export::{export_plan, exported_schema, openai_tool};
+use toolcat::export::{export_plan_with, exported_schema, openai_tool, ExportOptions, SearchMode};
 use toolcat::session::Outcome;
 use toolcat::{Catalog, ExportFormat, Session, SessionOptions, ToolContext};
 use toolcat_catalog::model::{Status, Visibility};
@@ -158,7 +158,9 @@ async fn openai_strict_null_optionals_are_accepted_for_every_tool() {
                 continue;
             }
             let name = c.exported_name(t);
-            let strict = openai_tool(c, t)["function"]["strict"] == true;
+            let strict = serde_json::to_value(openai_tool(c, t)).expect("serializes")["function"]
+                ["strict"]
+                == true;
             let schema = exported_schema(c, t);
             let mut arguments = strict_value(&schema, &schema, strict, 0);
             if c.name(t) == "tool_call" {
@@ -307,8 +309,20 @@ async fn recorded_exchanges_replay() {
         s.begin_turn(&exchange.user).await;
         for (k, step) in exchange.steps.iter().enumerate() {
             let here = format!("{file} step {}", k + 1);
+            // The tools of this step's Anthropic request: a `tool_reference` may name only these.
+            let request = {
+                let plan = s.plan();
+                let search = if exchange.hosted_search {
+                    SearchMode::Hosted
+                } else {
+                    SearchMode::Own
+                };
+                export_plan_with(&plan, ExportFormat::Anthropic, &ExportOptions { search })
+                    .unwrap_or_else(|e| panic!("{here}: {e}"))
+                    .to_json()
+            };
             if !step.deferred.is_empty() {
-                let tools = export_plan(&s.plan(), ExportFormat::Anthropic);
+                let tools = &request;
                 for name in &step.deferred {
                     let tool = tools
                         .as_array()
@@ -317,8 +331,6 @@ async fn recorded_exchanges_replay() {
                     assert_eq!(tool["defer_loading"], true, "{here}: {name}");
                 }
             }
-            // The tools of this step's Anthropic request: a `tool_reference` may name only these.
-            let request = export_plan(&s.plan(), ExportFormat::Anthropic);
             let reply = s
                 .handle_response(&step.response)
                 .await

@@ -6,8 +6,8 @@
 //! | --- | --- | --- |
 //! | [`ExportFormat::Mcp`] | a `tools/call` request's `params` `{"name","arguments"?}` | one `CallToolResult` `{"content":[{"type":"text","text"}],"isError"}` |
 //! | [`ExportFormat::OpenAi`] (Chat Completions) | `choices[0].message.tool_calls[]` `{"id","type":"function","function":{"name","arguments"}}`, `arguments` a JSON string | one message per call `{"role":"tool","tool_call_id","content"}` |
-//! | [`ExportFormat::OpenAiResponses`] | `output[]` items `{"type":"function_call","call_id","name","arguments"}` (other items skipped) | one input item per call `{"type":"function_call_output","call_id","output"}` |
-//! | [`ExportFormat::Anthropic`] (Messages) | `content[]` blocks `{"type":"tool_use","id","name","input"}` (other blocks skipped) | one user message `{"role":"user","content":[{"type":"tool_result","tool_use_id","content":[...],"is_error"?}]}` |
+//! | [`ExportFormat::OpenAiResponses`] | `output[]` items `{"type":"function_call","call_id","name","arguments","namespace"?}` (the namespace of a hosted search's deferred function is not needed: `name` is the exported name; other items, hosted `tool_search_call`/`tool_search_output` among them, skipped) | one input item per call `{"type":"function_call_output","call_id","output"}` |
+//! | [`ExportFormat::Anthropic`] (Messages) | `content[]` blocks `{"type":"tool_use","id","name","input"}` (other blocks, hosted `server_tool_use`/`tool_search_tool_result` among them, skipped) | one user message `{"role":"user","content":[{"type":"tool_result","tool_use_id","content":[...],"is_error"?}]}` |
 //! | [`ExportFormat::Gemini`] | `candidates[0].content.parts[].functionCall` `{"name","args"?,"id"?}` | one content `{"role":"user","parts":[{"functionResponse":{"name","response","id"?}}]}` |
 //!
 //! Sources: <https://modelcontextprotocol.io/specification/2025-06-18/server/tools>,

@@ -564,13 +564,10 @@ impl<'c> Session<'c> {
     }
 
     /// Whether the provider's hosted search loads deferred tools
-    /// ([`SessionOptions::hosted_search`] with Anthropic or OpenAI Responses).
+    /// ([`SessionOptions::hosted_search`] with a provider of [`ExportFormat::HOSTED_SEARCH`]:
+    /// Anthropic or OpenAI Responses).
     pub fn hosted_search(&self) -> bool {
-        self.options.hosted_search
-            && matches!(
-                self.options.provider,
-                ExportFormat::Anthropic | ExportFormat::OpenAiResponses
-            )
+        self.options.hosted_search && ExportFormat::HOSTED_SEARCH.contains(&self.options.provider)
     }
 
     /// The tool `name` names if it is callable now: active, or, with hosted search, deferred —

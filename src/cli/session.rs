@@ -92,6 +92,12 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
     };
     let mut s = settings.session(&c, toolcat::ToolContext::new(workspace.clone()))?;
     if let Some(format) = a.format {
+        if a.hosted_search && !ExportFormat::HOSTED_SEARCH.contains(&format) {
+            bail!(
+                "{}",
+                toolcat::export::ExportError::HostedSearchUnsupported { format }
+            );
+        }
         let options = toolcat::SessionOptions {
             provider: format,
             hosted_search: a.hosted_search,
