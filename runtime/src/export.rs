@@ -23,8 +23,8 @@
 //!   is left out, the hosted `{"type":"tool_search"}` comes first, and the plan's deferred tools
 //!   follow grouped by toolset into namespaces
 //!   `{"type":"namespace","name","description","tools":[{"type":"function",...,"defer_loading":true}]}`
-//!   (a namespace holds deferred members only; a deferred tool in no toolset is a top-level
-//!   deferred function);
+//!   (the smallest toolset holding the tool; a namespace holds deferred members only; a deferred
+//!   tool in no toolset is a top-level deferred function);
 //! - Anthropic Messages tools: `[{"name","description","input_schema"}]`, plus, for a plan, every
 //!   deferred tool (discoverable, reachable in profile ∩ active toolsets, not visible this turn)
 //!   after the visible ones with `"defer_loading": true`, so a search tool can load it
@@ -384,9 +384,10 @@ pub fn openai_responses_tools(
 
 /// OpenAI Responses API `tools` with the hosted tool search: `tools` in order (toolcat's
 /// `tool_search` left out), then `{"type":"tool_search"}` and the `deferred` tools not among
-/// `tools` with `"defer_loading": true`, grouped into one namespace per toolset (the first
-/// toolset, in name order, that holds the tool; named and described as the toolset), in the
-/// order of first appearance; a deferred tool in no toolset stays a top-level deferred function.
+/// `tools` with `"defer_loading": true`, grouped into one namespace per toolset (the smallest
+/// toolset that holds the tool, the first in name order among equals: the most specific group,
+/// as OpenAI recommends small namespaces; named and described as the toolset), in the order of
+/// first appearance; a deferred tool in no toolset stays a top-level deferred function.
 /// Without deferred tools there is no search tool either.
 pub fn openai_responses_hosted_tools(
     catalog: &Catalog,
@@ -406,7 +407,14 @@ pub fn openai_responses_hosted_tools(
         }
         let set = catalog
             .toolsets()
-            .find(|&s| toolcat_catalog::tables::bit(catalog.toolset_tools(s), t.index()));
+            .filter(|&s| toolcat_catalog::tables::bit(catalog.toolset_tools(s), t.index()))
+            .min_by_key(|&s| {
+                catalog
+                    .toolset_tools(s)
+                    .iter()
+                    .map(|w| w.count_ones())
+                    .sum::<u32>()
+            });
         match groups.iter_mut().find(|(s, _)| set.is_some() && *s == set) {
             Some((_, members)) => members.push(t),
             None => groups.push((set, vec![t])),

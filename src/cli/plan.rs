@@ -1,4 +1,5 @@
-//! `toolcat plan`: the tool definitions the model gets this turn, as JSON on stdout.
+//! `toolcat plan`: the tool definitions the model gets this turn, as JSON on stdout; on stderr, one
+//! `refused:` line per tool the format cannot declare (Gemini), and with `--stats` the counts.
 
 use std::io::Write as _;
 use std::process::ExitCode;
