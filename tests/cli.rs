@@ -650,3 +650,180 @@ fn plan_notes_a_named_tool_it_cannot_show_instead_of_dropping_it_silently() {
         "a tool outside the profile was planned"
     );
 }
+
+#[test]
+fn plan_exports_flat_openai_responses_tools() {
+    let o = toolcat(&[
+        "plan",
+        "--profile",
+        "coding",
+        "--format",
+        "openai-responses",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = tools.as_array().expect("array");
+    assert!(!tools.is_empty());
+    for t in tools {
+        let keys: Vec<&String> = t.as_object().expect("object").keys().collect();
+        assert_eq!(
+            keys,
+            ["type", "name", "description", "parameters", "strict"],
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn plan_with_hosted_search_swaps_tool_search_for_the_providers_own() {
+    let o = toolcat(&[
+        "plan",
+        "--profile",
+        "coding",
+        "--format",
+        "anthropic",
+        "--hosted-search",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = tools.as_array().expect("array");
+    assert_eq!(tools[0]["type"], "tool_search_tool_bm25_20251119");
+    assert_eq!(tools[0]["name"], "tool_search_tool_bm25");
+    assert!(tools.iter().all(|t| t["name"] != "tool_search"));
+    assert!(tools.iter().any(|t| t["defer_loading"] == true));
+
+    let o = toolcat(&[
+        "plan",
+        "--profile",
+        "coding",
+        "--format",
+        "openai-responses",
+        "--hosted-search",
+        "--stats",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = tools.as_array().expect("array");
+    assert_eq!(
+        tools.iter().filter(|t| t["type"] == "tool_search").count(),
+        1
+    );
+    let namespaces: Vec<&serde_json::Value> =
+        tools.iter().filter(|t| t["type"] == "namespace").collect();
+    assert!(!namespaces.is_empty(), "no namespace: {tools:?}");
+    for ns in namespaces {
+        for m in ns["tools"].as_array().expect("members") {
+            assert_eq!(m["defer_loading"], true, "{m}");
+        }
+    }
+    assert!(
+        stderr(&o).contains("tokens (openai-responses, o200k_base):"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn hosted_search_with_a_format_without_one_names_the_formats_that_take_it() {
+    for format in ["mcp", "openai", "gemini"] {
+        let o = toolcat(&[
+            "plan",
+            "--profile",
+            "coding",
+            "--format",
+            format,
+            "--hosted-search",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{format}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "`--hosted-search` does not apply to `--format {format}`"
+            )) && err.contains("`anthropic` and `openai-responses`"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{format}: printed an export anyway");
+    }
+}
+
+#[test]
+fn gemini_plan_names_each_refused_tool_and_counts_only_declarations() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = r##"
+targets = ["mcp"]
+
+[mcp_server.docs]
+description = "A documentation server"
+url = "https://docs.example.invalid/mcp"
+
+[toolset.core]
+description = "Everyday tools"
+
+[[tool]]
+name = "outline_document"
+description = "Returns the outline of a document as a tree of headings."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "docs-team"
+source = "docs"
+
+[tool.input_schema]
+type = "object"
+properties = { filter = { "$ref" = "#/$defs/Heading" } }
+"$defs" = { Heading = { type = "object", properties = { title = { type = "string" }, children = { type = "array", items = { "$ref" = "#/$defs/Heading" } } } } }
+
+[[tool]]
+name = "read_page"
+description = "Returns one page of a document."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "docs-team"
+source = "docs"
+
+[tool.input_schema]
+type = "object"
+properties = { page = { type = "integer" } }
+"##;
+    std::fs::write(dir.path().join("recursive.toml"), catalog).unwrap();
+    let o = toolcat_bounded(
+        &[
+            "plan",
+            "--catalog",
+            "recursive.toml",
+            "--profile",
+            "full",
+            "--format",
+            "gemini",
+            "--stats",
+        ],
+        Some(dir.path()),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let refused: Vec<&str> = err.lines().filter(|l| l.starts_with("refused:")).collect();
+    assert_eq!(refused.len(), 1, "{err}");
+    assert!(
+        refused[0].contains("outline_document") && refused[0].contains("gemini-ref"),
+        "{err}"
+    );
+    assert!(
+        err.contains("definitions sent: 1 of 1 the profile owns")
+            && err.contains("1 refused by `gemini`"),
+        "{err}"
+    );
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let declarations = tools[0]["functionDeclarations"]
+        .as_array()
+        .expect("declarations");
+    assert_eq!(declarations.len(), 1);
+    assert!(declarations[0]["name"]
+        .as_str()
+        .expect("name")
+        .ends_with("read_page"));
+}

@@ -571,6 +571,7 @@ impl Loop for LateActivation {
             if self.late.contains(&t) || self.fresh.contains(&t) {
                 return CallResult {
                     text: not_in_active_set(name, [], true),
+                    content: Vec::new(),
                     is_error: true,
                     outcome: Outcome::NotInActiveSet,
                     ran: None,
@@ -610,6 +611,7 @@ impl Loop for RunsAnything {
                 let ran = catalog().call(t, args, &self.0.context).await;
                 CallResult {
                     text: format!("{ran:?}"),
+                    content: Vec::new(),
                     is_error: ran.is_err(),
                     outcome: Outcome::Ran {
                         tool: t,
@@ -653,6 +655,7 @@ impl Loop for IgnoresBudget {
         let tools: Vec<ToolIndex> = hits.iter().map(|h| h.tool).collect();
         CallResult {
             text: json!({"tools": names(&tools).iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}).to_string(),
+            content: Vec::new(),
             is_error: false,
             outcome: Outcome::Found { tools },
             ran: None,

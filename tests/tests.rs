@@ -18,6 +18,8 @@ mod import;
 mod invalid_catalogs;
 /// The workspace layout: no import circles, `unsafe` only in the encoder, optional parts behind traits.
 mod layout;
+/// A session told its provider: OpenAI strict-mode nulls accepted for every reference tool; one recorded exchange per provider replayed.
+mod providers;
 /// The README's quick start shows the tested fixture crate, verbatim.
 mod readme;
 /// Remote MCP servers from PyPI and npm: imported, checked live, searched, called in sessions; drift, dying and silent servers.

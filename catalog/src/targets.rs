@@ -192,6 +192,30 @@ pub const RULES: &[TargetRule] = &[
         ANTHROPIC_TOOL_SEARCH,
     ),
     rule(
+        "anthropic-unique-names",
+        Target::Anthropic,
+        "the names of a request's tools are unique",
+        ANTHROPIC_TOOLS,
+    ),
+    rule(
+        "openai-tool-search",
+        Target::OpenAi,
+        "deferred tools need a non-deferred search tool, a hosted `tool_search` needs deferred tools, and at least one tool is not deferred",
+        OPENAI_TOOL_SEARCH,
+    ),
+    rule(
+        "openai-namespace",
+        Target::OpenAi,
+        "a namespace holds at least one function, and toolcat's namespaces hold deferred functions only",
+        OPENAI_TOOL_SEARCH,
+    ),
+    rule(
+        "openai-unique-names",
+        Target::OpenAi,
+        "the names of a request's top-level tools, namespaces and namespace members are unique",
+        OPENAI_TOOL_SEARCH,
+    ),
+    rule(
         "gemini-name",
         Target::Gemini,
         "names start with a letter or `_`, use letters, digits, `_`, `.`, `:`, `-`, at most 64",
@@ -1409,7 +1433,9 @@ impl GeminiPass<'_> {
 /// Checks one Anthropic Messages `tools` array: when any tool has `defer_loading: true`, the
 /// request must hold a search tool that is not deferred (a server tool search tool, whose `type`
 /// starts with `tool_search_tool_`, or the tool named `search_tool`, the client-side search
-/// answering with `tool_reference` blocks) and at least one tool that is not deferred.
+/// answering with `tool_reference` blocks) and at least one tool that is not deferred
+/// (`anthropic-deferred`); a server tool search tool with nothing deferred is reported too, it
+/// would search nothing. Every tool's `name` is unique (`anthropic-unique-names`).
 pub fn check_anthropic_request(tools: &Value, search_tool: &str) -> Vec<Finding> {
     let Some(tools) = tools.as_array() else {
         return Vec::new();
@@ -1420,46 +1446,219 @@ pub fn check_anthropic_request(tools: &Value, search_tool: &str) -> Vec<Finding>
         .filter(|t| deferred(t))
         .filter_map(|t| t.get("name").and_then(Value::as_str))
         .collect();
-    if deferred_names.is_empty() {
-        return Vec::new();
-    }
-    let mut findings = Vec::new();
-    let finding = |message: String| Finding {
+    let finding = |rule: &'static str, message: String| Finding {
         target: Target::Anthropic,
         tool: String::new(),
         kind: FindingKind::Error,
-        rule: "anthropic-deferred",
+        rule,
         path: String::new(),
         message,
     };
-    let is_search = |t: &Value| {
+    let hosted = |t: &Value| {
         t.get("type")
             .and_then(Value::as_str)
             .is_some_and(|ty| ty.starts_with("tool_search_tool_"))
-            || t.get("name").and_then(Value::as_str) == Some(search_tool)
     };
+    let is_search =
+        |t: &Value| hosted(t) || t.get("name").and_then(Value::as_str) == Some(search_tool);
+    let mut findings: Vec<Finding> = duplicate_names(tools.iter())
+        .into_iter()
+        .map(|name| {
+            finding(
+                "anthropic-unique-names",
+                format!("two tools are named `{name}`; names must be unique"),
+            )
+        })
+        .collect();
+    if deferred_names.is_empty() {
+        if let Some(t) = tools.iter().find(|t| hosted(t)) {
+            findings.push(finding(
+                "anthropic-deferred",
+                format!(
+                    "the search tool `{}` is sent but no tool is deferred; leave it out",
+                    t.get("name").and_then(Value::as_str).unwrap_or_default()
+                ),
+            ));
+        }
+        return findings;
+    }
     if !tools.iter().any(|t| !deferred(t)) {
-        findings.push(finding(format!(
-            "all {} tools are deferred; at least one must be loaded",
-            tools.len()
-        )));
+        findings.push(finding(
+            "anthropic-deferred",
+            format!(
+                "all {} tools are deferred; at least one must be loaded",
+                tools.len()
+            ),
+        ));
     }
     if !tools.iter().any(|t| is_search(t) && !deferred(t)) {
         let search_deferred = tools.iter().any(|t| is_search(t) && deferred(t));
-        findings.push(finding(if search_deferred {
-            format!("the search tool `{search_tool}` is itself deferred; it must be loaded")
-        } else {
+        findings.push(finding(
+            "anthropic-deferred",
+            if search_deferred {
+                format!("the search tool `{search_tool}` is itself deferred; it must be loaded")
+            } else {
+                format!(
+                    "{} deferred tools (`{}`{}) but no search tool (`{search_tool}`) to load them",
+                    deferred_names.len(),
+                    deferred_names[0],
+                    if deferred_names.len() > 1 {
+                        ", ..."
+                    } else {
+                        ""
+                    }
+                )
+            },
+        ));
+    }
+    findings
+}
+
+/// The `name`s that occur more than once among `tools`, each once, in order of first repeat.
+fn duplicate_names<'v>(tools: impl Iterator<Item = &'v Value>) -> Vec<&'v str> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut repeated = Vec::new();
+    for name in tools.filter_map(|t| t.get("name").and_then(Value::as_str)) {
+        if !seen.insert(name) && !repeated.contains(&name) {
+            repeated.push(name);
+        }
+    }
+    repeated
+}
+
+const OPENAI_TOOL_SEARCH: Source = Source {
+    title: "OpenAI tool search, deferred functions and namespaces",
+    url: "https://developers.openai.com/api/docs/guides/tools-tool-search",
+};
+
+/// Checks one OpenAI Responses API `tools` array (OpenAI tool search): deferred functions
+/// (`defer_loading: true`, top level or in a namespace) need a search tool that is not deferred
+/// — the hosted `{"type":"tool_search"}` or the function named `search_tool` — and a hosted
+/// `tool_search` needs something deferred; at least one function is not deferred
+/// (`openai-tool-search`). A namespace holds at least one function, all of them deferred
+/// (`openai-namespace`: toolcat groups deferred tools only, so a namespace never mixes what the
+/// search loads with what is loaded up front). Top-level names and namespace names are unique,
+/// and so are the names of the functions across namespaces and the top level
+/// (`openai-unique-names`).
+pub fn check_openai_responses_request(tools: &Value, search_tool: &str) -> Vec<Finding> {
+    let Some(tools) = tools.as_array() else {
+        return Vec::new();
+    };
+    let finding = |rule: &'static str, tool: &str, message: String| Finding {
+        target: Target::OpenAi,
+        tool: tool.to_string(),
+        kind: FindingKind::Error,
+        rule,
+        path: String::new(),
+        message,
+    };
+    fn kind(t: &Value) -> &str {
+        t.get("type").and_then(Value::as_str).unwrap_or_default()
+    }
+    fn name(t: &Value) -> &str {
+        t.get("name").and_then(Value::as_str).unwrap_or_default()
+    }
+    let deferred = |t: &Value| t.get("defer_loading") == Some(&Value::Bool(true));
+    let mut findings = Vec::new();
+    let members: Vec<&Value> = tools
+        .iter()
+        .filter(|t| kind(t) == "namespace")
+        .flat_map(|n| {
+            n.get("tools")
+                .and_then(Value::as_array)
+                .map(|v| v.iter())
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    for n in tools.iter().filter(|t| kind(t) == "namespace") {
+        let inner = n.get("tools").and_then(Value::as_array);
+        match inner {
+            None => findings.push(finding(
+                "openai-namespace",
+                name(n),
+                format!("namespace `{}` holds no tools", name(n)),
+            )),
+            Some(inner) if inner.is_empty() => findings.push(finding(
+                "openai-namespace",
+                name(n),
+                format!("namespace `{}` holds no tools", name(n)),
+            )),
+            Some(inner) => {
+                if let Some(t) = inner.iter().find(|t| !deferred(t)) {
+                    findings.push(finding(
+                        "openai-namespace",
+                        name(n),
+                        format!(
+                            "namespace `{}` mixes `{}`, which is not deferred, with deferred functions; keep loaded tools at the top level",
+                            name(n),
+                            name(t)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let mut repeated_names = duplicate_names(tools.iter());
+    let functions_and_members = tools
+        .iter()
+        .filter(|t| kind(t) != "namespace")
+        .chain(members.iter().copied());
+    for name in duplicate_names(functions_and_members) {
+        if !repeated_names.contains(&name) {
+            repeated_names.push(name);
+        }
+    }
+    for repeated in repeated_names {
+        findings.push(finding(
+            "openai-unique-names",
+            repeated,
+            format!("two tools are named `{repeated}`; names must be unique"),
+        ));
+    }
+    let functions = || {
+        tools
+            .iter()
+            .filter(|t| kind(t) == "function")
+            .chain(members.iter().copied())
+    };
+    let deferred_names: Vec<&str> = functions().filter(|t| deferred(t)).map(name).collect();
+    let hosted = tools
+        .iter()
+        .any(|t| kind(t) == "tool_search" && !deferred(t));
+    let own = functions().any(|t| name(t) == search_tool && !deferred(t));
+    if deferred_names.is_empty() {
+        if hosted {
+            findings.push(finding(
+                "openai-tool-search",
+                "",
+                "the hosted `tool_search` is sent but no tool is deferred; leave it out"
+                    .to_string(),
+            ));
+        }
+        return findings;
+    }
+    if !functions().any(|t| !deferred(t)) {
+        findings.push(finding(
+            "openai-tool-search",
+            "",
             format!(
-                "{} deferred tools (`{}`{}) but no search tool (`{search_tool}`) to load them",
+                "all {} functions are deferred; at least one must be loaded",
+                deferred_names.len()
+            ),
+        ));
+    }
+    if !hosted && !own {
+        findings.push(finding(
+            "openai-tool-search",
+            "",
+            format!(
+                "{} deferred tools (`{}`{}) but no search tool (`tool_search` or `{search_tool}`) to load them",
                 deferred_names.len(),
                 deferred_names[0],
-                if deferred_names.len() > 1 {
-                    ", ..."
-                } else {
-                    ""
-                }
-            )
-        }));
+                if deferred_names.len() > 1 { ", ..." } else { "" }
+            ),
+        ));
     }
     findings
 }

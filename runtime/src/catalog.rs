@@ -105,7 +105,7 @@ pub struct RateLimit {
 /// `readOnlyHint` = effect is `read`, `destructiveHint` = effect is `destructive`,
 /// `idempotentHint` = `idempotent`, `openWorldHint` = `open_world`. Serializes with the MCP
 /// field names, in that order, `title` first and only when set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpAnnotations {
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,9 +1,11 @@
-//! Tool definitions in the wire shapes of MCP and of the OpenAI, Anthropic and Gemini APIs, and
-//! the report of what each export target required ([`target_report`]).
+//! Tool definitions in the wire shapes of MCP and of the OpenAI, Anthropic and Gemini APIs, the
+//! check of a whole request's `tools` ([`Export::check`]), and the report of what each export
+//! target required ([`target_report`]).
 //!
-//! Every export uses exported names (`NS__name`), keeps the order of the tools it is given, and
-//! writes keys in a fixed order (the order below; `serde_json` keeps insertion order), so the same
-//! plan always serializes to the same bytes:
+//! An export is typed ([`Export`], one variant per [`ExportFormat`], over the types of [`wire`]);
+//! the JSON a provider takes is one `serde_json::to_value` away ([`Export::to_json`]). Every
+//! export uses exported names (`NS__name`), keeps the order of the tools it is given, and writes
+//! keys in a fixed order (the order below), so the same plan always serializes to the same bytes:
 //!
 //! - MCP `tools/list` result: `{"tools":[{"name","description","inputSchema","annotations"}]}`,
 //!   annotations derived from the effect ([`crate::catalog::McpAnnotations`]);
@@ -14,29 +16,48 @@
 //!   ([`toolcat_catalog::targets::openai`]). A call of a strict tool carries `null` for every
 //!   argument the model leaves out; [`restore_openai_arguments`] removes those before the
 //!   arguments are validated and dispatched;
-//! - OpenAI Responses API function tools, flat:
-//!   `[{"type":"function","name","description","parameters","strict"}]`, the same strict
-//!   rewrite as Chat Completions;
+//! - OpenAI Responses API tools, flat function tools
+//!   `[{"type":"function","name","description","parameters","strict"}]` with the same strict
+//!   rewrite as Chat Completions. With [`SearchMode::Hosted`] (OpenAI tool search,
+//!   <https://developers.openai.com/api/docs/guides/tools-tool-search>) toolcat's `tool_search`
+//!   is left out, the hosted `{"type":"tool_search"}` comes first, and the plan's deferred tools
+//!   follow grouped by toolset into namespaces
+//!   `{"type":"namespace","name","description","tools":[{"type":"function",...,"defer_loading":true}]}`
+//!   (the smallest toolset holding the tool; a namespace holds deferred members only; a deferred
+//!   tool in no toolset is a top-level deferred function);
 //! - Anthropic Messages tools: `[{"name","description","input_schema"}]`, plus, for a plan, every
 //!   deferred tool (discoverable, reachable in profile ∩ active toolsets, not visible this turn)
-//!   after the visible ones with `"defer_loading": true`, so the API's tool search can load it
-//!   (Anthropic's tool-search documentation);
+//!   after the visible ones with `"defer_loading": true`, so a search tool can load it
+//!   (Anthropic tool search,
+//!   <https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/tool-search-tool>). With
+//!   [`SearchMode::Own`] that search tool is toolcat's `tool_search`; with [`SearchMode::Hosted`]
+//!   it is the hosted `{"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"}`,
+//!   first, and toolcat's `tool_search` is left out;
 //! - Gemini function declarations: `[{"functionDeclarations":[{"name","description","parameters"}]}]`
 //!   (the request's `tools`), the parameters rewritten into Gemini's `Schema` subset
 //!   ([`toolcat_catalog::targets::gemini`]); `parameters` is left out for a tool without
-//!   arguments (Gemini rejects an object schema without properties), and a tool whose schema
-//!   cannot be rewritten (a recursive `$ref`) is left out of the export — the report names it.
+//!   arguments (Gemini rejects an object schema without properties). A tool whose schema cannot
+//!   be rewritten (a recursive `$ref`) is not declared; [`Export::refused`] names it with the
+//!   rule, the JSON location and the message.
 //!
 //! Input schemas are [`Catalog::input_schema`] without a top-level `$schema` keyword: it tells
 //! the model nothing and costs tokens on every turn.
 
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+pub mod wire;
 
-use toolcat_catalog::targets::{self, Report, Target, ToolInput};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use toolcat_catalog::targets::{self, Finding, FindingKind, Report, Target, ToolInput};
 
 use crate::catalog::{Catalog, ToolIndex, ToolSource};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
+use wire::{
+    AnthropicCustomTool, AnthropicTool, AnthropicToolSearch, AnthropicToolSearchKind, ChatFunction,
+    ChatTool, FunctionDeclaration, GeminiExport, GeminiTool, McpTool, McpToolsList,
+    NamespaceMember, RefusedTool, ResponsesFunction, ResponsesNamespace, ResponsesTool,
+    ResponsesToolSearch,
+};
 
 /// A wire shape for tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -64,6 +85,10 @@ impl ExportFormat {
         ExportFormat::Anthropic,
         ExportFormat::Gemini,
     ];
+
+    /// The formats whose API runs a hosted tool search ([`SearchMode::Hosted`]).
+    pub const HOSTED_SEARCH: &'static [ExportFormat] =
+        &[ExportFormat::Anthropic, ExportFormat::OpenAiResponses];
 
     /// `mcp`, `openai`, `openai-responses`, `anthropic` or `gemini`: the spelling of the CLI and
     /// of file names.
@@ -99,6 +124,165 @@ impl std::fmt::Display for ExportFormat {
     }
 }
 
+/// Which search tool loads a plan's deferred tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// toolcat's own `tool_search` meta-tool (the default; every format).
+    #[default]
+    Own,
+    /// The provider's hosted tool search ([`ExportFormat::HOSTED_SEARCH`] only): Anthropic's
+    /// BM25 tool search tool, or OpenAI Responses' `tool_search`; toolcat's `tool_search` is left
+    /// out of the export.
+    Hosted,
+}
+
+/// Options of [`export_plan_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ExportOptions {
+    pub search: SearchMode,
+}
+
+/// Why [`export_plan_with`] made no export.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExportError {
+    /// [`SearchMode::Hosted`] with a format whose API runs no hosted tool search.
+    #[error("`{format}` has no hosted tool search; hosted search is available with `anthropic` and `openai-responses` (or use toolcat's own `tool_search`)")]
+    HostedSearchUnsupported { format: ExportFormat },
+    /// The request the export makes breaks a rule of the provider ([`Export::check`]).
+    #[error("the `{format}` request breaks {}: {}", .findings.len(), render_findings(.findings))]
+    Request {
+        format: ExportFormat,
+        findings: Vec<Finding>,
+    },
+}
+
+fn render_findings(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| format!("{} ({})", f.message, f.rule))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One export, typed by format. Serializes to the provider's request `tools` (for Gemini, the
+/// declarations only; [`Export::refused`] stays off the wire).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Export {
+    Mcp(McpToolsList),
+    OpenAi(Vec<ChatTool>),
+    OpenAiResponses(Vec<ResponsesTool>),
+    Anthropic(Vec<AnthropicTool>),
+    Gemini(GeminiExport),
+}
+
+impl Serialize for Export {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Export::Mcp(v) => v.serialize(serializer),
+            Export::OpenAi(v) => v.serialize(serializer),
+            Export::OpenAiResponses(v) => v.serialize(serializer),
+            Export::Anthropic(v) => v.serialize(serializer),
+            Export::Gemini(v) => v.tools.serialize(serializer),
+        }
+    }
+}
+
+impl Export {
+    /// The format of the export.
+    pub fn format(&self) -> ExportFormat {
+        match self {
+            Export::Mcp(_) => ExportFormat::Mcp,
+            Export::OpenAi(_) => ExportFormat::OpenAi,
+            Export::OpenAiResponses(_) => ExportFormat::OpenAiResponses,
+            Export::Anthropic(_) => ExportFormat::Anthropic,
+            Export::Gemini(_) => ExportFormat::Gemini,
+        }
+    }
+
+    /// The JSON the provider takes (see the module documentation for each shape).
+    pub fn to_json(&self) -> Value {
+        // Every wire type serializes to JSON: string keys, no non-finite numbers.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The tools left out because the target refuses their input schema (Gemini only; empty for
+    /// every other format).
+    pub fn refused(&self) -> &[RefusedTool] {
+        match self {
+            Export::Gemini(g) => &g.refused,
+            _ => &[],
+        }
+    }
+
+    /// Definitions the model reads up front: declared tools that are not deferred (hosted
+    /// search tools and namespaces aside).
+    pub fn definitions(&self) -> usize {
+        match self {
+            Export::Mcp(v) => v.tools.len(),
+            Export::OpenAi(v) => v.len(),
+            Export::OpenAiResponses(v) => v
+                .iter()
+                .filter(|t| matches!(t, ResponsesTool::Function(f) if !f.defer_loading))
+                .count(),
+            Export::Anthropic(v) => v
+                .iter()
+                .filter(|t| matches!(t, AnthropicTool::Custom(c) if !c.defer_loading))
+                .count(),
+            Export::Gemini(g) => g.tools.iter().map(|t| t.function_declarations.len()).sum(),
+        }
+    }
+
+    /// The export without its deferred tools (and without a namespace left empty): what is in
+    /// the model's context before a search loads anything.
+    pub fn without_deferred(&self) -> Export {
+        match self {
+            Export::OpenAiResponses(v) => Export::OpenAiResponses(
+                v.iter()
+                    .filter_map(|t| match t {
+                        ResponsesTool::Function(f) if f.defer_loading => None,
+                        ResponsesTool::Namespace(n) => {
+                            let tools: Vec<NamespaceMember> = n
+                                .tools
+                                .iter()
+                                .filter(|NamespaceMember::Function(f)| !f.defer_loading)
+                                .cloned()
+                                .collect();
+                            (!tools.is_empty()).then(|| {
+                                ResponsesTool::Namespace(ResponsesNamespace { tools, ..n.clone() })
+                            })
+                        }
+                        other => Some(other.clone()),
+                    })
+                    .collect(),
+            ),
+            Export::Anthropic(v) => Export::Anthropic(
+                v.iter()
+                    .filter(|t| !matches!(t, AnthropicTool::Custom(c) if c.defer_loading))
+                    .cloned()
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Checks the request the export makes against the provider's rules for a whole `tools`
+    /// array ([`targets::check_anthropic_request`], [`targets::check_openai_responses_request`]):
+    /// deferred tools need a search tool that is not deferred, a hosted search tool needs
+    /// deferred tools, at least one tool is not deferred, names are unique, and a Responses
+    /// namespace is non-empty and holds deferred functions only. `search_tool` is the exported
+    /// name of toolcat's own `tool_search`. Empty for MCP, Chat Completions and Gemini.
+    pub fn check(&self, search_tool: &str) -> Vec<Finding> {
+        match self {
+            Export::Anthropic(_) => targets::check_anthropic_request(&self.to_json(), search_tool),
+            Export::OpenAiResponses(_) => {
+                targets::check_openai_responses_request(&self.to_json(), search_tool)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The input schema of `t` as exported: [`Catalog::input_schema`] without a top-level `$schema`.
 pub fn exported_schema(catalog: &Catalog, t: ToolIndex) -> Value {
     let mut schema = catalog.input_schema(t).clone();
@@ -109,69 +293,155 @@ pub fn exported_schema(catalog: &Catalog, t: ToolIndex) -> Value {
 }
 
 /// One MCP tool definition: `{"name","description","inputSchema","annotations"}`.
-pub fn mcp_tool(catalog: &Catalog, t: ToolIndex) -> Value {
-    json!({
-        "name": catalog.exported_name(t),
-        "description": catalog.description(t),
-        "inputSchema": exported_schema(catalog, t),
-        "annotations": catalog.mcp_annotations(t),
-    })
+pub fn mcp_tool(catalog: &Catalog, t: ToolIndex) -> McpTool {
+    McpTool {
+        name: catalog.exported_name(t).to_string(),
+        description: catalog.description(t).to_string(),
+        input_schema: exported_schema(catalog, t),
+        annotations: catalog.mcp_annotations(t),
+    }
 }
 
 /// An MCP `tools/list` result: `{"tools":[...]}` with one [`mcp_tool`] per tool, in order.
-pub fn mcp_tools_list(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
-    let tools: Vec<Value> = tools.into_iter().map(|t| mcp_tool(catalog, t)).collect();
-    json!({ "tools": tools })
+pub fn mcp_tools_list(
+    catalog: &Catalog,
+    tools: impl IntoIterator<Item = ToolIndex>,
+) -> McpToolsList {
+    McpToolsList {
+        tools: tools.into_iter().map(|t| mcp_tool(catalog, t)).collect(),
+    }
+}
+
+/// The name, description, strict parameters and strictness of `t` for OpenAI (both APIs).
+fn openai_parts(catalog: &Catalog, t: ToolIndex) -> (String, String, Value, bool) {
+    let name = catalog.exported_name(t);
+    let exported = targets::openai(name, &exported_schema(catalog, t));
+    (
+        name.to_string(),
+        catalog.description(t).to_string(),
+        exported.schema,
+        exported.strict == Some(true),
+    )
 }
 
 /// One OpenAI function tool:
 /// `{"type":"function","function":{"name","description","parameters","strict"}}`, strict where
 /// strict mode can express the input schema (see the module documentation).
-pub fn openai_tool(catalog: &Catalog, t: ToolIndex) -> Value {
-    let name = catalog.exported_name(t);
-    let exported = targets::openai(name, &exported_schema(catalog, t));
-    json!({
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": catalog.description(t),
-            "parameters": exported.schema,
-            "strict": exported.strict == Some(true),
+pub fn openai_tool(catalog: &Catalog, t: ToolIndex) -> ChatTool {
+    let (name, description, parameters, strict) = openai_parts(catalog, t);
+    ChatTool::Function {
+        function: ChatFunction {
+            name,
+            description,
+            parameters,
+            strict,
         },
-    })
+    }
 }
 
 /// OpenAI Chat Completions `tools`: an array of [`openai_tool`], in order.
-pub fn openai_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
-    Value::Array(tools.into_iter().map(|t| openai_tool(catalog, t)).collect())
+pub fn openai_tools(
+    catalog: &Catalog,
+    tools: impl IntoIterator<Item = ToolIndex>,
+) -> Vec<ChatTool> {
+    tools.into_iter().map(|t| openai_tool(catalog, t)).collect()
 }
 
-/// One OpenAI Responses API function tool, flat:
-/// `{"type":"function","name","description","parameters","strict"}`, with the same strict
-/// rewrite as [`openai_tool`].
-pub fn openai_responses_tool(catalog: &Catalog, t: ToolIndex) -> Value {
-    let name = catalog.exported_name(t);
-    let exported = targets::openai(name, &exported_schema(catalog, t));
-    json!({
-        "type": "function",
-        "name": name,
-        "description": catalog.description(t),
-        "parameters": exported.schema,
-        "strict": exported.strict == Some(true),
-    })
+/// One OpenAI Responses API function, flat
+/// (`{"name","description","parameters","strict"}` under the `"type":"function"` tag), with the
+/// same strict rewrite as [`openai_tool`], and `"defer_loading": true` when `deferred`.
+pub fn openai_responses_function(
+    catalog: &Catalog,
+    t: ToolIndex,
+    deferred: bool,
+) -> ResponsesFunction {
+    let (name, description, parameters, strict) = openai_parts(catalog, t);
+    ResponsesFunction {
+        name,
+        description,
+        parameters,
+        strict,
+        defer_loading: deferred,
+    }
+}
+
+/// One OpenAI Responses API function tool:
+/// `{"type":"function","name","description","parameters","strict"}`.
+pub fn openai_responses_tool(catalog: &Catalog, t: ToolIndex) -> ResponsesTool {
+    ResponsesTool::Function(openai_responses_function(catalog, t, false))
 }
 
 /// OpenAI Responses API `tools`: an array of [`openai_responses_tool`], in order.
 pub fn openai_responses_tools(
     catalog: &Catalog,
     tools: impl IntoIterator<Item = ToolIndex>,
-) -> Value {
-    Value::Array(
-        tools
-            .into_iter()
-            .map(|t| openai_responses_tool(catalog, t))
-            .collect(),
-    )
+) -> Vec<ResponsesTool> {
+    tools
+        .into_iter()
+        .map(|t| openai_responses_tool(catalog, t))
+        .collect()
+}
+
+/// OpenAI Responses API `tools` with the hosted tool search: `tools` in order (toolcat's
+/// `tool_search` left out), then `{"type":"tool_search"}` and the `deferred` tools not among
+/// `tools` with `"defer_loading": true`, grouped into one namespace per toolset (the smallest
+/// toolset that holds the tool, the first in name order among equals: the most specific group,
+/// as OpenAI recommends small namespaces; named and described as the toolset), in the order of
+/// first appearance; a deferred tool in no toolset stays a top-level deferred function.
+/// Without deferred tools there is no search tool either.
+pub fn openai_responses_hosted_tools(
+    catalog: &Catalog,
+    tools: impl IntoIterator<Item = ToolIndex>,
+    deferred: impl IntoIterator<Item = ToolIndex>,
+) -> Vec<ResponsesTool> {
+    let search = catalog.tool("tool_search").ok();
+    let tools: Vec<ToolIndex> = tools.into_iter().filter(|&t| Some(t) != search).collect();
+    let mut out: Vec<ResponsesTool> = tools
+        .iter()
+        .map(|&t| openai_responses_tool(catalog, t))
+        .collect();
+    let mut groups: Vec<(Option<crate::ToolsetId>, Vec<ToolIndex>)> = Vec::new();
+    for t in deferred {
+        if tools.contains(&t) || Some(t) == search {
+            continue;
+        }
+        let set = catalog
+            .toolsets()
+            .filter(|&s| toolcat_catalog::tables::bit(catalog.toolset_tools(s), t.index()))
+            .min_by_key(|&s| {
+                catalog
+                    .toolset_tools(s)
+                    .iter()
+                    .map(|w| w.count_ones())
+                    .sum::<u32>()
+            });
+        match groups.iter_mut().find(|(s, _)| set.is_some() && *s == set) {
+            Some((_, members)) => members.push(t),
+            None => groups.push((set, vec![t])),
+        }
+    }
+    if groups.is_empty() {
+        return out;
+    }
+    out.push(ResponsesTool::ToolSearch(ResponsesToolSearch::default()));
+    for (set, members) in groups {
+        match set {
+            Some(s) => out.push(ResponsesTool::Namespace(ResponsesNamespace {
+                name: catalog.toolset_name(s).to_string(),
+                description: catalog.toolset_description(s).to_string(),
+                tools: members
+                    .into_iter()
+                    .map(|t| NamespaceMember::Function(openai_responses_function(catalog, t, true)))
+                    .collect(),
+            })),
+            None => out.extend(
+                members
+                    .into_iter()
+                    .map(|t| ResponsesTool::Function(openai_responses_function(catalog, t, true))),
+            ),
+        }
+    }
+    out
 }
 
 /// The arguments of a call of `t` made by an OpenAI model, made fit for the tool's own schema:
@@ -188,49 +458,66 @@ pub fn restore_openai_arguments(catalog: &Catalog, t: ToolIndex, arguments: &mut
 }
 
 /// One Gemini function declaration, `{"name","description","parameters"}` (`parameters` left
-/// out for a tool without arguments), or `None` when the input schema cannot be rewritten for
-/// Gemini ([`target_report`] says why).
-pub fn gemini_declaration(catalog: &Catalog, t: ToolIndex) -> Option<Value> {
+/// out for a tool without arguments), or the refusal when the input schema cannot be rewritten
+/// for Gemini (the first error finding of [`targets::gemini`]).
+pub fn gemini_declaration(
+    catalog: &Catalog,
+    t: ToolIndex,
+) -> Result<FunctionDeclaration, RefusedTool> {
     let name = catalog.exported_name(t);
     let exported = targets::gemini(name, &exported_schema(catalog, t));
-    if !exported.is_ok() {
-        return None;
+    if let Some(f) = exported
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Error)
+    {
+        return Err(RefusedTool {
+            tool: name.to_string(),
+            rule: f.rule.to_string(),
+            path: f.path.clone(),
+            message: f.message.clone(),
+        });
     }
-    let mut map = Map::new();
-    map.insert("name".into(), name.into());
-    map.insert("description".into(), catalog.description(t).into());
     let has_properties = exported
         .schema
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
-    if has_properties {
-        map.insert("parameters".into(), exported.schema);
-    }
-    Some(Value::Object(map))
+    Ok(FunctionDeclaration {
+        name: name.to_string(),
+        description: catalog.description(t).to_string(),
+        parameters: has_properties.then_some(exported.schema),
+    })
 }
 
 /// Gemini `tools`: `[{"functionDeclarations":[...]}]` with one [`gemini_declaration`] per tool
-/// that can be exported, in order.
-pub fn gemini_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
-    let declarations: Vec<Value> = tools
-        .into_iter()
-        .filter_map(|t| gemini_declaration(catalog, t))
-        .collect();
-    json!([{ "functionDeclarations": declarations }])
+/// that can be exported, in order, and the refusals of the others.
+pub fn gemini_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> GeminiExport {
+    let mut declarations = Vec::new();
+    let mut refused = Vec::new();
+    for t in tools {
+        match gemini_declaration(catalog, t) {
+            Ok(d) => declarations.push(d),
+            Err(r) => refused.push(r),
+        }
+    }
+    GeminiExport {
+        tools: vec![GeminiTool {
+            function_declarations: declarations,
+        }],
+        refused,
+    }
 }
 
 /// One Anthropic tool: `{"name","description","input_schema"}`, plus `"defer_loading": true`
 /// when `deferred`.
-pub fn anthropic_tool(catalog: &Catalog, t: ToolIndex, deferred: bool) -> Value {
-    let mut map = Map::new();
-    map.insert("name".into(), catalog.exported_name(t).into());
-    map.insert("description".into(), catalog.description(t).into());
-    map.insert("input_schema".into(), exported_schema(catalog, t));
-    if deferred {
-        map.insert("defer_loading".into(), true.into());
-    }
-    Value::Object(map)
+pub fn anthropic_tool(catalog: &Catalog, t: ToolIndex, deferred: bool) -> AnthropicTool {
+    AnthropicTool::Custom(AnthropicCustomTool {
+        name: catalog.exported_name(t).to_string(),
+        description: catalog.description(t).to_string(),
+        input_schema: exported_schema(catalog, t),
+        defer_loading: deferred,
+    })
 }
 
 /// Anthropic Messages `tools`: the `tools` in order, then each of `deferred` not already among
@@ -239,9 +526,9 @@ pub fn anthropic_tools(
     catalog: &Catalog,
     tools: impl IntoIterator<Item = ToolIndex>,
     deferred: impl IntoIterator<Item = ToolIndex>,
-) -> Value {
+) -> Vec<AnthropicTool> {
     let tools: Vec<ToolIndex> = tools.into_iter().collect();
-    let mut out: Vec<Value> = tools
+    let mut out: Vec<AnthropicTool> = tools
         .iter()
         .map(|&t| anthropic_tool(catalog, t, false))
         .collect();
@@ -250,40 +537,115 @@ pub fn anthropic_tools(
             out.push(anthropic_tool(catalog, t, true));
         }
     }
-    Value::Array(out)
+    out
 }
 
-/// `tools` in `format`, with nothing deferred.
+/// Anthropic Messages `tools` with the hosted BM25 tool search: the search tool first, then
+/// `tools` in order without toolcat's `tool_search`, then each of `deferred` not among them with
+/// `"defer_loading": true`. Without deferred tools there is no search tool either.
+pub fn anthropic_hosted_tools(
+    catalog: &Catalog,
+    tools: impl IntoIterator<Item = ToolIndex>,
+    deferred: impl IntoIterator<Item = ToolIndex>,
+) -> Vec<AnthropicTool> {
+    let search = catalog.tool("tool_search").ok();
+    let tools: Vec<ToolIndex> = tools.into_iter().filter(|&t| Some(t) != search).collect();
+    let deferred: Vec<AnthropicTool> = deferred
+        .into_iter()
+        .filter(|&t| !tools.contains(&t) && Some(t) != search)
+        .map(|t| anthropic_tool(catalog, t, true))
+        .collect();
+    let mut out = Vec::with_capacity(tools.len() + deferred.len() + 1);
+    if !deferred.is_empty() {
+        out.push(AnthropicTool::ToolSearch(AnthropicToolSearch::new(
+            AnthropicToolSearchKind::Bm25,
+        )));
+    }
+    out.extend(tools.iter().map(|&t| anthropic_tool(catalog, t, false)));
+    out.extend(deferred);
+    out
+}
+
+/// `tools` in `format`, with nothing deferred and toolcat's own search.
 pub fn export_tools(
     catalog: &Catalog,
     tools: impl IntoIterator<Item = ToolIndex>,
     format: ExportFormat,
-) -> Value {
+) -> Export {
     match format {
-        ExportFormat::Mcp => mcp_tools_list(catalog, tools),
-        ExportFormat::OpenAi => openai_tools(catalog, tools),
-        ExportFormat::OpenAiResponses => openai_responses_tools(catalog, tools),
-        ExportFormat::Anthropic => anthropic_tools(catalog, tools, []),
-        ExportFormat::Gemini => gemini_tools(catalog, tools),
+        ExportFormat::Mcp => Export::Mcp(mcp_tools_list(catalog, tools)),
+        ExportFormat::OpenAi => Export::OpenAi(openai_tools(catalog, tools)),
+        ExportFormat::OpenAiResponses => {
+            Export::OpenAiResponses(openai_responses_tools(catalog, tools))
+        }
+        ExportFormat::Anthropic => Export::Anthropic(anthropic_tools(catalog, tools, [])),
+        ExportFormat::Gemini => Export::Gemini(gemini_tools(catalog, tools)),
     }
 }
 
-/// A plan's visible tools in `format`, in plan order; the Anthropic export also carries the
-/// plan's deferred tools with `defer_loading` ([`Plan::deferred`]).
-pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Value {
+/// A plan's visible tools in `format`, in plan order, with toolcat's own search
+/// ([`SearchMode::Own`]); the Anthropic export also carries the plan's deferred tools with
+/// `defer_loading` ([`Plan::deferred`]). Not checked: [`target_report`] checks the requests of a
+/// catalog, [`export_plan_with`] checks each.
+pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Export {
     let catalog = plan.catalog();
     let tools = plan.tools().iter().copied();
     match format {
-        ExportFormat::Anthropic => anthropic_tools(catalog, tools, plan.deferred()),
+        ExportFormat::Anthropic => {
+            Export::Anthropic(anthropic_tools(catalog, tools, plan.deferred()))
+        }
         _ => export_tools(catalog, tools, format),
     }
 }
 
+/// A plan in `format` with `options` (see the module documentation for each search mode),
+/// checked with [`Export::check`].
+///
+/// # Errors
+/// [`ExportError::HostedSearchUnsupported`] for [`SearchMode::Hosted`] with a format outside
+/// [`ExportFormat::HOSTED_SEARCH`]; [`ExportError::Request`] with the findings when the request
+/// breaks a provider rule.
+pub fn export_plan_with(
+    plan: &Plan<'_>,
+    format: ExportFormat,
+    options: &ExportOptions,
+) -> Result<Export, ExportError> {
+    let catalog = plan.catalog();
+    let tools = plan.tools().iter().copied();
+    let export = match (options.search, format) {
+        (SearchMode::Own, _) => export_plan(plan, format),
+        (SearchMode::Hosted, ExportFormat::Anthropic) => {
+            Export::Anthropic(anthropic_hosted_tools(catalog, tools, plan.deferred()))
+        }
+        (SearchMode::Hosted, ExportFormat::OpenAiResponses) => Export::OpenAiResponses(
+            openai_responses_hosted_tools(catalog, tools, plan.deferred()),
+        ),
+        (SearchMode::Hosted, format) => {
+            return Err(ExportError::HostedSearchUnsupported { format })
+        }
+    };
+    let findings = export.check(search_tool_name(catalog));
+    if findings.is_empty() {
+        Ok(export)
+    } else {
+        Err(ExportError::Request { format, findings })
+    }
+}
+
+/// The exported name of toolcat's `tool_search` (`tool_search` when the catalog has none).
+fn search_tool_name(catalog: &Catalog) -> &str {
+    catalog
+        .tool("tool_search")
+        .map(|t| catalog.exported_name(t))
+        .unwrap_or("tool_search")
+}
+
 /// Checks the whole catalog against `targets`: every tool's exported name and input schema
 /// (a local tool's schema is its handler's; a local tool without a handler — a catalog loaded
-/// from a file — is counted as unchecked), and, for `anthropic`, the request of every preset and
-/// of every profile no preset runs under (its toolsets all active, nothing discovered yet): its
-/// deferred tools need a loaded `tool_search` and at least one loaded tool.
+/// from a file — is counted as unchecked), and the request ([`Export::check`]) of every preset
+/// and of every profile no preset runs under (its toolsets all active, nothing discovered yet):
+/// for `anthropic` the Anthropic request, for `openai` the OpenAI Responses request, each with
+/// toolcat's own search and with the hosted one ([`SearchMode`]).
 pub fn target_report(catalog: &Catalog, targets: &[Target]) -> Report {
     let schemas: Vec<Option<Value>> = catalog
         .tools()
@@ -301,51 +663,75 @@ pub fn target_report(catalog: &Catalog, targets: &[Target]) -> Report {
         })
         .collect();
     let mut report = Report::check(targets, &inputs);
-    if targets.contains(&Target::Anthropic) {
-        let search = catalog
-            .tool("tool_search")
-            .map(|t| catalog.exported_name(t))
-            .unwrap_or("tool_search");
-        let mut planner = TurnPlanner::new(catalog);
-        let mut requests: Vec<(String, crate::ProfileId, Vec<crate::ToolsetId>)> = catalog
-            .presets()
-            .map(|p| {
-                (
-                    format!("preset `{}`", catalog.preset_name(p)),
-                    catalog.preset_profile(p),
-                    catalog.preset_toolsets(p).collect(),
-                )
-            })
-            .collect();
-        for profile in catalog.profiles() {
-            if !catalog
-                .presets()
-                .any(|p| catalog.preset_profile(p) == profile)
-            {
-                requests.push((
-                    format!("profile `{}`", catalog.profile_name(profile)),
-                    profile,
-                    catalog.toolsets().collect(),
-                ));
-            }
-        }
-        for (what, profile, toolsets) in requests {
-            let plan = planner.plan(
-                catalog,
-                &TurnInput {
-                    profile,
-                    toolsets: &toolsets,
-                    discovered: &[],
-                    named: &[],
-                },
-            );
-            let tools = export_plan(&plan, ExportFormat::Anthropic);
-            for finding in targets::check_anthropic_request(&tools, search) {
-                report.requests.push((what.clone(), finding));
+    let formats: Vec<ExportFormat> = ExportFormat::HOSTED_SEARCH
+        .iter()
+        .copied()
+        .filter(|f| targets.contains(&f.target()))
+        .collect();
+    if formats.is_empty() {
+        return report;
+    }
+    let mut planner = TurnPlanner::new(catalog);
+    for (what, profile, toolsets) in catalog_requests(catalog) {
+        let plan = planner.plan(
+            catalog,
+            &TurnInput {
+                profile,
+                toolsets: &toolsets,
+                discovered: &[],
+                named: &[],
+            },
+        );
+        for &format in &formats {
+            for search in [SearchMode::Own, SearchMode::Hosted] {
+                let findings = match export_plan_with(&plan, format, &ExportOptions { search }) {
+                    Ok(_) => Vec::new(),
+                    Err(ExportError::Request { findings, .. }) => findings,
+                    Err(ExportError::HostedSearchUnsupported { .. }) => Vec::new(),
+                };
+                // The Chat Completions-era report names the Anthropic request as before.
+                let label = match (format, search) {
+                    (ExportFormat::Anthropic, SearchMode::Own) => what.clone(),
+                    (_, SearchMode::Own) => format!("{what}, `{format}`"),
+                    (_, SearchMode::Hosted) => format!("{what}, `{format}` with hosted search"),
+                };
+                for finding in findings {
+                    report.requests.push((label.clone(), finding));
+                }
             }
         }
     }
     report
+}
+
+/// The requests [`target_report`] checks: `(what, profile, active toolsets)` for every preset
+/// and for every profile no preset runs under (with every toolset active).
+pub fn catalog_requests(
+    catalog: &Catalog,
+) -> Vec<(String, crate::ProfileId, Vec<crate::ToolsetId>)> {
+    let mut requests: Vec<(String, crate::ProfileId, Vec<crate::ToolsetId>)> = catalog
+        .presets()
+        .map(|p| {
+            (
+                format!("preset `{}`", catalog.preset_name(p)),
+                catalog.preset_profile(p),
+                catalog.preset_toolsets(p).collect(),
+            )
+        })
+        .collect();
+    for profile in catalog.profiles() {
+        if !catalog
+            .presets()
+            .any(|p| catalog.preset_profile(p) == profile)
+        {
+            requests.push((
+                format!("profile `{}`", catalog.profile_name(profile)),
+                profile,
+                catalog.toolsets().collect(),
+            ));
+        }
+    }
+    requests
 }
 
 #[cfg(test)]
@@ -353,6 +739,7 @@ mod tests {
     use super::*;
     use crate::fixture;
     use crate::plan::{TurnInput, TurnPlanner};
+    use serde_json::json;
 
     /// `coder` with toolsets `files` and `git` active, after discovering `git_commit`.
     fn with_plan(check: impl FnOnce(&Plan<'_>)) {
@@ -382,7 +769,7 @@ mod tests {
     #[test]
     fn mcp_tools_list_shape() {
         with_plan(|plan| {
-            let v = export_plan(plan, ExportFormat::Mcp);
+            let v = export_plan(plan, ExportFormat::Mcp).to_json();
             let tools = v["tools"].as_array().expect("tools array");
             assert_eq!(tools.len(), plan.tools().len());
             for (tool, &t) in tools.iter().zip(plan.tools()) {
@@ -397,7 +784,7 @@ mod tests {
     #[test]
     fn openai_tools_shape() {
         with_plan(|plan| {
-            let v = export_plan(plan, ExportFormat::OpenAi);
+            let v = export_plan(plan, ExportFormat::OpenAi).to_json();
             for tool in v.as_array().expect("array") {
                 assert_eq!(tool["type"], "function");
                 let keys: Vec<&String> = tool["function"]
@@ -433,8 +820,8 @@ mod tests {
     #[test]
     fn openai_responses_tools_are_flat_with_the_chat_rewrite() {
         with_plan(|plan| {
-            let chat = export_plan(plan, ExportFormat::OpenAi);
-            let responses = export_plan(plan, ExportFormat::OpenAiResponses);
+            let chat = export_plan(plan, ExportFormat::OpenAi).to_json();
+            let responses = export_plan(plan, ExportFormat::OpenAiResponses).to_json();
             let (chat, responses) = (
                 chat.as_array().expect("array"),
                 responses.as_array().expect("array"),
@@ -454,10 +841,340 @@ mod tests {
         });
     }
 
+    fn hosted(plan: &Plan<'_>, format: ExportFormat) -> Export {
+        export_plan_with(
+            plan,
+            format,
+            &ExportOptions {
+                search: SearchMode::Hosted,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn own_search_is_the_plain_export_for_every_format() {
+        with_plan(|plan| {
+            for &format in ExportFormat::ALL {
+                let own = export_plan_with(plan, format, &ExportOptions::default())
+                    .unwrap_or_else(|e| panic!("{format}: {e}"));
+                assert_eq!(own, export_plan(plan, format), "{format}");
+            }
+        });
+    }
+
+    #[test]
+    fn anthropic_hosted_search_replaces_toolcat_tool_search_with_bm25() {
+        with_plan(|plan| {
+            let v = hosted(plan, ExportFormat::Anthropic).to_json();
+            let tools = v.as_array().expect("array");
+            assert_eq!(
+                tools[0],
+                json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})
+            );
+            assert!(tools.iter().all(|t| t["name"] != "tool_search"), "{v}");
+            let own = export_plan(plan, ExportFormat::Anthropic).to_json();
+            assert!(own
+                .as_array()
+                .expect("array")
+                .iter()
+                .any(|t| t["name"] == "tool_search"));
+            let deferred: Vec<&Value> = tools
+                .iter()
+                .filter(|t| t["defer_loading"] == true)
+                .map(|t| &t["name"])
+                .collect();
+            assert_eq!(deferred, [&json!("delete_file")]);
+            // Every visible tool but `tool_search` is loaded.
+            let loaded = tools
+                .iter()
+                .filter(|t| t.get("input_schema").is_some() && t.get("defer_loading").is_none())
+                .count();
+            assert_eq!(loaded, plan.tools().len() - 1);
+        });
+    }
+
+    #[test]
+    fn responses_hosted_search_defers_tools_in_namespaces_per_toolset() {
+        with_plan(|plan| {
+            let c = plan.catalog();
+            let v = hosted(plan, ExportFormat::OpenAiResponses).to_json();
+            let tools = v.as_array().expect("array");
+            assert!(tools.iter().all(|t| t["name"] != "tool_search"), "{v}");
+            let searches: Vec<&Value> = tools
+                .iter()
+                .filter(|t| t["type"] == "tool_search")
+                .collect();
+            assert_eq!(searches, [&json!({"type": "tool_search"})]);
+            let namespaces: Vec<&Value> =
+                tools.iter().filter(|t| t["type"] == "namespace").collect();
+            assert_eq!(namespaces.len(), 1, "{v}");
+            let ns = namespaces[0];
+            let set = c
+                .toolset(ns["name"].as_str().expect("name"))
+                .expect("a toolset");
+            assert_eq!(ns["description"], c.toolset_description(set));
+            let members = ns["tools"].as_array().expect("members");
+            for m in members {
+                assert_eq!(m["type"], "function");
+                assert_eq!(m["defer_loading"], true);
+                let t = c.tool(m["name"].as_str().expect("name")).expect("known");
+                assert!(toolcat_catalog::tables::bit(
+                    c.toolset_tools(set),
+                    t.index()
+                ));
+            }
+            assert_eq!(members[0]["name"], "delete_file");
+            // Top-level functions are the visible ones, loaded.
+            let functions = tools.iter().filter(|t| t["type"] == "function");
+            assert_eq!(functions.clone().count(), plan.tools().len() - 1);
+            assert!(functions.clone().all(|f| f.get("defer_loading").is_none()));
+        });
+    }
+
+    #[test]
+    fn hosted_search_is_refused_for_formats_without_one() {
+        with_plan(|plan| {
+            for &format in ExportFormat::ALL {
+                let result = export_plan_with(
+                    plan,
+                    format,
+                    &ExportOptions {
+                        search: SearchMode::Hosted,
+                    },
+                );
+                if ExportFormat::HOSTED_SEARCH.contains(&format) {
+                    assert!(result.is_ok(), "{format}");
+                } else {
+                    let e = result.expect_err("no hosted search");
+                    assert_eq!(e, ExportError::HostedSearchUnsupported { format });
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("`anthropic` and `openai-responses`"),
+                        "{text}"
+                    );
+                }
+            }
+        });
+    }
+
+    fn rules(findings: &[Finding]) -> Vec<&'static str> {
+        findings.iter().map(|f| f.rule).collect()
+    }
+
+    fn function(name: &str, deferred: bool) -> ResponsesFunction {
+        ResponsesFunction {
+            name: name.into(),
+            description: "d".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+            strict: false,
+            defer_loading: deferred,
+        }
+    }
+
+    #[test]
+    fn the_responses_check_refuses_what_tool_search_does_not_take() {
+        let f = |name, deferred| ResponsesTool::Function(function(name, deferred));
+        let search = || ResponsesTool::ToolSearch(ResponsesToolSearch::default());
+        let ns = |name: &str, members: Vec<ResponsesFunction>| {
+            ResponsesTool::Namespace(ResponsesNamespace {
+                name: name.into(),
+                description: "d".into(),
+                tools: members.into_iter().map(NamespaceMember::Function).collect(),
+            })
+        };
+        let check =
+            |tools: Vec<ResponsesTool>| rules(&Export::OpenAiResponses(tools).check("tool_search"));
+        assert!(check(vec![
+            f("a", false),
+            search(),
+            ns("n", vec![function("b", true)])
+        ])
+        .is_empty());
+        // toolcat's own search loads deferred functions too.
+        assert!(check(vec![f("tool_search", false), f("b", true)]).is_empty());
+        assert_eq!(
+            check(vec![f("a", false), f("b", true)]),
+            ["openai-tool-search"]
+        );
+        assert_eq!(check(vec![f("a", false), search()]), ["openai-tool-search"]);
+        assert_eq!(check(vec![search(), f("b", true)]), ["openai-tool-search"]);
+        assert_eq!(
+            check(vec![
+                f("a", false),
+                search(),
+                ns("n", vec![function("b", true), function("c", false)])
+            ]),
+            ["openai-namespace"]
+        );
+        assert_eq!(
+            check(vec![f("a", false), ns("n", vec![])]),
+            ["openai-namespace"]
+        );
+        assert_eq!(
+            check(vec![
+                f("a", false),
+                search(),
+                ns("n", vec![function("a", true)])
+            ]),
+            ["openai-unique-names"]
+        );
+        assert_eq!(
+            check(vec![
+                f("n", false),
+                search(),
+                ns("n", vec![function("b", true)])
+            ]),
+            ["openai-unique-names"]
+        );
+    }
+
+    #[test]
+    fn the_anthropic_check_refuses_duplicates_and_an_idle_hosted_search() {
+        let tool = |name: &str, deferred| {
+            AnthropicTool::Custom(AnthropicCustomTool {
+                name: name.into(),
+                description: "d".into(),
+                input_schema: json!({"type": "object"}),
+                defer_loading: deferred,
+            })
+        };
+        let bm25 =
+            || AnthropicTool::ToolSearch(AnthropicToolSearch::new(AnthropicToolSearchKind::Bm25));
+        let check =
+            |tools: Vec<AnthropicTool>| rules(&Export::Anthropic(tools).check("tool_search"));
+        assert!(check(vec![bm25(), tool("a", false), tool("b", true)]).is_empty());
+        assert_eq!(
+            check(vec![bm25(), tool("a", false)]),
+            ["anthropic-deferred"]
+        );
+        assert_eq!(
+            check(vec![tool("a", false), tool("a", false)]),
+            ["anthropic-unique-names"]
+        );
+        assert_eq!(
+            check(vec![tool("a", false), tool("b", true)]),
+            ["anthropic-deferred"]
+        );
+    }
+
+    #[test]
+    fn wire_types_read_back_what_they_write() {
+        with_plan(|plan| {
+            for &format in ExportFormat::ALL {
+                for search in [SearchMode::Own, SearchMode::Hosted] {
+                    let Ok(export) = export_plan_with(plan, format, &ExportOptions { search })
+                    else {
+                        continue;
+                    };
+                    let v = export.to_json();
+                    let back = match format {
+                        ExportFormat::Mcp => {
+                            Export::Mcp(serde_json::from_value(v.clone()).expect("mcp"))
+                        }
+                        ExportFormat::OpenAi => {
+                            Export::OpenAi(serde_json::from_value(v.clone()).expect("chat"))
+                        }
+                        ExportFormat::OpenAiResponses => Export::OpenAiResponses(
+                            serde_json::from_value(v.clone()).expect("responses"),
+                        ),
+                        ExportFormat::Anthropic => {
+                            Export::Anthropic(serde_json::from_value(v.clone()).expect("anthropic"))
+                        }
+                        ExportFormat::Gemini => Export::Gemini(GeminiExport {
+                            tools: serde_json::from_value(v.clone()).expect("gemini"),
+                            refused: Vec::new(),
+                        }),
+                    };
+                    assert_eq!(back, export, "{format} {search:?}");
+                }
+            }
+        });
+    }
+
+    /// A catalog whose `outline_document` takes a recursive `$ref` (a tree of headings), which
+    /// Gemini's `Schema` cannot express, beside a tool Gemini takes.
+    const RECURSIVE: &str = r##"
+targets = ["mcp"]
+
+[mcp_server.docs]
+description = "A documentation server"
+url = "https://docs.example.invalid/mcp"
+
+[toolset.core]
+description = "Everyday tools"
+
+[[tool]]
+name = "outline_document"
+description = "Returns the outline of a document as a tree of headings."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "docs-team"
+source = "docs"
+
+[tool.input_schema]
+type = "object"
+properties = { filter = { "$ref" = "#/$defs/Heading" } }
+"$defs" = { Heading = { type = "object", properties = { title = { type = "string" }, children = { type = "array", items = { "$ref" = "#/$defs/Heading" } } } } }
+
+[[tool]]
+name = "read_page"
+description = "Returns one page of a document."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["core"]
+owner = "docs-team"
+source = "docs"
+
+[tool.input_schema]
+type = "object"
+properties = { page = { type = "integer" } }
+"##;
+
+    #[test]
+    fn gemini_names_every_tool_it_refuses() {
+        let c = Catalog::from_source("recursive.toml", RECURSIVE).unwrap_or_else(|e| panic!("{e}"));
+        let export = export_tools(&c, c.tools(), ExportFormat::Gemini);
+        let refused = export.refused();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        let outline = c.tool("outline_document").expect("known");
+        assert_eq!(refused[0].tool, c.exported_name(outline));
+        assert_eq!(refused[0].rule, "gemini-ref");
+        assert!(
+            refused[0].message.contains("recursive"),
+            "{}",
+            refused[0].message
+        );
+        let v = export.to_json();
+        let names: Vec<&Value> = v[0]["functionDeclarations"]
+            .as_array()
+            .expect("declarations")
+            .iter()
+            .map(|d| &d["name"])
+            .collect();
+        let page = c.tool("read_page").expect("known");
+        assert_eq!(names, [&json!(c.exported_name(page))]);
+        assert_eq!(export.definitions(), 1);
+        // The refusal stays off the wire.
+        assert!(!v.to_string().contains("gemini-ref"));
+        // Every other format declares both.
+        for &format in ExportFormat::ALL {
+            if format != ExportFormat::Gemini {
+                let e = export_tools(&c, c.tools(), format);
+                assert_eq!((e.definitions(), e.refused().len()), (2, 0), "{format}");
+            }
+        }
+    }
+
     #[test]
     fn anthropic_tools_defer_reachable_discoverable_tools() {
         with_plan(|plan| {
-            let v = export_plan(plan, ExportFormat::Anthropic);
+            let v = export_plan(plan, ExportFormat::Anthropic).to_json();
             let tools = v.as_array().expect("array");
             let visible = plan.tools().len();
             assert_eq!(tools.len(), visible + plan.counts().deferred);
@@ -490,12 +1207,12 @@ mod tests {
             v
         };
         assert_eq!(exported_schema(&c, pr), with_keyword);
-        let v = openai_tools(&c, [pr]);
+        let v = Export::OpenAi(openai_tools(&c, [pr])).to_json();
         assert_eq!(v[0]["function"]["name"], "github__createPullRequest");
         // The same input gives the same bytes.
         assert_eq!(
-            mcp_tools_list(&c, c.tools()).to_string(),
-            mcp_tools_list(&c, c.tools()).to_string()
+            export_tools(&c, c.tools(), ExportFormat::Mcp).to_json(),
+            export_tools(&c, c.tools(), ExportFormat::Mcp).to_json()
         );
     }
 
@@ -521,7 +1238,7 @@ mod tests {
     #[test]
     fn gemini_tools_shape() {
         with_plan(|plan| {
-            let v = export_plan(plan, ExportFormat::Gemini);
+            let v = export_plan(plan, ExportFormat::Gemini).to_json();
             let outer = v.as_array().expect("tools array");
             assert_eq!(outer.len(), 1);
             let declarations = outer[0]["functionDeclarations"]
@@ -550,7 +1267,7 @@ mod tests {
         let c = fixture::catalog();
         // `list_branches` declares `repo` without `required`: strict mode makes it nullable.
         let t = c.tool("github__list_branches").expect("known");
-        let tool = openai_tool(&c, t);
+        let tool = serde_json::to_value(openai_tool(&c, t)).expect("serializes");
         assert_eq!(tool["function"]["strict"], true);
         assert_eq!(
             tool["function"]["parameters"]["properties"]["repo"]["type"],

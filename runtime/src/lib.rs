@@ -37,6 +37,7 @@ pub mod mcp;
 pub mod meta;
 pub mod plan;
 pub mod preselect;
+pub mod provider;
 pub mod records;
 #[cfg(feature = "mcp-client")]
 pub mod remote;

@@ -172,8 +172,15 @@ impl Outcome {
 /// The answer to one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallResult {
-    /// Exactly what the model receives as the tool result.
+    /// The result as text: exactly what the model receives when [`CallResult::content`] is
+    /// empty (every provider but one case of Anthropic's), else the same answer as JSON text, for
+    /// logs and transcripts.
     pub text: String,
+    /// Structured content blocks the model receives instead of `text`, when the session's
+    /// provider takes them; empty: one text block of `text` ([`CallResult::blocks`]). Today only
+    /// an Anthropic session's `tool_search` hits fill it: a short text block and one
+    /// [`ContentBlock::ToolReference`] per hit.
+    pub content: Vec<ContentBlock>,
     /// Whether the result is an error (MCP `isError`).
     pub is_error: bool,
     /// What happened.
@@ -186,11 +193,45 @@ impl CallResult {
     pub(crate) fn error(text: String, outcome: Outcome) -> Self {
         CallResult {
             text,
+            content: Vec::new(),
             is_error: true,
             outcome,
             ran: None,
         }
     }
+
+    /// The content blocks the model receives: [`CallResult::content`], or one
+    /// [`ContentBlock::Text`] of [`CallResult::text`] when it is empty.
+    pub fn blocks(&self) -> Vec<ContentBlock> {
+        if self.content.is_empty() {
+            vec![ContentBlock::Text {
+                text: self.text.clone(),
+            }]
+        } else {
+            self.content.clone()
+        }
+    }
+}
+
+/// One content block of a tool result, serialized in the shape of Anthropic's `tool_result`
+/// content: `{"type":"text","text"}` or `{"type":"tool_reference","tool_name"}`.
+///
+/// A `tool_reference` block in the result of a custom tool search loads the named tool, defined
+/// in the request with `"defer_loading": true`, into the model's context
+/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool the model may call from now on, by its exported name.
+    ToolReference {
+        /// The tool's exported name.
+        tool_name: String,
+    },
 }
 
 /// A caller's `tool_search` budget: `cap` searches, `used` of them already answered.
@@ -293,6 +334,7 @@ pub(crate) fn invalid_arguments(
     .to_string();
     CallResult {
         text,
+        content: Vec::new(),
         is_error: true,
         outcome: Outcome::InvalidArguments { tool: t },
         ran,
@@ -380,6 +422,7 @@ fn tool_search(
     }
     CallResult {
         text: Value::Object(answer).to_string(),
+        content: Vec::new(),
         is_error: false,
         outcome: Outcome::Found { tools: hits },
         ran: None,
@@ -448,6 +491,7 @@ fn tool_describe(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -> C
     }
     CallResult {
         text: Value::Object(answer).to_string(),
+        content: Vec::new(),
         is_error: found.is_empty(),
         outcome: Outcome::Described { tools: found },
         ran: None,
@@ -486,6 +530,7 @@ fn read_tool_result(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -
                 "text": slice.text,
             })
             .to_string(),
+            content: Vec::new(),
             is_error: false,
             outcome: Outcome::ReadResult,
             ran: None,

@@ -9,7 +9,34 @@
 //!    ([`crate::preselect`]) and returns the plan: the definitions to send.
 //! 2. For each model step, the host sends [`Session::plan`] (or [`Session::definitions`]) and passes
 //!    each tool call the model makes to [`Session::handle_call`], which returns exactly what the
-//!    model receives ([`CallResult::text`]).
+//!    model receives ([`CallResult::text`], or the blocks of [`CallResult::content`] when it has
+//!    any) — or passes the provider's whole response body to [`Session::handle_response`], which
+//!    answers every call of it in order and returns the messages to send back in the provider's
+//!    shape ([`crate::provider`]).
+//!
+//! # The provider
+//! [`SessionOptions::provider`] (an [`ExportFormat`], MCP-like by default) and
+//! [`SessionOptions::hosted_search`] tell the session what the host sends the model, so that
+//! every call is handled for it without a step the host could forget:
+//! - OpenAI (Chat Completions or Responses): strict mode makes every property required and every
+//!   optional one nullable, so the model sends `null` for an argument it leaves out. Before step 3
+//!   of every call — a tool, a meta-tool, the inner call of `tool_call` — those `null`s are
+//!   removed where the tool is exported strict ([`restore_openai_arguments`]); a `null` the tool's
+//!   own schema accepts, or one given for a required property, stays.
+//! - Anthropic: the export marks deferred tools `defer_loading: true`, and Anthropic loads a
+//!   deferred tool from `tool_reference` blocks in a tool search's result. A `tool_search` with
+//!   hits therefore answers, in [`CallResult::content`], a text block
+//!   `N tools found and loaded: a, b. Searches left this turn: N.` and one
+//!   `{"type":"tool_reference","tool_name":NAME}` per hit (`text` keeps the JSON answer below).
+//!   Other answers and other providers: text only.
+//! - Hosted search (Anthropic `tool_search_tool_bm25`, OpenAI Responses' hosted `tool_search`;
+//!   ignored for other providers, [`Session::hosted_search`]): the provider loads deferred tools
+//!   itself, so in step 1 a tool that is not active but deferred — reachable (profile ∩ active
+//!   toolsets), discoverable, not deprecated — is accepted and joins the discovered tools. Nothing
+//!   outside the reachable set is ever accepted.
+//! - [`Session::handle_response`]: a call whose arguments string is not JSON runs nothing and
+//!   answers `invalid-arguments` (`errors[0].message` says why) when the tool is callable, else
+//!   the not-in-active-set answer; a body of another shape is a [`ProviderError`].
 //!
 //! # The active set
 //! The tools the model may call at a step are the tools of the current plan: profile ∩ active
@@ -85,16 +112,18 @@ use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
+use crate::export::{restore_openai_arguments, ExportFormat};
 use crate::handler::{ToolContext, ToolError};
 use crate::meta::{self, Answer, Budget, Scope};
 
 pub use crate::coordinator::{ApprovalRequest, MAX_VALIDATION_ERRORS};
 pub use crate::meta::{
-    budget_exhausted, one_line, CallResult, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
+    budget_exhausted, one_line, CallResult, ContentBlock, MetaTool, Outcome, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
 };
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
+pub use crate::provider::{ProviderCall, ProviderError};
 
 pub mod transcript;
 
@@ -121,6 +150,20 @@ pub struct SessionOptions {
     /// sentence-embedding model ([`crate::fusion`]; 0.7 by default). Used only by a session given
     /// a scorer ([`Session::with_semantic`]).
     pub dense_weight: crate::fusion::DenseWeight,
+    /// The provider the session talks to, as the export format its tools are sent in
+    /// ([`ExportFormat::Mcp`] by default: arguments are taken as sent, results are text). With
+    /// [`ExportFormat::OpenAi`] or [`ExportFormat::OpenAiResponses`], the `null`s strict mode
+    /// makes the model send for left-out arguments are removed before validation
+    /// ([`restore_openai_arguments`]); with [`ExportFormat::Anthropic`], `tool_search` hits are
+    /// answered as `tool_reference` blocks ([`CallResult::content`]); it is also the shape of
+    /// [`Session::handle_response`].
+    pub provider: ExportFormat,
+    /// Whether the host sends the provider's hosted tool search with the tools (Anthropic
+    /// `tool_search_tool_bm25_*`, the OpenAI Responses hosted `tool_search`): the provider then
+    /// loads deferred tools itself, so a call of a deferred tool (reachable, discoverable, not
+    /// deprecated) is accepted and the tool joins the discovered tools. Only for those two
+    /// providers; `false` by default.
+    pub hosted_search: bool,
 }
 
 impl Default for SessionOptions {
@@ -132,8 +175,21 @@ impl Default for SessionOptions {
             preselect_timeout: preselect::DEFAULT_TIMEOUT,
             preselect_budget: preselect::DEFAULT_BUDGET,
             dense_weight: crate::fusion::DenseWeight::default(),
+            provider: ExportFormat::Mcp,
+            hosted_search: false,
         }
     }
+}
+
+/// What [`Session::handle_response`] did with a provider's response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The tool calls of the response, in order.
+    pub calls: Vec<ProviderCall>,
+    /// Their results, one per call, same order.
+    pub results: Vec<CallResult>,
+    /// The messages to send back, in the provider's shape ([`crate::provider::result_messages`]).
+    pub messages: Vec<Value>,
 }
 
 /// What [`Session::begin_turn`] did before planning.
@@ -469,10 +525,85 @@ impl<'c> Session<'c> {
         self.call(name, arguments, false).await
     }
 
-    async fn call(&mut self, name: &str, arguments: Value, nested: bool) -> CallResult {
-        let Some(t) = self.resolve_active(name) else {
+    /// Handles every tool call of `response`, a provider's response body in the shape of
+    /// [`SessionOptions::provider`] ([`crate::provider`]): each call as [`Session::handle_call`],
+    /// in the response's order (parallel calls one after the other), a call whose arguments could
+    /// not be read answered `invalid-arguments` without running. Returns the calls, their results
+    /// and the provider-shaped messages to send back ([`crate::provider::result_messages`]).
+    ///
+    /// # Errors
+    /// [`ProviderError`] when `response` is not of the provider's shape; nothing ran.
+    pub async fn handle_response(&mut self, response: &Value) -> Result<Reply, ProviderError> {
+        let calls = crate::provider::parse_calls(self.options.provider, response)?;
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
+            let result = match &call.arguments {
+                Ok(arguments) => self.handle_call(&call.name, arguments.clone()).await,
+                Err(reason) => self.unreadable_arguments(&call.name, reason),
+            };
+            results.push(result);
+        }
+        let messages = crate::provider::result_messages(self.options.provider, &calls, &results);
+        Ok(Reply {
+            calls,
+            results,
+            messages,
+        })
+    }
+
+    /// The answer to a call whose arguments are not JSON: `invalid-arguments` naming the reason
+    /// when the tool is callable, else the not-in-active-set answer. Nothing runs.
+    fn unreadable_arguments(&mut self, name: &str, reason: &str) -> CallResult {
+        match self.resolve_callable(name) {
+            Some(t) => {
+                let errors = vec![json!({"instancePath": "", "message": reason})];
+                meta::invalid_arguments(self.catalog, t, errors, None)
+            }
+            None => CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet),
+        }
+    }
+
+    /// Whether the provider's hosted search loads deferred tools
+    /// ([`SessionOptions::hosted_search`] with a provider of [`ExportFormat::HOSTED_SEARCH`]:
+    /// Anthropic or OpenAI Responses).
+    pub fn hosted_search(&self) -> bool {
+        self.options.hosted_search && ExportFormat::HOSTED_SEARCH.contains(&self.options.provider)
+    }
+
+    /// The tool `name` names if it is callable now: active, or, with hosted search, deferred —
+    /// reachable (profile ∩ active toolsets), discoverable, not deprecated, not a meta-tool —
+    /// which then joins the discovered tools (the provider loaded it).
+    fn resolve_callable(&mut self, name: &str) -> Option<ToolIndex> {
+        if let Some(t) = self.resolve_active(name) {
+            return Some(t);
+        }
+        if !self.hosted_search() {
+            return None;
+        }
+        let c = self.catalog;
+        let t = c.tool(name).ok()?;
+        let deferred = bit(&self.reachable, t.index())
+            && c.visibility(t) == Visibility::Discoverable
+            && c.status(t) != Status::Deprecated
+            && c.tier(t) != Tier::Loop;
+        if !deferred {
+            return None;
+        }
+        self.activate(t);
+        self.refresh();
+        self.is_active(t).then_some(t)
+    }
+
+    async fn call(&mut self, name: &str, mut arguments: Value, nested: bool) -> CallResult {
+        let Some(t) = self.resolve_callable(name) else {
             return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
         };
+        if matches!(
+            self.options.provider,
+            ExportFormat::OpenAi | ExportFormat::OpenAiResponses
+        ) {
+            restore_openai_arguments(self.catalog, t, &mut arguments);
+        }
         let Some(m) = MetaTool::of(self.catalog, t) else {
             return self.run_tool(t, arguments).await;
         };
@@ -492,8 +623,11 @@ impl<'c> Session<'c> {
             }
         };
         match answer {
-            Answer::Done(result) => {
+            Answer::Done(mut result) => {
                 self.discover(&result.outcome);
+                if self.options.provider == ExportFormat::Anthropic {
+                    self.reference_hits(&mut result);
+                }
                 result
             }
             Answer::Call { name, arguments } => Box::pin(self.call(&name, arguments, true)).await,
@@ -533,6 +667,36 @@ impl<'c> Session<'c> {
         self.refresh();
     }
 
+    /// An Anthropic session's `tool_search` hits as content blocks: a short text block, then one
+    /// `tool_reference` block per hit, which loads a deferred tool into the model's context
+    /// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+    /// `text` keeps the JSON answer; other answers are left alone.
+    fn reference_hits(&self, result: &mut CallResult) {
+        let Outcome::Found { tools } = &result.outcome else {
+            return;
+        };
+        if tools.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|&t| self.catalog.exported_name(t))
+            .collect();
+        let mut content = vec![ContentBlock::Text {
+            text: format!(
+                "{} tool{} found and loaded: {}. Searches left this turn: {}.",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                self.searches_left(),
+            ),
+        }];
+        content.extend(names.iter().map(|n| ContentBlock::ToolReference {
+            tool_name: (*n).to_string(),
+        }));
+        result.content = content;
+    }
+
     /// The tool `name` names (exported name, or declared name when unique) if it is active.
     fn resolve_active(&self, name: &str) -> Option<ToolIndex> {
         self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
@@ -566,6 +730,7 @@ impl<'c> Session<'c> {
         match outcome.result {
             Ok(value) => CallResult {
                 text: value.text,
+                content: Vec::new(),
                 is_error: false,
                 outcome: Outcome::Ran { tool: t, ok: true },
                 ran,
@@ -588,30 +753,35 @@ impl<'c> Session<'c> {
             }
             Err(e @ CallError::RateLimited { .. }) => CallResult {
                 text: e.to_json().to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::RateLimited { tool: t },
                 ran,
             },
             Err(e @ CallError::TargetChanged { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::TargetChanged { tool: t },
                 ran,
             },
             Err(e @ CallError::Cancelled { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Cancelled { tool: t },
                 ran,
             },
             Err(e @ CallError::OutcomeUnknown { .. }) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::OutcomeUnknown { tool: t },
                 ran,
             },
             Err(e @ CallError::Tool(_)) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Ran { tool: t, ok: false },
                 ran: Some(t),
@@ -623,6 +793,7 @@ impl<'c> Session<'c> {
                 | CallError::SchemaDrift { .. }),
             ) => CallResult {
                 text: e.to_string(),
+                content: Vec::new(),
                 is_error: true,
                 outcome: Outcome::Failed,
                 ran,

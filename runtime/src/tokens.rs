@@ -6,12 +6,13 @@
 //! turn costs — the same for every plan, so plans compare fairly — not a bill.
 
 use serde::Serialize;
-use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 use toolcat_catalog::model::Status;
 
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
-use crate::export::{export_tools, ExportFormat};
+use crate::export::{
+    export_plan, export_plan_with, export_tools, Export, ExportError, ExportFormat, ExportOptions,
+};
 use crate::plan::Plan;
 
 /// The tokenizer, loaded once per process (the first call takes a few hundred milliseconds).
@@ -24,20 +25,28 @@ pub fn count_tokens(text: &str) -> usize {
     bpe().encode_ordinary(text).len()
 }
 
-/// Number of `o200k_base` tokens of the compact JSON text of `value`.
-pub fn count_json_tokens(value: &Value) -> usize {
-    count_tokens(&value.to_string())
+/// Number of `o200k_base` tokens of the compact JSON text of `value` (a `serde_json::Value` or
+/// an [`Export`]); `0` for a value that has no JSON text (a map with non-string keys).
+pub fn count_json_tokens<T: Serialize + ?Sized>(value: &T) -> usize {
+    serde_json::to_string(value)
+        .map(|text| count_tokens(&text))
+        .unwrap_or(0)
 }
 
 /// What a plan's definitions cost, next to what the whole profile's would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PlanStats {
     pub format: ExportFormat,
-    /// Definitions the model reads this turn (the plan's visible tools).
+    /// Definitions the model reads this turn: the plan's visible tools the export declares
+    /// ([`Export::definitions`]; a tool the target refuses is not one).
     pub definitions: usize,
+    /// The plan's visible tools the export left out because the target refuses their input
+    /// schema ([`Export::refused`]; Gemini only).
+    pub refused: usize,
     /// Tokens of those definitions in `format`.
     pub tokens: usize,
-    /// Definitions of every tool of the profile that a plan can show (deprecated tools aside).
+    /// Definitions of every tool of the profile that a plan can show (deprecated tools aside)
+    /// that the export declares.
     pub profile_definitions: usize,
     /// Tokens of those definitions in `format`.
     pub profile_tokens: usize,
@@ -66,18 +75,43 @@ pub fn profile_definitions(catalog: &Catalog, profile: ProfileId) -> Vec<ToolInd
     catalog.tools_in(&owned).collect()
 }
 
-/// Token statistics of `plan` in `format`. Deferred Anthropic definitions are not counted: they
-/// are sent with `defer_loading` and stay out of the model's context until loaded.
+/// Token statistics of `plan` in `format` with toolcat's own search. Deferred definitions are
+/// not counted: they are sent with `defer_loading` and stay out of the model's context until
+/// loaded.
 pub fn plan_stats(plan: &Plan<'_>, format: ExportFormat) -> PlanStats {
+    stats_of(plan, &export_plan(plan, format))
+}
+
+/// Token statistics of `plan` in `format` with `options`: the definitions and tokens of
+/// [`export_plan_with`] without what is deferred ([`Export::without_deferred`]; a hosted search
+/// tool counts, a namespace's name and description do not), against the whole profile exported
+/// with nothing deferred.
+///
+/// # Errors
+/// Those of [`export_plan_with`].
+pub fn plan_stats_with(
+    plan: &Plan<'_>,
+    format: ExportFormat,
+    options: &ExportOptions,
+) -> Result<PlanStats, ExportError> {
+    Ok(stats_of(plan, &export_plan_with(plan, format, options)?))
+}
+
+fn stats_of(plan: &Plan<'_>, export: &Export) -> PlanStats {
     let catalog = plan.catalog();
-    let tools = plan.tools();
-    let all = profile_definitions(catalog, plan.profile());
+    let loaded = export.without_deferred();
+    let whole = export_tools(
+        catalog,
+        profile_definitions(catalog, plan.profile()),
+        export.format(),
+    );
     PlanStats {
-        format,
-        definitions: tools.len(),
-        tokens: count_json_tokens(&export_tools(catalog, tools.iter().copied(), format)),
-        profile_definitions: all.len(),
-        profile_tokens: count_json_tokens(&export_tools(catalog, all, format)),
+        format: export.format(),
+        definitions: loaded.definitions(),
+        refused: export.refused().len(),
+        tokens: count_json_tokens(&loaded),
+        profile_definitions: whole.definitions(),
+        profile_tokens: count_json_tokens(&whole),
     }
 }
 
@@ -114,6 +148,7 @@ mod tests {
         for &format in ExportFormat::ALL {
             let s = plan_stats(&plan, format);
             assert_eq!(s.definitions, plan.tools().len());
+            assert_eq!(s.refused, 0);
             let exported = export_tools(&c, plan.tools().iter().copied(), format);
             assert_eq!(s.tokens, count_json_tokens(&exported));
             let owned = fixture::rows()

@@ -121,7 +121,7 @@ fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
             }
         }
         for &format in ExportFormat::ALL {
-            let v = export_plan(&plan, format);
+            let v = export_plan(&plan, format).to_json();
             let text = v.to_string();
             for &t in plan.tools() {
                 assert!(text.contains(c.exported_name(t)));
@@ -132,7 +132,7 @@ fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
                 assert!(stats.tokens < stats.profile_tokens, "{stats:?}");
             }
         }
-        let anthropic = export_plan(&plan, ExportFormat::Anthropic);
+        let anthropic = export_plan(&plan, ExportFormat::Anthropic).to_json();
         let deferred = anthropic
             .as_array()
             .expect("array")
@@ -144,4 +144,102 @@ fn every_preset_plans_inside_its_profile_and_costs_less_than_it() {
             assert_eq!(c.visibility(t), Visibility::Discoverable);
         }
     }
+}
+
+/// The names of a Responses or Anthropic `tools` array at the top level and inside namespaces,
+/// with whether each is deferred; and the hosted search tools.
+fn entries(tools: &serde_json::Value) -> (Vec<(String, bool)>, usize) {
+    let mut names = Vec::new();
+    let mut searches = 0;
+    for t in tools.as_array().expect("tools array") {
+        let kind = t["type"].as_str().unwrap_or_default();
+        if kind == "tool_search" || kind.starts_with("tool_search_tool_") {
+            searches += 1;
+            if let Some(name) = t["name"].as_str() {
+                names.push((name.to_string(), false));
+            }
+            continue;
+        }
+        if kind == "namespace" {
+            names.push((t["name"].as_str().expect("name").to_string(), false));
+            let members = t["tools"].as_array().expect("members");
+            assert!(!members.is_empty(), "empty namespace {t}");
+            assert!(
+                members.iter().all(|m| m["defer_loading"] == true),
+                "a namespace mixes loaded and deferred functions: {t}"
+            );
+            for m in members {
+                names.push((m["name"].as_str().expect("name").to_string(), true));
+            }
+            continue;
+        }
+        names.push((
+            t["name"].as_str().expect("name").to_string(),
+            t["defer_loading"] == true,
+        ));
+    }
+    (names, searches)
+}
+
+#[test]
+fn every_preset_exports_a_request_tool_search_takes_for_both_providers_and_both_searches() {
+    use toolcat::export::{catalog_requests, export_plan_with, ExportOptions, SearchMode};
+    let c = reference();
+    let own_search = c.exported_name(c.tool("tool_search").expect("the reference has one"));
+    let mut planner = TurnPlanner::new(&c);
+    let mut hosted_with_deferred = 0;
+    for (what, profile, toolsets) in catalog_requests(&c) {
+        let plan = planner.plan(
+            &c,
+            &TurnInput {
+                profile,
+                toolsets: &toolsets,
+                discovered: &[],
+                named: &[],
+            },
+        );
+        let deferred_in_plan = plan.deferred().count();
+        for format in [ExportFormat::Anthropic, ExportFormat::OpenAiResponses] {
+            for search in [SearchMode::Own, SearchMode::Hosted] {
+                let export = export_plan_with(&plan, format, &ExportOptions { search })
+                    .unwrap_or_else(|e| panic!("{what}, {format}, {search:?}: {e}"));
+                let v = export.to_json();
+                let (names, hosted) = entries(&v);
+                let deferred = names.iter().filter(|(_, d)| *d).count();
+                let own = names.iter().any(|(n, d)| n == own_search && !d);
+                let ctx = format!("{what}, {format}, {search:?}: {v}");
+                // Names are unique.
+                let mut sorted: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+                sorted.sort_unstable();
+                let before = sorted.len();
+                sorted.dedup();
+                assert_eq!(sorted.len(), before, "duplicate names in {ctx}");
+                // At least one tool is loaded.
+                assert!(names.iter().any(|(_, d)| !d), "nothing loaded in {ctx}");
+                match search {
+                    SearchMode::Own => {
+                        assert_eq!(hosted, 0, "{ctx}");
+                        // Deferred tools ⇒ toolcat's search is loaded.
+                        assert!(deferred == 0 || own, "{ctx}");
+                        if format == ExportFormat::OpenAiResponses {
+                            assert_eq!(deferred, 0, "Responses defers nothing by itself: {ctx}");
+                        } else {
+                            assert_eq!(deferred, deferred_in_plan, "{ctx}");
+                        }
+                    }
+                    SearchMode::Hosted => {
+                        assert!(!own, "toolcat's `tool_search` left out: {ctx}");
+                        assert_eq!(deferred, deferred_in_plan, "{ctx}");
+                        // Deferred tools ⇔ a hosted search tool.
+                        assert_eq!(hosted, usize::from(deferred > 0), "{ctx}");
+                        hosted_with_deferred += usize::from(deferred > 0);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        hosted_with_deferred > 0,
+        "no preset defers anything: the hosted variants went untested"
+    );
 }

@@ -1,10 +1,11 @@
-//! `toolcat plan`: the tool definitions the model gets this turn, as JSON on stdout.
+//! `toolcat plan`: the tool definitions the model gets this turn, as JSON on stdout; on stderr, one
+//! `refused:` line per tool the format cannot declare (Gemini), and with `--stats` the counts.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use toolcat::export::{export_plan, ExportFormat};
+use toolcat::export::{export_plan_with, ExportFormat, ExportOptions, SearchMode};
 use toolcat::{TurnInput, TurnPlanner};
 
 use super::args::{catalog, toolsets, CatalogArg};
@@ -57,6 +58,10 @@ pub struct PlanArgs {
     /// Provider format of the definitions.
     #[arg(long, value_enum, default_value_t = FormatArg::Mcp)]
     pub format: FormatArg,
+    /// Load deferred tools with the provider's hosted tool search instead of toolcat's
+    /// `tool_search` (formats `anthropic` and `openai-responses` only).
+    #[arg(long)]
+    pub hosted_search: bool,
     /// Also print, on stderr, the counts and the token cost (o200k) against the whole profile.
     #[arg(long)]
     pub stats: bool,
@@ -64,6 +69,24 @@ pub struct PlanArgs {
 
 /// Runs `toolcat plan`.
 pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let format = ExportFormat::from(a.format);
+    if a.hosted_search && !ExportFormat::HOSTED_SEARCH.contains(&format) {
+        let takes: Vec<String> = ExportFormat::HOSTED_SEARCH
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect();
+        anyhow::bail!(
+            "`--hosted-search` does not apply to `--format {format}`: only {} have a hosted tool search; drop the flag or pick one of those formats",
+            takes.join(" and ")
+        );
+    }
+    let options = ExportOptions {
+        search: if a.hosted_search {
+            SearchMode::Hosted
+        } else {
+            SearchMode::Own
+        },
+    };
     let c = catalog(&a.catalog)?;
     let p = c.profile(&a.profile)?;
     let (sets, why) = if a.toolsets.is_empty() {
@@ -109,14 +132,26 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let format = ExportFormat::from(a.format);
-    let value = export_plan(&turn, format);
+    let export = export_plan_with(&turn, format, &options)?;
+    // A tool the target refuses is not declared; say which and why instead of dropping it
+    // silently.
+    for r in export.refused() {
+        let at = if r.path.is_empty() {
+            "the root"
+        } else {
+            &r.path
+        };
+        eprintln!(
+            "refused: `{}` is left out of the `{format}` export ({}, at {at}): {}",
+            r.tool, r.rule, r.message
+        );
+    }
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &value)?;
+    serde_json::to_writer_pretty(&mut out, &export)?;
     writeln!(out)?;
     if a.stats {
         let counts = turn.counts();
-        let stats = toolcat::tokens::plan_stats(&turn, format);
+        let stats = toolcat::tokens::plan_stats_with(&turn, format, &options)?;
         let names: Vec<&str> = sets.iter().map(|&s| c.toolset_name(s)).collect();
         eprintln!(
             "profile `{}`, {why}: {}",
@@ -124,14 +159,19 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             names.join(", ")
         );
         eprintln!(
-            "definitions sent: {} of {} the profile owns ({} inline, {} appended by discovery, {} discoverable reachable, {} deferred{})",
+            "definitions sent: {} of {} the profile owns ({} inline, {} appended by discovery, {} discoverable reachable, {} deferred{}{})",
             stats.definitions,
             stats.profile_definitions,
             counts.inline,
             counts.appended,
             counts.discoverable_reachable,
             counts.deferred,
-            if counts.discovery { ", discovery meta-tools included" } else { "" }
+            if counts.discovery { ", discovery meta-tools included" } else { "" },
+            if stats.refused > 0 {
+                format!(", {} refused by `{format}`", stats.refused)
+            } else {
+                String::new()
+            }
         );
         eprintln!(
             "tokens ({format}, o200k_base): {} of {} for the whole profile ({:.1}%, {} saved)",

@@ -1,5 +1,12 @@
 //! `toolcat session`: JSONL turns and model steps on stdin, and what the model would receive at
 //! each step on stdout.
+//!
+//! With `--format <mcp|openai|openai-responses|anthropic|gemini>` the session talks to that
+//! provider (`SessionOptions::provider`: OpenAI strict-mode `null`s restored, Anthropic search
+//! hits as `tool_reference` blocks) and each step's answers are also printed as the messages sent
+//! back to it (`toolcat::provider::result_messages`; call ids `call_TURN_STEP_K`): a
+//! `  reply: JSON` line per message, or a `"reply"` array on the step's `--json` line. Without
+//! `--format` the output is the text of each answer, as before.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -8,6 +15,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use serde_json::json;
+use toolcat::export::ExportFormat;
+use toolcat::session::ProviderCall;
 
 use super::args::{catalog, toolsets, workspace_dir, CatalogArg, ConnectArgs};
 use super::servers;
@@ -39,10 +48,27 @@ pub struct SessionArgs {
     /// Print one JSON object per line (turn, step or toolset change) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The provider the session talks to, `mcp`, `openai`, `openai-responses`, `anthropic` or
+    /// `gemini`: its arguments are read as that provider sends them and each step's answers are
+    /// also printed as the messages sent back to it.
+    #[arg(long, value_name = "FORMAT", value_parser = export_format)]
+    pub format: Option<ExportFormat>,
+    /// The host sends the provider's hosted tool search (Anthropic, OpenAI Responses): calls of
+    /// deferred tools are accepted, as the provider loads them itself.
+    #[arg(long, requires = "format")]
+    pub hosted_search: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// `--format`: an [`ExportFormat`] by its name.
+fn export_format(text: &str) -> Result<ExportFormat, String> {
+    ExportFormat::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.as_str()).collect();
+        format!("unknown format `{text}`; use one of: {}", names.join(", "))
+    })
 }
 
 /// Runs `toolcat session`.
@@ -65,6 +91,20 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
         }),
     };
     let mut s = settings.session(&c, toolcat::ToolContext::new(workspace.clone()))?;
+    if let Some(format) = a.format {
+        if a.hosted_search && !ExportFormat::HOSTED_SEARCH.contains(&format) {
+            bail!(
+                "{}",
+                toolcat::export::ExportError::HostedSearchUnsupported { format }
+            );
+        }
+        let options = toolcat::SessionOptions {
+            provider: format,
+            hosted_search: a.hosted_search,
+            ..s.options().clone()
+        };
+        s = s.with_options(options);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -198,6 +238,8 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                 step += 1;
                 let defs = names(s.definitions());
                 let mut results = Vec::new();
+                let mut provider_calls = Vec::new();
+                let mut answers = Vec::new();
                 if !a.json {
                     let summary = if step > 1 && defs == previous {
                         format!("same {} definitions", defs.len())
@@ -212,8 +254,13 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                     };
                     writeln!(out, "step {step}: {summary}")?;
                 }
-                for call in calls {
+                for (k, call) in calls.into_iter().enumerate() {
                     let r = runtime.block_on(s.handle_call(&call.name, call.args.clone()));
+                    provider_calls.push(ProviderCall {
+                        id: Some(format!("call_{turn}_{step}_{}", k + 1)),
+                        name: call.name.clone(),
+                        arguments: Ok(call.args.clone()),
+                    });
                     if a.json {
                         results.push(json!({
                             "name": call.name,
@@ -227,11 +274,22 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                         let label = if r.is_error { "error" } else { "result" };
                         writeln!(out, "  {label}: {}", r.text)?;
                     }
+                    answers.push(r);
                 }
+                let reply = a.format.map(|format| {
+                    toolcat::provider::result_messages(format, &provider_calls, &answers)
+                });
                 if a.json {
-                    let line =
+                    let mut line =
                         json!({"turn": turn, "step": step, "definitions": defs, "calls": results});
+                    if let Some(reply) = reply {
+                        line["reply"] = json!(reply);
+                    }
                     writeln!(out, "{line}")?;
+                } else {
+                    for message in reply.unwrap_or_default() {
+                        writeln!(out, "  reply: {message}")?;
+                    }
                 }
                 previous = defs;
             }

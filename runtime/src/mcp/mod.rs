@@ -159,12 +159,12 @@ impl ScopeTable {
         let definitions = listed
             .iter()
             .map(|&t| {
-                serde_json::from_value::<Tool>(mcp_tool(catalog, t)).map_err(|e| {
-                    ScopeError::Definition {
+                serde_json::to_value(mcp_tool(catalog, t))
+                    .and_then(serde_json::from_value::<Tool>)
+                    .map_err(|e| ScopeError::Definition {
                         tool: catalog.exported_name(t).to_string(),
                         message: e.to_string(),
-                    }
-                })
+                    })
             })
             .collect::<Result<_, _>>()?;
         Ok(ScopeTable {

@@ -879,3 +879,190 @@ async fn results_over_the_archive_budget_come_back_through_read_tool_result() {
         r.text
     );
 }
+
+/// A session of `coder` with `toolsets` active, talking to `provider`, with or without the
+/// provider's hosted search, approving every gated call.
+fn provider_session(toolsets: &[&str], provider: ExportFormat, hosted: bool) -> Session<'static> {
+    session(toolsets)
+        .with_options(SessionOptions {
+            provider,
+            hosted_search: hosted,
+            ..SessionOptions::default()
+        })
+        .with_approval(|_| true)
+}
+
+#[tokio::test]
+async fn openai_strict_nulls_are_restored_on_every_call_path() {
+    let strict_search = json!({"query": "commit", "limit": null});
+    let inner_search =
+        json!({"name": "tool_search", "arguments": {"query": "branches", "limit": null}});
+    let inner_branches = json!({"name": "github__list_branches", "arguments": {"repo": null}});
+    // Without a provider the null is taken as sent and refused, as before.
+    let mut s = session(&["core", "github"]);
+    s.begin_turn("x").await;
+    let r = s.handle_call("tool_search", strict_search.clone()).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments", "{}", r.text);
+    assert!(r.text.contains("null is not of type"), "{}", r.text);
+    for provider in [ExportFormat::OpenAi, ExportFormat::OpenAiResponses] {
+        let mut s = provider_session(&["core", "github"], provider, false);
+        s.begin_turn("x").await;
+        let r = s.handle_call("tool_search", strict_search.clone()).await;
+        assert_eq!(r.outcome.kind(), "found", "{provider}: {}", r.text);
+        // The inner call of `tool_call`, a meta-tool and a server tool alike.
+        let r = s.handle_call("tool_call", inner_search.clone()).await;
+        assert_eq!(r.outcome.kind(), "found", "{provider}: {}", r.text);
+        assert!(s.is_active(tool("github__list_branches")));
+        let r = s.handle_call("tool_call", inner_branches.clone()).await;
+        // Valid now: refused only because no server is connected.
+        assert_eq!(r.outcome.kind(), "tool-error", "{provider}: {}", r.text);
+        assert!(r.text.contains("not connected"), "{}", r.text);
+    }
+    // A required argument sent as null stays null and is refused.
+    let mut s = provider_session(&["core"], ExportFormat::OpenAi, false);
+    s.begin_turn("x").await;
+    let r = s.handle_call("tool_search", json!({"query": null})).await;
+    assert_eq!(r.outcome.kind(), "invalid-arguments", "{}", r.text);
+}
+
+#[tokio::test]
+async fn anthropic_search_hits_are_tool_references_next_to_a_short_text() {
+    let mut s = provider_session(&["core"], ExportFormat::Anthropic, false);
+    s.begin_turn("x").await;
+    let r = s
+        .handle_call(
+            "tool_search",
+            json!({"query": "select:git_commit,delete_file"}),
+        )
+        .await;
+    assert_eq!(r.outcome.kind(), "found");
+    assert_eq!(
+        r.content,
+        [
+            ContentBlock::Text {
+                text:
+                    "2 tools found and loaded: git_commit, delete_file. Searches left this turn: 2."
+                        .to_string()
+            },
+            ContentBlock::ToolReference {
+                tool_name: "git_commit".to_string()
+            },
+            ContentBlock::ToolReference {
+                tool_name: "delete_file".to_string()
+            },
+        ]
+    );
+    assert_eq!(r.blocks(), r.content);
+    // `text` keeps the JSON answer, and the hits joined the active set as for every provider.
+    assert_eq!(json_of(&r)["tools"][0]["name"], "git_commit");
+    assert!(s.is_active(tool("delete_file")));
+    // No hits, and other providers: text only.
+    let r = s
+        .handle_call("tool_search", json!({"query": "zzzz qqqq"}))
+        .await;
+    assert_eq!(r.outcome.kind(), "no-hits");
+    assert!(r.content.is_empty());
+    for provider in [
+        ExportFormat::Mcp,
+        ExportFormat::OpenAi,
+        ExportFormat::Gemini,
+    ] {
+        let mut s = provider_session(&["core"], provider, false);
+        s.begin_turn("x").await;
+        let r = s
+            .handle_call("tool_search", json!({"query": "select:git_commit"}))
+            .await;
+        assert!(r.content.is_empty(), "{provider}");
+        assert_eq!(
+            r.blocks(),
+            [ContentBlock::Text {
+                text: r.text.clone()
+            }]
+        );
+    }
+}
+
+#[tokio::test]
+async fn hosted_search_accepts_deferred_tools_and_never_more() {
+    let delete = tool("delete_file");
+    for provider in [ExportFormat::Anthropic, ExportFormat::OpenAiResponses] {
+        let mut s = provider_session(&["core"], provider, true);
+        assert!(s.hosted_search());
+        s.begin_turn("x").await;
+        assert!(!s.is_active(delete));
+        let r = s.handle_call("delete_file", json!({"path": "a"})).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Ran {
+                tool: delete,
+                ok: true
+            },
+            "{provider}"
+        );
+        assert_eq!(r.ran, Some(delete));
+        assert_eq!(s.discovered(), [delete]);
+        assert!(s.is_active(delete));
+        // Outside the profile, deprecated, or in a toolset that is not active: refused.
+        for name in ["run_shell", "old_grep"] {
+            let r = s.handle_call(name, json!({})).await;
+            assert_eq!(r.outcome, Outcome::NotInActiveSet, "{provider} {name}");
+        }
+        let mut s = provider_session(&["files"], provider, true);
+        s.begin_turn("x").await;
+        let r = s.handle_call("git_commit", json!({})).await;
+        assert_eq!(r.outcome, Outcome::NotInActiveSet, "{provider}");
+        assert!(s.discovered().is_empty());
+    }
+    // Without hosted search, or with a provider that has none: unchanged.
+    for (provider, hosted) in [
+        (ExportFormat::Anthropic, false),
+        (ExportFormat::Gemini, true),
+        (ExportFormat::OpenAi, true),
+        (ExportFormat::Mcp, true),
+    ] {
+        let mut s = provider_session(&["core"], provider, hosted);
+        s.begin_turn("x").await;
+        let r = s.handle_call("delete_file", json!({"path": "a"})).await;
+        assert_eq!(r.outcome, Outcome::NotInActiveSet, "{provider} {hosted}");
+        assert!(r.text.starts_with("Tool 'delete_file' not in active set"));
+        assert!(s.discovered().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_whole_chat_response_is_answered_in_order() {
+    let mut s = provider_session(&["core"], ExportFormat::OpenAi, false);
+    s.begin_turn("x").await;
+    let response = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+    "role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":"}},
+        {"id": "call_c", "type": "function", "function": {"name": "nope", "arguments": "{"}}
+    ]}}]});
+    let reply = s.handle_response(&response).await.expect("a Chat response");
+    let kinds: Vec<&str> = reply.results.iter().map(|r| r.outcome.kind()).collect();
+    assert_eq!(kinds, ["ran", "invalid-arguments", "not-in-active-set"]);
+    assert_eq!(reply.results[0].ran, Some(tool("read_file")));
+    assert_eq!(reply.results[1].ran, None);
+    assert!(
+        reply.results[1].text.contains("not JSON"),
+        "{}",
+        reply.results[1].text
+    );
+    let ids: Vec<&str> = reply
+        .messages
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(ids, ["call_a", "call_b", "call_c"]);
+    assert_eq!(
+        reply.messages[0],
+        json!({"role": "tool", "tool_call_id": "call_a", "content": r#"{"tool":"read_file","path":"a"}"#})
+    );
+    // A body of another shape is an error and runs nothing.
+    let e = s
+        .handle_response(&json!({"content": []}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("missing field `choices`"), "{e}");
+}
