@@ -30,9 +30,9 @@
 use serde_json::{Map, Value};
 
 use super::{
-    gemini_formats, pointer, target_rule, TargetRule, GEMINI_ARRAY_KEYWORDS, GEMINI_BESIDE_ANY_OF,
-    GEMINI_KEYWORDS, GEMINI_OBJECT_KEYWORDS, OPENAI_KEYWORDS, OPENAI_MAX_DEPTH,
-    OPENAI_MAX_PROPERTIES, OPENAI_STRING_FORMATS,
+    gemini_formats, is_object_schema, is_string, pointer, target_rule, TargetRule,
+    GEMINI_ARRAY_KEYWORDS, GEMINI_BESIDE_ANY_OF, GEMINI_KEYWORDS, GEMINI_OBJECT_KEYWORDS,
+    OPENAI_KEYWORDS, OPENAI_MAX_DEPTH, OPENAI_MAX_PROPERTIES, OPENAI_STRING_FORMATS,
 };
 
 /// The rule set an exported schema is held to.
@@ -186,9 +186,7 @@ impl Strict<'_, '_> {
             }
         }
         if let Some(format) = map.get("format") {
-            let named = types(map);
-            let on_string =
-                named.contains(&"string") && named.iter().all(|t| *t == "string" || *t == "null");
+            let on_string = is_string(map);
             let known = format
                 .as_str()
                 .is_some_and(|f| OPENAI_STRING_FORMATS.contains(&f));
@@ -202,7 +200,7 @@ impl Strict<'_, '_> {
             }
         }
         let mut depth = depth;
-        let object = types(map).contains(&"object") || map.contains_key("properties");
+        let object = is_object_schema(map);
         if object {
             depth += 1;
             self.object(map, path, depth);
@@ -279,15 +277,6 @@ impl Strict<'_, '_> {
         for (name, property) in properties {
             self.node(property, &pointer(&base, name), depth);
         }
-    }
-}
-
-/// The types a node names (a `type` string or list).
-fn types(map: &Map<String, Value>) -> Vec<&str> {
-    match map.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
     }
 }
 

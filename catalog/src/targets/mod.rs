@@ -756,6 +756,12 @@ impl Strict<'_> {
                     &pointer(path, "format"),
                     format!("`format: {format}` is not a string format strict mode accepts"),
                 );
+            } else if !is_string(map) {
+                self.reason(
+                    "openai-strict-formats",
+                    &pointer(path, "format"),
+                    format!("`format: {format}` on a schema without `\"type\": \"string\"`"),
+                );
             }
         }
         if is_object_schema(map) {
@@ -991,6 +997,13 @@ fn is_numeric(map: &Map<String, Value>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a schema node's `type` is `string` (with or without `null`): where strict mode takes
+/// a `format`.
+fn is_string(map: &Map<String, Value>) -> bool {
+    let types = schema_types(map);
+    types.contains(&"string") && types.iter().all(|t| *t == "string" || *t == "null")
 }
 
 /// Makes a property schema accept `null` as well; returns how, for the report (`None` when it
