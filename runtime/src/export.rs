@@ -14,6 +14,9 @@
 //!   ([`toolcat_catalog::targets::openai`]). A call of a strict tool carries `null` for every
 //!   argument the model leaves out; [`restore_openai_arguments`] removes those before the
 //!   arguments are validated and dispatched;
+//! - OpenAI Responses API function tools, flat:
+//!   `[{"type":"function","name","description","parameters","strict"}]`, the same strict
+//!   rewrite as Chat Completions;
 //! - Anthropic Messages tools: `[{"name","description","input_schema"}]`, plus, for a plan, every
 //!   deferred tool (discoverable, reachable in profile ∩ active toolsets, not visible this turn)
 //!   after the visible ones with `"defer_loading": true`, so the API's tool search can load it
@@ -43,6 +46,9 @@ pub enum ExportFormat {
     Mcp,
     /// OpenAI Chat Completions `tools`.
     OpenAi,
+    /// OpenAI Responses API `tools` (flat function tools).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Anthropic Messages `tools`.
     Anthropic,
     /// Gemini `tools` with one `functionDeclarations` entry.
@@ -54,20 +60,25 @@ impl ExportFormat {
     pub const ALL: &'static [ExportFormat] = &[
         ExportFormat::Mcp,
         ExportFormat::OpenAi,
+        ExportFormat::OpenAiResponses,
         ExportFormat::Anthropic,
         ExportFormat::Gemini,
     ];
 
-    /// `mcp`, `openai`, `anthropic` or `gemini`: the spelling of the CLI and of file names.
+    /// `mcp`, `openai`, `openai-responses`, `anthropic` or `gemini`: the spelling of the CLI and
+    /// of file names.
     pub const fn as_str(self) -> &'static str {
-        self.target().as_str()
+        match self {
+            ExportFormat::OpenAiResponses => "openai-responses",
+            _ => self.target().as_str(),
+        }
     }
 
     /// The export target whose rules the format follows.
     pub const fn target(self) -> Target {
         match self {
             ExportFormat::Mcp => Target::Mcp,
-            ExportFormat::OpenAi => Target::OpenAi,
+            ExportFormat::OpenAi | ExportFormat::OpenAiResponses => Target::OpenAi,
             ExportFormat::Anthropic => Target::Anthropic,
             ExportFormat::Gemini => Target::Gemini,
         }
@@ -133,6 +144,34 @@ pub fn openai_tool(catalog: &Catalog, t: ToolIndex) -> Value {
 /// OpenAI Chat Completions `tools`: an array of [`openai_tool`], in order.
 pub fn openai_tools(catalog: &Catalog, tools: impl IntoIterator<Item = ToolIndex>) -> Value {
     Value::Array(tools.into_iter().map(|t| openai_tool(catalog, t)).collect())
+}
+
+/// One OpenAI Responses API function tool, flat:
+/// `{"type":"function","name","description","parameters","strict"}`, with the same strict
+/// rewrite as [`openai_tool`].
+pub fn openai_responses_tool(catalog: &Catalog, t: ToolIndex) -> Value {
+    let name = catalog.exported_name(t);
+    let exported = targets::openai(name, &exported_schema(catalog, t));
+    json!({
+        "type": "function",
+        "name": name,
+        "description": catalog.description(t),
+        "parameters": exported.schema,
+        "strict": exported.strict == Some(true),
+    })
+}
+
+/// OpenAI Responses API `tools`: an array of [`openai_responses_tool`], in order.
+pub fn openai_responses_tools(
+    catalog: &Catalog,
+    tools: impl IntoIterator<Item = ToolIndex>,
+) -> Value {
+    Value::Array(
+        tools
+            .into_iter()
+            .map(|t| openai_responses_tool(catalog, t))
+            .collect(),
+    )
 }
 
 /// The arguments of a call of `t` made by an OpenAI model, made fit for the tool's own schema:
@@ -223,6 +262,7 @@ pub fn export_tools(
     match format {
         ExportFormat::Mcp => mcp_tools_list(catalog, tools),
         ExportFormat::OpenAi => openai_tools(catalog, tools),
+        ExportFormat::OpenAiResponses => openai_responses_tools(catalog, tools),
         ExportFormat::Anthropic => anthropic_tools(catalog, tools, []),
         ExportFormat::Gemini => gemini_tools(catalog, tools),
     }
@@ -391,6 +431,30 @@ mod tests {
     }
 
     #[test]
+    fn openai_responses_tools_are_flat_with_the_chat_rewrite() {
+        with_plan(|plan| {
+            let chat = export_plan(plan, ExportFormat::OpenAi);
+            let responses = export_plan(plan, ExportFormat::OpenAiResponses);
+            let (chat, responses) = (
+                chat.as_array().expect("array"),
+                responses.as_array().expect("array"),
+            );
+            assert_eq!(chat.len(), responses.len());
+            for (c, r) in chat.iter().zip(responses) {
+                let keys: Vec<&String> = r.as_object().expect("object").keys().collect();
+                assert_eq!(
+                    keys,
+                    ["type", "name", "description", "parameters", "strict"]
+                );
+                assert_eq!(r["type"], "function");
+                for key in ["name", "description", "parameters", "strict"] {
+                    assert_eq!(r[key], c["function"][key], "{key}");
+                }
+            }
+        });
+    }
+
+    #[test]
     fn anthropic_tools_defer_reachable_discoverable_tools() {
         with_plan(|plan| {
             let v = export_plan(plan, ExportFormat::Anthropic);
@@ -439,8 +503,17 @@ mod tests {
     fn format_names_round_trip() {
         for f in ExportFormat::ALL {
             assert_eq!(ExportFormat::parse(f.as_str()), Some(*f));
-            assert_eq!(f.as_str(), f.target().as_str());
+            if *f != ExportFormat::OpenAiResponses {
+                assert_eq!(f.as_str(), f.target().as_str());
+            }
+            let json = serde_json::to_value(f).expect("serializes");
+            assert_eq!(json, f.as_str());
         }
+        assert_eq!(
+            ExportFormat::parse("openai-responses"),
+            Some(ExportFormat::OpenAiResponses)
+        );
+        assert_eq!(ExportFormat::OpenAiResponses.target(), Target::OpenAi);
         assert_eq!(ExportFormat::parse("gemini"), Some(ExportFormat::Gemini));
         assert_eq!(ExportFormat::parse("vertex"), None);
     }

@@ -14,8 +14,11 @@ use super::args::{catalog, toolsets, CatalogArg};
 pub enum FormatArg {
     /// MCP `tools/list` result.
     Mcp,
-    /// OpenAI function tools.
+    /// OpenAI Chat Completions function tools.
     Openai,
+    /// OpenAI Responses API function tools (flat).
+    #[value(name = "openai-responses")]
+    OpenaiResponses,
     /// Anthropic tools (discoverable tools with `defer_loading: true`).
     Anthropic,
     /// Gemini function declarations.
@@ -27,6 +30,7 @@ impl From<FormatArg> for ExportFormat {
         match f {
             FormatArg::Mcp => ExportFormat::Mcp,
             FormatArg::Openai => ExportFormat::OpenAi,
+            FormatArg::OpenaiResponses => ExportFormat::OpenAiResponses,
             FormatArg::Anthropic => ExportFormat::Anthropic,
             FormatArg::Gemini => ExportFormat::Gemini,
         }
