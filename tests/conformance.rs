@@ -10,6 +10,7 @@
 //! run on the bad shapes the rewrites remove, so a checker that lets everything pass fails here.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::{json, Value};
 use toolcat::Catalog;
@@ -245,4 +246,51 @@ fn the_checker_catches_each_listed_bad_shape() {
             }
         }
     }
+}
+
+/// `toolcat export` on `tests/fixtures/targets/export-gemini-refusal.toml` (its header states the
+/// documented result): the Gemini export leaves out the tool it cannot express and names it on
+/// stderr with the rule and the location; the OpenAI export has both tools, strict.
+#[test]
+fn export_names_the_tools_gemini_refuses() {
+    let export = |format: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(["export", "--format", format, "--catalog"])
+            .arg("tests/fixtures/targets/export-gemini-refusal.toml")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("the toolcat binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{format}: {stderr}");
+        let value: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        (value, stderr)
+    };
+    let (gemini, err) = export("gemini");
+    let names: Vec<&str> = gemini[0]["functionDeclarations"]
+        .as_array()
+        .expect("declarations")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert_eq!(names, ["set_mode"]);
+    assert!(
+        err.contains("gemini: `set_flag` is not exported: at `/properties/flag/const`: `const: true` cannot be expressed")
+            && err.contains("[gemini-enum]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gemini: 1 of 2 tools exported, 1 refused"),
+        "{err}"
+    );
+    let (openai, err) = export("openai");
+    let tools = openai.as_array().expect("tools");
+    assert_eq!(tools.len(), 2, "{err}");
+    assert!(
+        tools.iter().all(|t| t["function"]["strict"] == true),
+        "{openai}"
+    );
+    assert_eq!(
+        tools[1]["function"]["parameters"]["properties"]["mode"],
+        json!({"description": "The new mode", "type": "string", "enum": ["fast", "full"]})
+    );
 }

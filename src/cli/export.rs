@@ -55,8 +55,8 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         }
         eprintln!(
             "{format}: {} of {} exported, {refused} refused",
-            count(total - refused, "tool"),
-            total
+            total - refused,
+            count(total, "tool")
         );
     } else {
         eprintln!("{format}: {} exported", count(total, "tool"));

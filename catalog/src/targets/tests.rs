@@ -748,11 +748,8 @@ fn conformance_catches_each_openai_strict_violation() {
         s
     };
     assert_eq!(
-        rules(json!({"anyOf": [ok.clone()]})),
-        [("openai-strict-root".to_string(), "".to_string())]
-            .iter()
-            .map(|(r, p)| (target_rule(r).id, p.clone()))
-            .collect::<Vec<_>>()
+        rules(json!({"anyOf": [ok.clone()]}))[0],
+        ("openai-strict-root", String::new())
     );
     let mut open = ok.clone();
     open.as_object_mut()
