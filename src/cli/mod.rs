@@ -1,5 +1,5 @@
-//! The `toolcat` command line: check, list, search, plan, import and generate, on the reference
-//! catalog compiled into the binary or on any `tools.toml` given with `--catalog PATH`.
+//! The `toolcat` command line: check, list, search, plan, export, import and generate, on the
+//! reference catalog compiled into the binary or on any `tools.toml` given with `--catalog PATH`.
 //!
 //! Output contract: data goes to stdout (text, or JSON with `--json`/`plan`), diagnostics, reports
 //! and statistics to stderr; exit code 0 on success, 1 when the input is invalid or a check fails,
@@ -8,7 +8,7 @@
 //!
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
 //! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
-//! [`import`], [`generate`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! [`export`], [`import`], [`generate`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
 
@@ -21,6 +21,7 @@ pub mod call;
 pub mod calls;
 pub mod check;
 pub mod eval;
+pub mod export;
 pub mod generate;
 pub mod import;
 pub mod list;
@@ -50,6 +51,9 @@ pub enum Command {
     Search(search::SearchArgs),
     /// The tool definitions the model gets this turn, as JSON on stdout.
     Plan(plan::PlanArgs),
+    /// Every tool of the catalog in one provider format, as JSON on stdout; for Gemini, the tools
+    /// left out are named on stderr with the rule they break.
+    Export(export::ExportArgs),
     /// Turn a real tool surface into `tools.toml` text on stdout (report on stderr).
     Import(import::ImportArgs),
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
@@ -122,6 +126,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::List(a) => list::run(&a),
         Command::Search(a) => search::run(&a),
         Command::Plan(a) => plan::run(&a),
+        Command::Export(a) => export::run(&a),
         Command::Import(a) => import::run(&a),
         Command::Generate(a) => generate::run(&a),
         Command::Call(a) => call::run(&a),

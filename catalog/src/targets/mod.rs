@@ -27,7 +27,12 @@
 //!   `anyOf: [S, {"type": "null"}]` when the schema has no `type`); `const` becomes a one-value
 //!   `enum`; a `oneOf` of distinct constants (what schemars writes for a documented Rust enum)
 //!   becomes `anyOf`, which then means the same; `default: null` is dropped (as OpenAI's SDK
-//!   does); a `format` on an `integer` or `number` (schemars' `uint64`, `int32`, …: JSON Schema
+//!   does); a `$ref` with sibling keywords (`{"$ref": "#/$defs/S", "description": ...}`, which
+//!   the API refuses: "$ref cannot have keywords") is unravelled as the SDK's
+//!   `to_strict_json_schema` does: the definition merged in, the node's own keywords kept,
+//!   `$ref` dropped, and strict mode applied to the result (rule `openai-strict-ref`; one that
+//!   is recursive, or whose siblings constrain a keyword the definition constrains otherwise,
+//!   falls back); a `format` on an `integer` or `number` (schemars' `uint64`, `int32`, …: JSON Schema
 //!   defines formats for strings only) is dropped. A schema strict mode cannot express falls back
 //!   to `strict: false` and is sent unchanged — the documented fallback, reported per tool with
 //!   every reason: a keyword outside the supported subset (a `default` other than `null`, any
@@ -42,12 +47,23 @@
 //!   the schema (`#/$defs/X`, `#/definitions/X`, any JSON Pointer) are inlined and `$defs`
 //!   dropped; `anyOf [T, {"type": "null"}]` and
 //!   `"type": [T, "null"]` become `T` with `nullable: true`; a `type` list of several types and
-//!   `oneOf` become `anyOf`; a one-branch `allOf` is merged into its parent; `const` becomes a
-//!   one-value `enum`; keywords outside the `Schema` object (`additionalProperties`, `$comment`,
-//!   `exclusiveMinimum`, …), `format`s outside `enum`/`date-time` (strings), `int32`/`int64`
-//!   (integers) and `float`/`double` (numbers), and `enum`s of non-strings are dropped. A
-//!   recursive or unresolvable `$ref` and an `allOf` of several branches cannot be rewritten:
-//!   the tool cannot be exported to Gemini.
+//!   `oneOf` become `anyOf`; a one-branch `allOf` is merged into its parent; keywords beside a
+//!   several-branch `anyOf` other than annotations move into its branches (`items` into the
+//!   array branches, `properties` into the object ones: `gemini-any-of`); `properties` (and the
+//!   other object keywords) on a node without a `type` make it `type: object`, on another type
+//!   they constrain nothing and are dropped (`gemini-object`; `items` likewise, `gemini-array`).
+//!   Gemini takes `enum` on `type: string` only (`gemini-enum`): a string `const` becomes
+//!   `"type": "string", "enum": [c]`, a numeric one `type` with `minimum` = `maximum`; an `enum`
+//!   of strings gets `"type": "string"`, `null` in it becomes `nullable: true`, consecutive
+//!   integers become `"type": "integer"` with `minimum`/`maximum`, `[true, false]` becomes
+//!   `"type": "boolean"`. Keywords outside the `Schema` object (`additionalProperties`,
+//!   `$comment`, `exclusiveMinimum`, …) and `format`s outside `enum`/`date-time` (strings),
+//!   `int32`/`int64` (integers) and `float`/`double` (numbers) are dropped. What Gemini cannot
+//!   express is never passed through: a recursive or unresolvable `$ref`, an `allOf` of several
+//!   branches, any other `const` or `enum` (a boolean or `null` constant, integers that are not
+//!   consecutive, mixed values), and a keyword a merge would need twice with different values
+//!   are errors naming the rule and the location: the tool cannot be exported to Gemini.
+//!   [`conformance`] checks the output of both rewrites against the providers' rules.
 //! - **`anthropic`**, **`mcp`**: any JSON Schema of an object (`E0412` already requires that).
 //!   Anthropic adds one rule for a request: deferred tools (`defer_loading: true`) need a
 //!   non-deferred search tool in the same request and at least one non-deferred tool
@@ -74,6 +90,8 @@ use serde_json::{json, Map, Value};
 
 pub use crate::model::Target;
 
+pub mod conformance;
+
 /// A provider document a rule comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Source {
@@ -90,6 +108,10 @@ const OPENAI_FUNCTIONS: Source = Source {
 const OPENAI_STRUCTURED: Source = Source {
     title: "OpenAI Structured Outputs, supported schemas",
     url: "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas",
+};
+const OPENAI_SDK_STRICT: Source = Source {
+    title: "OpenAI Python SDK, `openai.lib._pydantic.to_strict_json_schema` (the API answers 400 \"$ref cannot have keywords\")",
+    url: "https://github.com/openai/openai-python/blob/main/src/openai/lib/_pydantic.py",
 };
 const ANTHROPIC_TOOLS: Source = Source {
     title: "Anthropic Messages API, tool `name`",
@@ -144,6 +166,12 @@ pub const RULES: &[TargetRule] = &[
         OPENAI_FUNCTIONS,
     ),
     rule(
+        "openai-parameters",
+        Target::OpenAi,
+        "function `parameters` is a JSON Schema of `type: \"object\"`",
+        OPENAI_FUNCTIONS,
+    ),
+    rule(
         "openai-strict-objects",
         Target::OpenAi,
         "every object has `additionalProperties: false` and its `properties`",
@@ -178,6 +206,12 @@ pub const RULES: &[TargetRule] = &[
         Target::OpenAi,
         "at most 10 levels of object nesting and 5000 properties",
         OPENAI_STRUCTURED,
+    ),
+    rule(
+        "openai-strict-ref",
+        Target::OpenAi,
+        "a `$ref` has no sibling keywords; one with siblings is unravelled: the definition merged in, the node's own keywords first",
+        OPENAI_SDK_STRICT,
     ),
     rule(
         "anthropic-name",
@@ -242,7 +276,25 @@ pub const RULES: &[TargetRule] = &[
     rule(
         "gemini-enum",
         Target::Gemini,
-        "no `const`; `enum` lists strings",
+        "no `const`; `enum` only on `type: string`, listing strings; a numeric constant or range is `minimum`/`maximum`",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-object",
+        Target::Gemini,
+        "`properties`, `required`, `minProperties`, `maxProperties`, `propertyOrdering` only on `type: object`",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-array",
+        Target::Gemini,
+        "`items`, `minItems`, `maxItems` only on `type: array`",
+        GEMINI_SCHEMA,
+    ),
+    rule(
+        "gemini-any-of",
+        Target::Gemini,
+        "beside `anyOf` only annotations (`description`, `title`, `nullable`, `default`, `example`); other keywords move into its branches",
         GEMINI_SCHEMA,
     ),
     rule(
@@ -491,7 +543,7 @@ fn pointer(parent: &str, token: &str) -> String {
 
 /// Keywords strict mode accepts (OpenAI Structured Outputs, supported schemas). `$schema` is
 /// dropped at the root before the check, as every export does.
-const OPENAI_KEYWORDS: &[&str] = &[
+pub const OPENAI_KEYWORDS: &[&str] = &[
     "type",
     "properties",
     "required",
@@ -542,6 +594,8 @@ pub fn openai(tool: &str, schema: &Value) -> Exported {
     let mut rewritten = original.clone();
     let mut pass = Strict {
         tool,
+        root: &original,
+        unravelling: Vec::new(),
         rewrites: Vec::new(),
         reasons: Vec::new(),
         properties: 0,
@@ -568,23 +622,30 @@ pub fn openai(tool: &str, schema: &Value) -> Exported {
             format!("{n} properties in all, more than {OPENAI_MAX_PROPERTIES}"),
         );
     }
-    if pass.reasons.is_empty() {
+    let Strict {
+        rewrites, reasons, ..
+    } = pass;
+    if reasons.is_empty() {
         Exported {
             schema: rewritten,
             strict: Some(true),
-            findings: pass.rewrites,
+            findings: rewrites,
         }
     } else {
         Exported {
             schema: original,
             strict: Some(false),
-            findings: pass.reasons,
+            findings: reasons,
         }
     }
 }
 
 struct Strict<'a> {
     tool: &'a str,
+    /// The schema as given (without `$schema`): what a `$ref` points into.
+    root: &'a Value,
+    /// `$ref`s with sibling keywords being unravelled, outermost first (a repeat is a cycle).
+    unravelling: Vec<String>,
     rewrites: Vec<Finding>,
     reasons: Vec<Finding>,
     properties: usize,
@@ -628,6 +689,35 @@ impl Strict<'_> {
             );
             return;
         };
+        if map.len() > 1 {
+            if let Some(Value::String(reference)) = map.get("$ref") {
+                let reference = reference.clone();
+                let at = pointer(path, "$ref");
+                match self.unravelled(map, &reference) {
+                    Ok(merged) => {
+                        let siblings: Vec<String> = map
+                            .keys()
+                            .filter(|k| *k != "$ref")
+                            .map(|k| format!("`{k}`"))
+                            .collect();
+                        *value = Value::Object(merged);
+                        self.rewrite(
+                            "openai-strict-ref",
+                            &at,
+                            format!(
+                                "unravelled `$ref` `{reference}` beside {}: the definition inlined, the node's own keywords kept",
+                                crate::diagnostics::and_list(siblings.into_iter())
+                            ),
+                        );
+                        self.unravelling.push(reference);
+                        self.node(value, path, depth);
+                        self.unravelling.pop();
+                    }
+                    Err(message) => self.reason("openai-strict-ref", &at, message),
+                }
+                return;
+            }
+        }
         if map.get("default") == Some(&Value::Null) {
             // As OpenAI's own SDK does (`to_strict_json_schema`): after the rewrite an optional
             // property is nullable, and `null` is what a left-out argument becomes.
@@ -690,6 +780,12 @@ impl Strict<'_> {
                     &pointer(path, "format"),
                     format!("`format: {format}` is not a string format strict mode accepts"),
                 );
+            } else if !is_string(map) {
+                self.reason(
+                    "openai-strict-formats",
+                    &pointer(path, "format"),
+                    format!("`format: {format}` on a schema without `\"type\": \"string\"`"),
+                );
             }
         }
         if is_object_schema(map) {
@@ -728,6 +824,42 @@ impl Strict<'_> {
                 );
             }
         }
+    }
+
+    /// The node `map` (a `$ref` with sibling keywords) with its reference resolved and merged
+    /// in, as OpenAI's own SDK does (`_ensure_strict_json_schema`): the node's own keywords
+    /// first, `$ref` dropped. `Err` says why it cannot be: the reference is recursive, points
+    /// outside the schema, or a sibling constrains a keyword the definition constrains
+    /// differently (JSON Schema would require both).
+    fn unravelled(
+        &self,
+        map: &Map<String, Value>,
+        reference: &str,
+    ) -> Result<Map<String, Value>, String> {
+        if self.unravelling.iter().any(|r| r == reference) {
+            return Err(format!(
+                "`$ref` `{reference}` with sibling keywords is recursive and cannot be unravelled"
+            ));
+        }
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|p| self.root.pointer(p));
+        let Some(definition) = target else {
+            return Err(format!(
+                "`$ref` `{reference}` with sibling keywords does not point into this schema"
+            ));
+        };
+        let Value::Object(definition) = definition else {
+            return Err(format!(
+                "`$ref` `{reference}` points at `{}`, not a schema object",
+                short_json(definition)
+            ));
+        };
+        let mut own = map.clone();
+        own.shift_remove("$ref");
+        merge_schema(definition, &own).map_err(|key| {
+            format!("`{key}` beside `$ref` `{reference}` differs from the definition's; strict mode cannot require both")
+        })
     }
 
     fn object(&mut self, map: &mut Map<String, Value>, path: &str, depth: usize) {
@@ -818,6 +950,40 @@ impl Strict<'_> {
     }
 }
 
+/// Keywords that describe a schema rather than constrain it: when two schemas are merged, the
+/// node's own win.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "default",
+    "examples",
+    "example",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// `own` merged over `base` (a definition a `$ref` points at, or the one branch of an `allOf`
+/// or `anyOf`): `own`'s annotations ([`ANNOTATIONS`]) win; any other keyword both hold must be
+/// equal, since JSON Schema would require both. `Err` is the first keyword that differs.
+fn merge_schema(
+    base: &Map<String, Value>,
+    own: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut merged = own.clone();
+    for (key, value) in base {
+        match merged.get(key) {
+            None => {
+                merged.insert(key.clone(), value.clone());
+            }
+            Some(mine) if mine == value || ANNOTATIONS.contains(&key.as_str()) => {}
+            Some(_) => return Err(key.clone()),
+        }
+    }
+    Ok(merged)
+}
+
 /// Whether every branch is one constant (`const`, or an `enum` of one value) and no two are the
 /// same: such a `oneOf` accepts exactly what the same `anyOf` accepts.
 fn disjoint_constants(branches: &[Value]) -> bool {
@@ -855,6 +1021,13 @@ fn is_numeric(map: &Map<String, Value>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a schema node's `type` is `string` (with or without `null`): where strict mode takes
+/// a `format`.
+fn is_string(map: &Map<String, Value>) -> bool {
+    let types = schema_types(map);
+    types.contains(&"string") && types.iter().all(|t| *t == "string" || *t == "null")
 }
 
 /// Makes a property schema accept `null` as well; returns how, for the report (`None` when it
@@ -1017,8 +1190,24 @@ fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
 
 // ---- Gemini ----
 
+/// The Gemini `Schema` fields that apply to objects only.
+pub const GEMINI_OBJECT_KEYWORDS: &[&str] = &[
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "propertyOrdering",
+];
+
+/// The Gemini `Schema` fields that apply to arrays only.
+pub const GEMINI_ARRAY_KEYWORDS: &[&str] = &["items", "minItems", "maxItems"];
+
+/// The Gemini `Schema` fields that may stand beside an `anyOf` (annotations).
+pub const GEMINI_BESIDE_ANY_OF: &[&str] =
+    &["description", "title", "nullable", "default", "example"];
+
 /// Fields of the Gemini `Schema` object.
-const GEMINI_KEYWORDS: &[&str] = &[
+pub const GEMINI_KEYWORDS: &[&str] = &[
     "type",
     "format",
     "title",
@@ -1141,8 +1330,16 @@ impl GeminiPass<'_> {
             match all.as_array().map(Vec::as_slice) {
                 Some([only]) => {
                     if let Some(branch) = only.as_object() {
-                        for (k, v) in branch {
-                            map.entry(k.clone()).or_insert_with(|| v.clone());
+                        match merge_schema(branch, &map) {
+                            Ok(merged) => map = merged,
+                            Err(key) => {
+                                self.error(
+                                    "gemini-union",
+                                    &pointer(path, "allOf"),
+                                    format!("`{key}` beside `allOf` differs from its branch's; Gemini cannot require both"),
+                                );
+                                return None;
+                            }
                         }
                     }
                     self.rewrite(
@@ -1190,8 +1387,8 @@ impl GeminiPass<'_> {
                 );
                 return None;
             }
-            let mut merged = match definition {
-                Value::Object(def) => def.clone(),
+            let definition = match definition {
+                Value::Object(def) => def,
                 other => {
                     self.error(
                         "gemini-ref",
@@ -1204,9 +1401,17 @@ impl GeminiPass<'_> {
                     return None;
                 }
             };
-            for (k, v) in map {
-                merged.insert(k, v);
-            }
+            let merged = match merge_schema(definition, &map) {
+                Ok(merged) => merged,
+                Err(key) => {
+                    self.error(
+                        "gemini-ref",
+                        &at,
+                        format!("`{key}` beside `$ref` `{reference}` differs from the definition's; Gemini cannot require both"),
+                    );
+                    return None;
+                }
+            };
             self.rewrite("gemini-ref", &at, format!("inlined `$ref` `{reference}`"));
             self.inlined.insert(reference.clone());
             self.inlining.push(reference);
@@ -1294,13 +1499,21 @@ impl GeminiPass<'_> {
             match rest.as_slice() {
                 [only] => {
                     map.shift_remove("anyOf");
-                    let mut merged = match only {
+                    let branch = match only {
                         Value::Object(branch) => branch.clone(),
                         _ => Map::new(),
                     };
-                    for (k, v) in map {
-                        merged.insert(k, v);
-                    }
+                    let merged = match merge_schema(&branch, &map) {
+                        Ok(merged) => merged,
+                        Err(key) => {
+                            self.error(
+                                "gemini-any-of",
+                                &at,
+                                format!("`{key}` beside `anyOf` differs from its one branch's; Gemini cannot require both"),
+                            );
+                            return None;
+                        }
+                    };
                     self.rewrite(
                         "gemini-nullable",
                         &at,
@@ -1322,6 +1535,7 @@ impl GeminiPass<'_> {
                     );
                 }
                 _ => {
+                    let rest = self.distribute(&mut map, rest, path)?;
                     let mut out = Vec::with_capacity(rest.len());
                     for (k, branch) in rest.iter().enumerate() {
                         out.push(self.node(branch, &pointer(&at, &k.to_string()), depth + 1)?);
@@ -1338,41 +1552,20 @@ impl GeminiPass<'_> {
             }
         }
 
-        // `const` → one-value `enum`; `enum`s of strings only.
-        if let Some(constant) = map.shift_remove("const") {
-            map.entry("enum".to_string())
-                .or_insert_with(|| json!([constant.clone()]));
-            self.rewrite(
-                "gemini-enum",
-                &pointer(path, "const"),
-                format!(
-                    "`const: {}` written as a one-value `enum`",
-                    short_json(&constant)
-                ),
-            );
-        }
-        if let Some(Value::Array(values)) = map.get("enum") {
-            if !values.iter().all(Value::is_string) {
-                let shown = short_json(&Value::Array(values.clone()));
-                map.shift_remove("enum");
-                self.rewrite(
-                    "gemini-enum",
-                    &pointer(path, "enum"),
-                    format!("dropped `enum: {shown}`: Gemini enums list strings"),
-                );
-            }
-        }
+        // `const` and `enum`: strings as a string `enum`, numbers as `minimum`/`maximum`.
+        self.constant(&mut map, path)?;
+        self.enumeration(&mut map, path)?;
+
+        // `properties` and `items` only on the type they constrain.
+        self.typed_keywords(&mut map, path);
 
         // `format`: only the ones Gemini documents for the type.
         if let Some(format) = map.get("format").cloned() {
             let ty = map.get("type").and_then(Value::as_str).unwrap_or_default();
-            let allowed: &[&str] = match ty {
-                "string" => &["enum", "date-time"],
-                "integer" => &["int32", "int64"],
-                "number" => &["float", "double"],
-                _ => &[],
-            };
-            if !format.as_str().is_some_and(|f| allowed.contains(&f)) {
+            if !format
+                .as_str()
+                .is_some_and(|f| gemini_formats(ty).contains(&f))
+            {
                 map.shift_remove("format");
                 self.rewrite(
                     "gemini-formats",
@@ -1425,6 +1618,329 @@ impl GeminiPass<'_> {
             None => {}
         }
         Some(Value::Object(map))
+    }
+
+    /// Moves the keywords beside a multi-branch `anyOf` (other than [`GEMINI_BESIDE_ANY_OF`])
+    /// into its `branches`: a keyword of one type (`items`: arrays, `properties`: objects, ...)
+    /// into the branches that are of that type or of none (JSON Schema applies it to values of
+    /// that type only, so the union accepts the same values), any other into every branch.
+    /// `None` (an error recorded) when a branch holds the keyword with another value.
+    fn distribute(
+        &mut self,
+        map: &mut Map<String, Value>,
+        mut branches: Vec<Value>,
+        path: &str,
+    ) -> Option<Vec<Value>> {
+        let keys: Vec<String> = map
+            .keys()
+            .filter(|k| GEMINI_KEYWORDS.contains(&k.as_str()))
+            .filter(|k| *k != "anyOf" && !GEMINI_BESIDE_ANY_OF.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        let base = pointer(path, "anyOf");
+        for key in keys {
+            let value = map.shift_remove(&key).unwrap_or(Value::Null);
+            let types = keyword_types(&key);
+            let mut into = 0;
+            for (k, branch) in branches.iter_mut().enumerate() {
+                let Value::Object(b) = branch else {
+                    continue;
+                };
+                let own = schema_types(b);
+                let applies =
+                    types.is_empty() || own.is_empty() || own.iter().any(|t| types.contains(t));
+                if !applies {
+                    continue;
+                }
+                match b.get(&key) {
+                    None => {
+                        b.insert(key.clone(), value.clone());
+                    }
+                    Some(mine) if *mine == value => {}
+                    Some(_) => {
+                        self.error(
+                            "gemini-any-of",
+                            &pointer(&pointer(&base, &k.to_string()), &key),
+                            format!("`{key}` beside `anyOf` differs from branch {k}'s; Gemini cannot require both"),
+                        );
+                        return None;
+                    }
+                }
+                into += 1;
+            }
+            let message = if into == 0 {
+                format!("dropped `{key}` beside `anyOf`: no branch is of the type it constrains")
+            } else {
+                format!("moved `{key}` beside `anyOf` into {into} of its branches")
+            };
+            self.rewrite("gemini-any-of", &pointer(path, &key), message);
+        }
+        Some(branches)
+    }
+
+    /// `const`: a string becomes `"type": "string", "enum": [s]`, a number `"type"` with
+    /// `minimum` = `maximum`; any other constant (a boolean, `null`, an object, an array) cannot
+    /// be expressed. `None` when an error was recorded.
+    fn constant(&mut self, map: &mut Map<String, Value>, path: &str) -> Option<()> {
+        let Some(constant) = map.shift_remove("const") else {
+            return Some(());
+        };
+        let at = pointer(path, "const");
+        if let Some(Value::Array(values)) = map.shift_remove("enum") {
+            if !values.contains(&constant) {
+                self.error(
+                    "gemini-enum",
+                    &at,
+                    format!(
+                        "`const: {}` is not among the `enum` beside it: no value fits",
+                        short_json(&constant)
+                    ),
+                );
+                return None;
+            }
+        }
+        self.write_constant(map, constant, &at)
+    }
+
+    /// Writes the one value `constant` a node allows (its `const`, or an `enum` of one value,
+    /// found at `at`) as `"type": "string", "enum": [s]` or a `type` with `minimum` =
+    /// `maximum`; `None` (an error recorded) for any other constant.
+    fn write_constant(
+        &mut self,
+        map: &mut Map<String, Value>,
+        constant: Value,
+        at: &str,
+    ) -> Option<()> {
+        let at = at.to_string();
+        let shown = short_json(&constant);
+        let ty = map.get("type").and_then(Value::as_str).map(str::to_string);
+        match &constant {
+            Value::String(_) if ty.as_deref().is_none_or(|t| t == "string") => {
+                map.insert("type".into(), "string".into());
+                map.insert("enum".into(), json!([constant]));
+                self.rewrite(
+                    "gemini-enum",
+                    &at,
+                    format!(
+                        "`const: {shown}` written as `\"type\": \"string\", \"enum\": [{shown}]`"
+                    ),
+                );
+                Some(())
+            }
+            Value::Number(n)
+                if ty
+                    .as_deref()
+                    .is_none_or(|t| t == "integer" || t == "number") =>
+            {
+                let integral =
+                    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
+                let ty = match ty.as_deref() {
+                    Some("integer") if !integral => {
+                        self.error(
+                            "gemini-enum",
+                            &at,
+                            format!("`const: {shown}` is not an integer, yet the `type` is `integer`: no value fits"),
+                        );
+                        return None;
+                    }
+                    Some(t) => t.to_string(),
+                    None if integral => "integer".to_string(),
+                    None => "number".to_string(),
+                };
+                map.insert("type".into(), ty.clone().into());
+                map.insert("minimum".into(), constant.clone());
+                map.insert("maximum".into(), constant.clone());
+                self.rewrite(
+                    "gemini-enum",
+                    &at,
+                    format!("`const: {shown}` written as `\"type\": \"{ty}\", \"minimum\": {shown}, \"maximum\": {shown}`"),
+                );
+                Some(())
+            }
+            _ => {
+                let ty = ty.map(|t| format!(" on `type: {t}`")).unwrap_or_default();
+                self.error(
+                    "gemini-enum",
+                    &at,
+                    format!("`const: {shown}`{ty} cannot be expressed: Gemini's `Schema` has no `const`, and its `enum` lists strings"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `enum`: `null` among the values becomes `nullable: true`; strings get `"type": "string"`
+    /// (Gemini takes `enum` on strings only); one non-string value is a `const`; consecutive
+    /// integers become `"type": "integer"` with `minimum`/`maximum`; `[true, false]` is
+    /// `"type": "boolean"`. Any other `enum` cannot be expressed. `None` when an error was
+    /// recorded.
+    fn enumeration(&mut self, map: &mut Map<String, Value>, path: &str) -> Option<()> {
+        let Some(Value::Array(mut values)) = map.get("enum").cloned() else {
+            return Some(());
+        };
+        let at = pointer(path, "enum");
+        let shown = short_json(&Value::Array(values.clone()));
+        if values.iter().any(Value::is_null) {
+            values.retain(|v| !v.is_null());
+            map.insert("nullable".into(), Value::Bool(true));
+            map.insert("enum".into(), Value::Array(values.clone()));
+            self.rewrite(
+                "gemini-nullable",
+                &at,
+                "`null` in `enum` written as `nullable: true`".to_string(),
+            );
+        }
+        let ty = map.get("type").and_then(Value::as_str).map(str::to_string);
+        let cannot = |this: &mut Self, why: &str| {
+            this.error(
+                "gemini-enum",
+                &at,
+                format!("`enum: {shown}` cannot be expressed: {why}"),
+            );
+            None
+        };
+        if values.iter().all(Value::is_string) && !values.is_empty() {
+            return match ty.as_deref() {
+                Some("string") => Some(()),
+                None => {
+                    map.insert("type".into(), "string".into());
+                    self.rewrite(
+                        "gemini-enum",
+                        &at,
+                        "added `\"type\": \"string\"` to an `enum` of strings: Gemini takes `enum` on strings only".to_string(),
+                    );
+                    Some(())
+                }
+                Some(other) => cannot(
+                    self,
+                    &format!("strings on `type: {other}`, so no value fits"),
+                ),
+            };
+        }
+        if let [one] = values.as_slice() {
+            map.shift_remove("enum");
+            return self.write_constant(map, one.clone(), &at);
+        }
+        let integers: Option<Vec<i64>> = values.iter().map(Value::as_i64).collect();
+        if let Some(mut integers) =
+            integers.filter(|_| ty.as_deref().is_none_or(|t| t == "integer"))
+        {
+            integers.sort_unstable();
+            integers.dedup();
+            let (Some(&low), Some(&high)) = (integers.first(), integers.last()) else {
+                return cannot(self, "it lists no value");
+            };
+            if i128::from(high) - i128::from(low) + 1 != integers.len() as i128 {
+                return cannot(self, "integers that are not consecutive: Gemini's `enum` lists strings, and `minimum`/`maximum` cover a range");
+            }
+            map.shift_remove("enum");
+            map.insert("type".into(), "integer".into());
+            map.insert("minimum".into(), low.into());
+            map.insert("maximum".into(), high.into());
+            self.rewrite(
+                "gemini-enum",
+                &at,
+                format!("`enum: {shown}` written as `\"type\": \"integer\", \"minimum\": {low}, \"maximum\": {high}`"),
+            );
+            return Some(());
+        }
+        let booleans = values.iter().all(Value::is_boolean)
+            && values.contains(&Value::Bool(true))
+            && values.contains(&Value::Bool(false));
+        if booleans && ty.as_deref().is_none_or(|t| t == "boolean") {
+            map.shift_remove("enum");
+            map.insert("type".into(), "boolean".into());
+            self.rewrite(
+                "gemini-enum",
+                &at,
+                format!("`enum: {shown}` written as `\"type\": \"boolean\"`"),
+            );
+            return Some(());
+        }
+        if values.is_empty() {
+            return cannot(self, "it allows `null` only");
+        }
+        cannot(self, "Gemini's `enum` lists strings only")
+    }
+
+    /// `properties` and the other object keywords ([`GEMINI_OBJECT_KEYWORDS`]) only on
+    /// `type: object`, `items` and the other array keywords ([`GEMINI_ARRAY_KEYWORDS`]) only on
+    /// `type: array`: without a `type` (and no `anyOf`), the node gets that type (the keywords
+    /// constrain nothing else, and the model is then told what to send); on another type they
+    /// constrain nothing and are dropped.
+    fn typed_keywords(&mut self, map: &mut Map<String, Value>, path: &str) {
+        for (keywords, wanted, rule) in [
+            (GEMINI_OBJECT_KEYWORDS, "object", "gemini-object"),
+            (GEMINI_ARRAY_KEYWORDS, "array", "gemini-array"),
+        ] {
+            let present: Vec<&str> = keywords
+                .iter()
+                .copied()
+                .filter(|k| map.contains_key(*k))
+                .collect();
+            if present.is_empty() {
+                continue;
+            }
+            let listed = crate::diagnostics::and_list(present.iter().map(|k| format!("`{k}`")));
+            match map.get("type").and_then(Value::as_str) {
+                Some(t) if t == wanted => {}
+                None if map.contains_key("anyOf") => {}
+                None => {
+                    map.insert("type".into(), wanted.into());
+                    self.rewrite(
+                        rule,
+                        path,
+                        format!("{listed} without a `type`: typed `{wanted}`, the only type they constrain"),
+                    );
+                }
+                Some(other) => {
+                    let other = other.to_string();
+                    for k in &present {
+                        map.shift_remove(*k);
+                    }
+                    self.rewrite(
+                        rule,
+                        &pointer(path, present[0]),
+                        format!("dropped {listed} on `type: {other}`: they constrain `{wanted}` values only"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The JSON Schema types a keyword applies to (empty: every type).
+fn keyword_types(key: &str) -> &'static [&'static str] {
+    if GEMINI_OBJECT_KEYWORDS.contains(&key) {
+        &["object"]
+    } else if GEMINI_ARRAY_KEYWORDS.contains(&key) {
+        &["array"]
+    } else {
+        match key {
+            "minLength" | "maxLength" | "pattern" => &["string"],
+            "minimum" | "maximum" => &["integer", "number"],
+            _ => &[],
+        }
+    }
+}
+
+/// The types a schema node names in `type` (a string or a list; empty when it has none).
+fn schema_types(map: &Map<String, Value>) -> Vec<&str> {
+    match map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The `format`s Gemini documents for a `type`: `enum`, `date-time` (string), `int32`,
+/// `int64` (integer), `float`, `double` (number); none for other types.
+pub fn gemini_formats(ty: &str) -> &'static [&'static str] {
+    match ty {
+        "string" => &["enum", "date-time"],
+        "integer" => &["int32", "int64"],
+        "number" => &["float", "double"],
+        _ => &[],
     }
 }
 
@@ -1862,439 +2378,4 @@ pub fn name_finding(target: Target, name: &str, fault: &NameFault) -> Finding {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rewritten(e: &Exported) -> Vec<(&'static str, &str)> {
-        e.findings
-            .iter()
-            .filter(|f| f.kind == FindingKind::Rewrite)
-            .map(|f| (f.rule, f.path.as_str()))
-            .collect()
-    }
-
-    #[test]
-    fn every_rule_id_is_unique_and_has_a_source() {
-        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), RULES.len());
-        for r in RULES {
-            assert!(r.source.url.starts_with("https://"), "{}", r.id);
-            assert!(r.id.starts_with(r.target.as_str()), "{}", r.id);
-        }
-        for t in Target::ALL {
-            assert_eq!(name_rule(*t).target, *t);
-            assert_eq!(target_rule(name_rule(*t).rule).target, *t);
-        }
-    }
-
-    #[test]
-    fn names_follow_each_target() {
-        let long = "a".repeat(65);
-        assert_eq!(
-            name_faults(Target::OpenAi, &long),
-            [NameFault::TooLong { len: 65, max: 64 }]
-        );
-        assert!(name_faults(Target::Mcp, &long).is_empty());
-        assert_eq!(
-            name_faults(Target::Mcp, &"a".repeat(129)),
-            [NameFault::TooLong { len: 129, max: 128 }]
-        );
-        assert_eq!(
-            name_faults(Target::OpenAi, "admin.tools.list"),
-            [NameFault::Char('.')]
-        );
-        assert_eq!(
-            name_faults(Target::Anthropic, "admin.tools.list"),
-            [NameFault::Char('.')]
-        );
-        assert!(name_faults(Target::Gemini, "admin.tools.list").is_empty());
-        assert!(name_faults(Target::Mcp, "admin.tools.list").is_empty());
-        assert!(name_faults(Target::Gemini, "ns:tool").is_empty());
-        assert_eq!(name_faults(Target::Mcp, "ns:tool"), [NameFault::Char(':')]);
-        assert_eq!(name_faults(Target::Gemini, "7zip"), [NameFault::First('7')]);
-        assert!(name_faults(Target::OpenAi, "7zip").is_empty());
-        assert_eq!(name_faults(Target::Mcp, ""), [NameFault::Empty]);
-    }
-
-    #[test]
-    fn openai_strict_requires_every_property_and_makes_optional_ones_nullable() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1},
-                "state": {"type": "string", "enum": ["open", "closed"]},
-                "filter": {"$ref": "#/$defs/Filter", "description": "what to keep"}
-            },
-            "required": ["query"],
-            "$defs": {
-                "Filter": {"type": "object", "properties": {"label": {"type": ["string", "null"]}}}
-            }
-        });
-        let e = openai("search", &schema);
-        assert_eq!(e.strict, Some(true), "{:#?}", e.findings);
-        assert_eq!(
-            e.schema,
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string"},
-                    "limit": {"type": ["integer", "null"], "minimum": 1},
-                    "state": {"type": ["string", "null"], "enum": ["open", "closed", null]},
-                    "filter": {
-                        "description": "what to keep",
-                        "anyOf": [{"$ref": "#/$defs/Filter"}, {"type": "null"}]
-                    }
-                },
-                "required": ["query", "limit", "state", "filter"],
-                "$defs": {
-                    "Filter": {
-                        "type": "object",
-                        "properties": {"label": {"type": ["string", "null"]}},
-                        "additionalProperties": false,
-                        "required": ["label"]
-                    }
-                },
-                "additionalProperties": false
-            })
-        );
-        assert_eq!(
-            rewritten(&e),
-            [
-                ("openai-strict-objects", ""),
-                ("openai-strict-required", "/properties/limit"),
-                ("openai-strict-required", "/properties/state"),
-                ("openai-strict-required", "/properties/filter"),
-                ("openai-strict-objects", "/$defs/Filter"),
-                ("openai-strict-required", "/$defs/Filter/properties/label"),
-            ]
-        );
-    }
-
-    #[test]
-    fn openai_strict_falls_back_on_unsupported_keywords_and_formats() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "format": "uri"},
-                "shape": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-                "depth": {"type": "integer", "default": 2},
-                "when": {"type": "string", "format": "date-time"}
-            },
-            "required": ["url"]
-        });
-        let e = openai("fetch", &schema);
-        assert_eq!(e.strict, Some(false));
-        assert_eq!(e.schema, schema, "a fallback sends the schema unchanged");
-        let reasons: Vec<(&str, &str)> = e
-            .findings
-            .iter()
-            .map(|f| (f.rule, f.path.as_str()))
-            .collect();
-        assert_eq!(
-            reasons,
-            [
-                ("openai-strict-formats", "/properties/url/format"),
-                ("openai-strict-keywords", "/properties/shape/oneOf"),
-                ("openai-strict-keywords", "/properties/depth/default"),
-            ]
-        );
-        assert!(e.findings.iter().all(|f| f.kind == FindingKind::Fallback));
-    }
-
-    #[test]
-    fn openai_strict_drops_numeric_formats_and_rewrites_const() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "count": {"type": "integer", "format": "uint64", "minimum": 0},
-                "kind": {"const": "issue"}
-            },
-            "required": ["count", "kind"]
-        });
-        let e = openai("t", &schema);
-        assert_eq!(e.strict, Some(true));
-        assert_eq!(
-            e.schema["properties"]["count"],
-            json!({"type": "integer", "minimum": 0})
-        );
-        assert_eq!(e.schema["properties"]["kind"], json!({"enum": ["issue"]}));
-    }
-
-    #[test]
-    fn openai_strict_takes_schemars_enums_and_null_defaults() {
-        // What schemars writes for `Option<Mode>` with `#[serde(default)]`, `Mode` a documented
-        // unit enum.
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "mode": {"anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}], "default": null}
-            },
-            "$defs": {
-                "Mode": {"oneOf": [
-                    {"type": "string", "const": "fast", "description": "Quick"},
-                    {"type": "string", "const": "full", "description": "Thorough"}
-                ]}
-            }
-        });
-        let e = openai("t", &schema);
-        assert_eq!(e.strict, Some(true), "{:#?}", e.findings);
-        assert_eq!(e.schema["properties"]["mode"].get("default"), None);
-        assert_eq!(
-            e.schema["$defs"]["Mode"]["anyOf"][1],
-            json!({"type": "string", "enum": ["full"], "description": "Thorough"})
-        );
-        // Overlapping branches stay `oneOf`, and fall back.
-        let overlapping = json!({
-            "type": "object",
-            "properties": {"x": {"oneOf": [{"const": 1}, {"enum": [1]}]}},
-            "required": ["x"]
-        });
-        assert_eq!(openai("t", &overlapping).strict, Some(false));
-    }
-
-    #[test]
-    fn openai_strict_rejects_free_form_objects_and_non_object_roots() {
-        let free = json!({"type": "object", "properties": {"arguments": {"type": "object"}}, "required": ["arguments"]});
-        let e = openai("tool_call", &free);
-        assert_eq!(e.strict, Some(false));
-        assert_eq!(e.findings[0].path, "/properties/arguments");
-        let map =
-            json!({"type": "object", "properties": {}, "additionalProperties": {"type": "string"}});
-        assert_eq!(openai("m", &map).strict, Some(false));
-        let root = json!({"anyOf": [{"type": "object", "properties": {}}]});
-        assert_eq!(openai("r", &root).findings[0].rule, "openai-strict-root");
-        let empty = json!({"type": "object", "properties": {}});
-        let e = openai("e", &empty);
-        assert_eq!(e.strict, Some(true));
-        assert_eq!(
-            e.schema,
-            json!({"type": "object", "properties": {}, "additionalProperties": false, "required": []})
-        );
-    }
-
-    #[test]
-    fn openai_strict_limits_nesting() {
-        let mut schema = json!({"type": "object", "properties": {}});
-        for _ in 0..10 {
-            schema =
-                json!({"type": "object", "properties": {"inner": schema}, "required": ["inner"]});
-        }
-        let e = openai("deep", &schema);
-        assert_eq!(e.strict, Some(false));
-        assert!(e.findings.iter().any(|f| f.rule == "openai-strict-limits"));
-    }
-
-    #[test]
-    fn restore_arguments_removes_the_nulls_strict_mode_added() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer"},
-                "label": {"type": ["string", "null"]},
-                "filter": {"$ref": "#/$defs/F"}
-            },
-            "required": ["query"],
-            "$defs": {"F": {"type": "object", "properties": {"state": {"type": "string"}}}}
-        });
-        let mut args =
-            json!({"query": "x", "limit": null, "label": null, "filter": {"state": null}});
-        assert_eq!(restore_arguments(&schema, &mut args), 2);
-        assert_eq!(args, json!({"query": "x", "label": null, "filter": {}}));
-    }
-
-    #[test]
-    fn gemini_inlines_refs_and_writes_nullable() {
-        let schema = json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "properties": {
-                "note": {"type": ["string", "null"], "description": "optional note"},
-                "owner": {"anyOf": [{"$ref": "#/$defs/User"}, {"type": "null"}]},
-                "kind": {"const": "bug"},
-                "count": {"type": "integer", "format": "uint32", "minimum": 0}
-            },
-            "required": [],
-            "additionalProperties": false,
-            "$defs": {
-                "User": {"type": "object", "properties": {"login": {"type": "string"}}, "required": ["login"], "additionalProperties": false}
-            }
-        });
-        let e = gemini("file_issue", &schema);
-        assert!(e.is_ok(), "{:#?}", e.findings);
-        assert_eq!(
-            e.schema,
-            json!({
-                "type": "object",
-                "properties": {
-                    "note": {"type": "string", "description": "optional note", "nullable": true},
-                    "owner": {"type": "object", "properties": {"login": {"type": "string"}}, "required": ["login"], "nullable": true},
-                    "kind": {"enum": ["bug"]},
-                    "count": {"type": "integer", "minimum": 0}
-                },
-                "required": []
-            })
-        );
-        let rules: Vec<&str> = e.findings.iter().map(|f| f.rule).collect();
-        for expected in [
-            "gemini-ref",
-            "gemini-nullable",
-            "gemini-enum",
-            "gemini-formats",
-            "gemini-keywords",
-        ] {
-            assert!(
-                rules.contains(&expected),
-                "{expected} missing from {rules:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn gemini_rewrites_unions() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": ["string", "integer"]},
-                "shape": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"r": {"type": "number"}}}]},
-                "tag": {"allOf": [{"$ref": "#/definitions/Tag"}], "description": "a tag"}
-            },
-            "definitions": {"Tag": {"type": "string", "enum": ["a", "b"]}}
-        });
-        let e = gemini("t", &schema);
-        assert!(e.is_ok(), "{:#?}", e.findings);
-        assert_eq!(
-            e.schema["properties"]["id"],
-            json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
-        );
-        assert_eq!(
-            e.schema["properties"]["shape"]["anyOf"][1]["properties"]["r"],
-            json!({"type": "number"})
-        );
-        assert_eq!(
-            e.schema["properties"]["tag"],
-            json!({"type": "string", "enum": ["a", "b"], "description": "a tag"})
-        );
-    }
-
-    #[test]
-    fn gemini_cannot_inline_recursive_or_foreign_refs() {
-        let recursive = json!({
-            "type": "object",
-            "properties": {"tree": {"$ref": "#/$defs/Node"}},
-            "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}
-        });
-        let e = gemini("t", &recursive);
-        assert!(!e.is_ok());
-        let error = e
-            .findings
-            .iter()
-            .find(|f| f.kind == FindingKind::Error)
-            .unwrap();
-        assert_eq!(error.rule, "gemini-ref");
-        assert!(error.message.contains("recursive"), "{}", error.message);
-        assert_eq!(e.schema, recursive, "the input comes back unchanged");
-        let foreign = json!({"type": "object", "properties": {"x": {"$ref": "https://example.invalid/x.json"}}});
-        assert!(!gemini("t", &foreign).is_ok());
-        // A pointer into the schema itself is inlined; one that recurses cannot be.
-        let pointer = json!({"type": "object", "properties": {
-            "a": {"type": "string", "description": "first"},
-            "b": {"$ref": "#/properties/a"}
-        }});
-        let e = gemini("t", &pointer);
-        assert!(e.is_ok(), "{:#?}", e.findings);
-        assert_eq!(
-            e.schema["properties"]["b"],
-            json!({"type": "string", "description": "first"})
-        );
-        let tree = json!({"type": "object", "properties": {
-            "name": {"type": "string"},
-            "children": {"type": "array", "items": {"$ref": "#"}}
-        }});
-        assert!(!gemini("t", &tree).is_ok());
-        let several = json!({"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"minLength": 1}]}}});
-        assert!(!gemini("t", &several).is_ok());
-    }
-
-    #[test]
-    fn anthropic_deferred_tools_need_a_loaded_search_tool() {
-        let ok = json!([
-            {"name": "tool_search", "input_schema": {}},
-            {"name": "read", "input_schema": {}, "defer_loading": true}
-        ]);
-        assert!(check_anthropic_request(&ok, "tool_search").is_empty());
-        let no_search = json!([
-            {"name": "list", "input_schema": {}},
-            {"name": "read", "input_schema": {}, "defer_loading": true}
-        ]);
-        let f = check_anthropic_request(&no_search, "tool_search");
-        assert_eq!(f.len(), 1);
-        assert!(f[0].message.contains("no search tool"), "{}", f[0].message);
-        let all_deferred = json!([
-            {"name": "tool_search", "input_schema": {}, "defer_loading": true},
-            {"name": "read", "input_schema": {}, "defer_loading": true}
-        ]);
-        assert_eq!(
-            check_anthropic_request(&all_deferred, "tool_search").len(),
-            2
-        );
-        let server_search = json!([
-            {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
-            {"name": "read", "input_schema": {}, "defer_loading": true}
-        ]);
-        assert!(check_anthropic_request(&server_search, "tool_search").is_empty());
-        assert!(check_anthropic_request(&json!([{"name": "x"}]), "tool_search").is_empty());
-    }
-
-    #[test]
-    fn report_counts_and_renders_per_target() {
-        let strict = json!({"type": "object", "properties": {"q": {"type": "string"}}});
-        let loose = json!({"type": "object", "properties": {"u": {"type": "string", "format": "uri"}}, "required": ["u"]});
-        let tools = [
-            ToolInput {
-                exported_name: "search",
-                schema: Some(&strict),
-            },
-            ToolInput {
-                exported_name: "fetch",
-                schema: Some(&loose),
-            },
-            ToolInput {
-                exported_name: "admin.tools.list",
-                schema: None,
-            },
-        ];
-        let report = Report::check(&[Target::OpenAi, Target::Mcp], &tools);
-        assert_eq!(report.tools.len(), 6);
-        assert_eq!(
-            report.errors(),
-            1,
-            "the dotted name is an error for openai only"
-        );
-        let text = report.render();
-        assert!(
-            text.starts_with("target `openai`: 3 tools, 1 strict, 1 `strict: false`"),
-            "{text}"
-        );
-        assert!(
-            text.contains("  `fetch`: `strict: false` (fallback)\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "error at `/`: `admin.tools.list` has `.`, outside `a-zA-Z0-9_-` [openai-name]"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "target `mcp`: 3 tools, 0 rewritten, 0 cannot be exported, 1 schemas unchecked"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("openai-name: function names match"), "{text}");
-    }
-}
+mod tests;

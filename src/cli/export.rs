@@ -1,0 +1,65 @@
+//! `toolcat export`: every tool of a catalog in one provider's wire format, as JSON on stdout
+//! (`toolcat::export::export_tools`, nothing deferred). For `--format gemini`, each tool left out
+//! because its input schema cannot be written as a Gemini `Schema` is named on stderr with the
+//! rule and the JSON location (`toolcat::export::target_report`); a summary line follows.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use clap::Args;
+use toolcat::export::{export_tools, target_report, ExportFormat};
+use toolcat_catalog::targets::{FindingKind, Target};
+
+use super::args::{catalog, count, note_reference_catalog, CatalogArg};
+use super::plan::FormatArg;
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub catalog: CatalogArg,
+    /// Provider format of the definitions.
+    #[arg(long, value_enum)]
+    pub format: FormatArg,
+}
+
+/// Runs `toolcat export`.
+pub fn run(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    note_reference_catalog(&a.catalog);
+    let c = catalog(&a.catalog)?;
+    let format = ExportFormat::from(a.format);
+    let value = export_tools(&c, c.tools(), format);
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &value)?;
+    writeln!(out)?;
+    let total = c.tools().len();
+    if format.target() == Target::Gemini {
+        let report = target_report(&c, &[Target::Gemini]);
+        let mut refused = 0;
+        for tool in &report.tools {
+            let errors: Vec<_> = tool
+                .findings
+                .iter()
+                .filter(|f| f.kind == FindingKind::Error)
+                .collect();
+            if errors.is_empty() {
+                continue;
+            }
+            refused += 1;
+            for f in errors {
+                let at = if f.path.is_empty() { "/" } else { &f.path };
+                eprintln!(
+                    "gemini: `{}` is not exported: at `{at}`: {} [{}]",
+                    tool.tool, f.message, f.rule
+                );
+            }
+        }
+        eprintln!(
+            "{format}: {} of {} exported, {refused} refused",
+            total - refused,
+            count(total, "tool")
+        );
+    } else {
+        eprintln!("{format}: {} exported", count(total, "tool"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
