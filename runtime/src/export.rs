@@ -689,7 +689,7 @@ pub fn target_report(catalog: &Catalog, targets: &[Target]) -> Report {
                     Err(ExportError::Request { findings, .. }) => findings,
                     Err(ExportError::HostedSearchUnsupported { .. }) => Vec::new(),
                 };
-                // The Chat Completions-era report names the Anthropic request as before.
+                // The Anthropic request with toolcat's search keeps the label it always had.
                 let label = match (format, search) {
                     (ExportFormat::Anthropic, SearchMode::Own) => what.clone(),
                     (_, SearchMode::Own) => format!("{what}, `{format}`"),
