@@ -8,8 +8,8 @@ use std::env::var;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolcat::export::{export_plan, ExportFormat};
-use toolcat::{Coordinator, ResultArchive, Session, ToolContext};
+use toolcat::export::ExportFormat;
+use toolcat::{Coordinator, ResultArchive, Session, SessionOptions, ToolContext};
 
 const USAGE: &str = "anthropic_loop: set ANTHROPIC_API_KEY and ANTHROPIC_MODEL (and \
 ANTHROPIC_BASE_URL for another endpoint; default https://api.anthropic.com), then run
@@ -30,12 +30,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let archive = Arc::new(ResultArchive::in_memory()?); // large results: a preview and a reference
     let mut session = Session::for_preset(catalog, catalog.preset("code")?, context.clone())
         .with_coordinator(Coordinator::new(catalog, context).with_archive(archive))
-        .with_approval(common::approve_on_terminal);
+        .with_approval(common::approve_on_terminal)
+        // Answers in this shape: `tool_search` hits come back as `tool_reference` blocks, which
+        // load the deferred tools they name.
+        .with_options(SessionOptions {
+            provider: ExportFormat::Anthropic,
+            ..Default::default()
+        });
     let http = reqwest::Client::new();
 
     let mut messages = vec![json!({"role": "user", "content": message})];
+    session.begin_turn(&message).await;
     // The visible tools, then the deferred ones with `defer_loading` (export module docs).
-    let mut tools = export_plan(&session.begin_turn(&message).await, ExportFormat::Anthropic);
+    let mut tools = session.export()?;
     for _ in 0..MAX_STEPS {
         let body =
             json!({"model": model, "max_tokens": 4096, "tools": tools, "messages": messages});
@@ -43,6 +50,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .post(format!("{base}/v1/messages"))
             .header("x-api-key", &key)
             .header("anthropic-version", "2023-06-01")
+            // `defer_loading` and `tool_reference` (Anthropic's tool search documentation).
+            .header("anthropic-beta", "advanced-tool-use-2025-11-20")
             .json(&body)
             .send()
             .await?
@@ -53,29 +62,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let content = reply["content"].as_array().cloned().unwrap_or_default();
         messages.push(json!({"role": "assistant", "content": content}));
-        let mut results = Vec::new();
-        for block in content.iter().filter(|b| b["type"] == "tool_use") {
-            results.push(handle_call(&mut session, block).await);
-        }
-        if results.is_empty() {
+        // Every `tool_use` block through the session, in order; one user message of results.
+        let results = session.handle_response(&reply).await?;
+        if results.calls.is_empty() {
             let text = content.iter().filter_map(|b| b["text"].as_str());
             println!("{}", text.collect::<Vec<_>>().join("\n"));
             return Ok(());
         }
-        messages.push(json!({"role": "user", "content": results}));
-        tools = export_plan(&session.plan(), ExportFormat::Anthropic); // tool_search's finds join
+        messages.extend(results.messages);
+        tools = session.export()?; // tool_search's finds join
     }
     Err(format!("no answer in {MAX_STEPS} steps").into())
-}
-
-/// One `tool_use` block through the session; the `tool_result` block the model reads.
-async fn handle_call(session: &mut Session<'_>, block: &Value) -> Value {
-    let name = block["name"].as_str().unwrap_or_default();
-    let result = session.handle_call(name, block["input"].clone()).await;
-    json!({
-        "type": "tool_result",
-        "tool_use_id": block["id"],
-        "content": result.text,
-        "is_error": result.is_error,
-    })
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use std::env::var;
+use std::error::Error;
 use std::sync::Arc;
 
 use async_openai::config::OpenAIConfig;
@@ -15,8 +16,8 @@ use async_openai::types::chat::{
 };
 use async_openai::Client;
 use serde_json::Value;
-use toolcat::export::{export_plan, restore_openai_arguments, ExportFormat};
-use toolcat::{Coordinator, Plan, ResultArchive, Session, ToolContext};
+use toolcat::export::ExportFormat;
+use toolcat::{Coordinator, ResultArchive, Session, SessionOptions, ToolContext};
 
 const USAGE: &str = "openai_loop: set OPENAI_API_KEY and OPENAI_MODEL (and OPENAI_BASE_URL for an \
 OpenAI-compatible server; default https://api.openai.com/v1), then run
@@ -25,7 +26,7 @@ const DEFAULT_MESSAGE: &str = "show me the last commits";
 const MAX_STEPS: usize = 8;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Box<dyn Error>> {
     let (Ok(_), Ok(model)) = (var("OPENAI_API_KEY"), var("OPENAI_MODEL")) else {
         println!("{USAGE}");
         return Ok(());
@@ -36,12 +37,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let archive = Arc::new(ResultArchive::in_memory()?); // large results: a preview and a reference
     let mut session = Session::for_preset(catalog, catalog.preset("code")?, context.clone())
         .with_coordinator(Coordinator::new(catalog, context).with_archive(archive))
-        .with_approval(common::approve_on_terminal);
+        .with_approval(common::approve_on_terminal)
+        // Exports in this shape; strict mode's `null`s are removed before each call is validated.
+        .with_options(SessionOptions {
+            provider: ExportFormat::OpenAi,
+            ..Default::default()
+        });
     let client = Client::with_config(OpenAIConfig::new()); // reads OPENAI_BASE_URL, OPENAI_API_KEY
 
     let mut messages: Vec<ChatCompletionRequestMessage> =
         vec![ChatCompletionRequestUserMessage::from(message.as_str()).into()];
-    let mut tools = openai_tools(&session.begin_turn(&message).await)?;
+    session.begin_turn(&message).await;
+    let mut tools = openai_tools(&mut session)?;
     for _ in 0..MAX_STEPS {
         let request = CreateChatCompletionRequest {
             model: model.clone(),
@@ -69,25 +76,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 messages.push(handle_call(&mut session, call).await.into());
             }
         }
-        tools = openai_tools(&session.plan())?; // tools found by tool_search join here
+        tools = openai_tools(&mut session)?; // tools found by tool_search join here
     }
     Err(format!("no answer in {MAX_STEPS} steps").into())
 }
 
 /// The plan's tools as async-openai's Chat Completions tool type.
-fn openai_tools(plan: &Plan<'_>) -> serde_json::Result<Vec<ChatCompletionTools>> {
-    serde_json::from_value(export_plan(plan, ExportFormat::OpenAi))
+fn openai_tools(session: &mut Session<'_>) -> Result<Vec<ChatCompletionTools>, Box<dyn Error>> {
+    Ok(serde_json::from_value(session.export()?.to_json())?)
 }
 
-/// One tool call through the session (strict mode's `null`s removed first); the result message.
+/// One tool call through the session; the result message. Unreadable arguments are sent as
+/// `null`, which the session answers with its `invalid-arguments` error and the tool's schema.
 async fn handle_call(
     session: &mut Session<'_>,
     call: ChatCompletionMessageToolCall,
 ) -> ChatCompletionRequestToolMessage {
-    let mut arguments = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
-    if let Ok(t) = session.catalog().tool(&call.function.name) {
-        restore_openai_arguments(session.catalog(), t, &mut arguments);
-    }
+    let arguments = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
     let result = session.handle_call(&call.function.name, arguments).await;
     ChatCompletionRequestToolMessage {
         content: result.text.into(),

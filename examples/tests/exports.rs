@@ -34,7 +34,7 @@ fn parse_all<T: DeserializeOwned + Serialize>(
     format: ExportFormat,
     is_function: impl Fn(&T) -> bool,
 ) -> usize {
-    let Value::Array(exported) = export_tools(catalog, catalog.tools(), format) else {
+    let Value::Array(exported) = export_tools(catalog, catalog.tools(), format).to_json() else {
         panic!("the {format} export of {name} is not an array");
     };
     assert_eq!(

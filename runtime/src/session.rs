@@ -112,7 +112,10 @@ use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::NameError;
-use crate::export::{restore_openai_arguments, ExportFormat};
+use crate::export::{
+    export_plan_with, restore_openai_arguments, Export, ExportError, ExportFormat, ExportOptions,
+    SearchMode,
+};
 use crate::handler::{ToolContext, ToolError};
 use crate::meta::{self, Answer, Budget, Scope};
 
@@ -433,6 +436,26 @@ impl<'c> Session<'c> {
             named: &self.named,
         };
         self.planner.plan(self.catalog, &input)
+    }
+
+    /// The next step's definitions in the shape of the session's provider
+    /// ([`SessionOptions::provider`]), with the provider's hosted tool search when
+    /// [`Session::hosted_search`] is on and toolcat's own `tool_search` otherwise: what the host
+    /// sends, so the export and the session's answers cannot disagree about the provider.
+    ///
+    /// # Errors
+    /// [`ExportError::Request`] when the request breaks a rule of the provider (see
+    /// [`export_plan_with`]).
+    pub fn export(&mut self) -> Result<Export, ExportError> {
+        let format = self.options.provider;
+        let options = ExportOptions {
+            search: if self.hosted_search() {
+                SearchMode::Hosted
+            } else {
+                SearchMode::Own
+            },
+        };
+        export_plan_with(&self.plan(), format, &options)
     }
 
     /// Replaces the active toolsets (the host's decision; definitions may change in any way).
