@@ -462,3 +462,43 @@ fn session_command_answers_in_the_provider_shape() {
         "{stderr}"
     );
 }
+
+/// A Gemini session never finds or runs a tool whose schema Gemini cannot be sent: `tool_search`
+/// leaves it out and a call of it is outside the active set; another provider's session has it.
+#[tokio::test]
+async fn a_gemini_session_leaves_out_tools_gemini_refuses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/targets/export-gemini-refusal.toml");
+    let catalog = Catalog::load(&path).expect("the fixture loads");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let session_for = |provider| {
+        Session::new(
+            &catalog,
+            catalog.full_profile(),
+            catalog.toolsets().collect::<Vec<_>>(),
+            ToolContext::new(dir.path()),
+        )
+        .with_options(SessionOptions {
+            provider,
+            ..Default::default()
+        })
+    };
+    let flag = catalog.tool("set_flag").expect("declared");
+    let mode = catalog.tool("set_mode").expect("declared");
+    let openai = session_for(ExportFormat::OpenAi);
+    assert!(openai.definitions().contains(&flag));
+    let mut gemini = session_for(ExportFormat::Gemini);
+    assert!(!gemini.definitions().contains(&flag));
+    assert!(gemini.definitions().contains(&mode));
+    let result = gemini
+        .handle_call("device__set_flag", json!({"flag": true}))
+        .await;
+    assert!(
+        matches!(result.outcome, Outcome::NotInActiveSet),
+        "{}",
+        result.text
+    );
+    assert_eq!(result.ran, None);
+    let export = gemini.export().expect("exports").to_json();
+    assert!(!export.to_string().contains("set_flag"), "{export}");
+}

@@ -45,7 +45,7 @@ pub struct ProviderCall {
 
 /// A provider response whose shape is not the format's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not an {format} response: {message}; expected {expected}")]
+#[error("not a `{format}` response: {message}; expected {expected}")]
 pub struct ProviderError {
     /// The format the response was read as.
     pub format: ExportFormat,
@@ -168,6 +168,11 @@ pub fn result_messages(
     calls: &[ProviderCall],
     results: &[CallResult],
 ) -> Vec<Value> {
+    if calls.is_empty() {
+        // A response without tool calls is answered by the host's next user message, not by an
+        // empty result message (Anthropic and Gemini refuse empty content).
+        return Vec::new();
+    }
     let pairs = calls.iter().zip(results);
     let id = |c: &ProviderCall| c.id.clone().unwrap_or_default();
     match format {
@@ -350,10 +355,13 @@ struct GeminiResponse {
 
 #[derive(Deserialize)]
 struct GeminiCandidate {
+    /// Absent when generation stopped early (`finishReason` `SAFETY`, `MALFORMED_FUNCTION_CALL`):
+    /// no calls.
+    #[serde(default)]
     content: GeminiCandidateContent,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct GeminiCandidateContent {
     #[serde(default)]
     parts: Vec<GeminiResponsePart>,

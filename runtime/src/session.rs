@@ -244,6 +244,10 @@ pub struct Session<'c> {
     active: Vec<u64>,
     reachable: Vec<u64>,
     definitions: Vec<ToolIndex>,
+    /// Tools the session's provider cannot be sent (Gemini: an input schema its `Schema` subset
+    /// cannot express, [`crate::export::gemini_declaration`]): never reachable, so neither
+    /// `tool_search` nor a call finds them. One bit per tool.
+    unsendable: Vec<u64>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -287,6 +291,7 @@ impl<'c> Session<'c> {
             active: Vec::new(),
             reachable: Vec::new(),
             definitions: Vec::new(),
+            unsendable: Vec::new(),
         };
         session.refresh();
         session
@@ -301,6 +306,8 @@ impl<'c> Session<'c> {
     /// Replaces the options.
     pub fn with_options(mut self, options: SessionOptions) -> Self {
         self.options = options;
+        self.unsendable = unsendable(self.catalog, self.options.provider);
+        self.refresh();
         self
     }
 
@@ -496,6 +503,7 @@ impl<'c> Session<'c> {
         self.profile = profile;
         self.toolsets = toolsets;
         self.coordinator = self.coordinator.for_catalog(catalog);
+        self.unsendable = unsendable(catalog, self.options.provider);
         self.refresh();
         Ok(dropped)
     }
@@ -891,7 +899,31 @@ impl<'c> Session<'c> {
         self.reachable.extend_from_slice(plan.reachable());
         self.definitions.clear();
         self.definitions.extend_from_slice(plan.tools());
+        if self.unsendable.iter().any(|&w| w != 0) {
+            for (set, unsendable) in [&mut self.active, &mut self.reachable]
+                .into_iter()
+                .flat_map(|set| set.iter_mut().zip(&self.unsendable))
+            {
+                *set &= !unsendable;
+            }
+            let unsendable = &self.unsendable;
+            self.definitions.retain(|t| !bit(unsendable, t.index()));
+        }
     }
+}
+
+/// One bit per tool of `catalog` that `provider` cannot be sent: for Gemini the tools whose
+/// input schema [`crate::export::gemini_declaration`] refuses; none for the other providers.
+fn unsendable(catalog: &Catalog, provider: ExportFormat) -> Vec<u64> {
+    let mut bits = vec![0u64; catalog.len().div_ceil(64)];
+    if provider == ExportFormat::Gemini {
+        for t in catalog.tools() {
+            if crate::export::gemini_declaration(catalog, t).is_err() {
+                bits[t.index() / 64] |= 1 << (t.index() % 64);
+            }
+        }
+    }
+    bits
 }
 
 /// The answer to a call outside the active set, byte for byte (see the module docs):

@@ -599,6 +599,7 @@ pub fn openai(tool: &str, schema: &Value) -> Exported {
         rewrites: Vec::new(),
         reasons: Vec::new(),
         properties: 0,
+        nodes: 0,
     };
     match rewritten.as_object() {
         Some(root) if root.contains_key("anyOf") => pass.reason(
@@ -649,7 +650,16 @@ struct Strict<'a> {
     rewrites: Vec<Finding>,
     reasons: Vec<Finding>,
     properties: usize,
+    /// Schema nodes visited, inlined references counted each time ([`MAX_REWRITE_NODES`]).
+    nodes: usize,
 }
+
+/// Schema nodes a rewrite visits at most, counting a node inside an inlined `$ref` once per
+/// inlining: a reference graph whose definitions share references grows exponentially when it
+/// is inlined, so past this an OpenAI schema falls back to `strict: false` (sent unchanged) and
+/// a Gemini schema is refused. Real schemas stay far below it (the largest of the LiveMCPBench
+/// catalog has under a thousand).
+pub const MAX_REWRITE_NODES: usize = 20_000;
 
 impl Strict<'_> {
     fn finding(
@@ -681,6 +691,17 @@ impl Strict<'_> {
 
     /// Rewrites one schema node in place; `depth` is the number of objects around it.
     fn node(&mut self, value: &mut Value, path: &str, depth: usize) {
+        self.nodes += 1;
+        if self.nodes > MAX_REWRITE_NODES {
+            if self.nodes == MAX_REWRITE_NODES + 1 {
+                self.reason(
+                    "openai-strict-limits",
+                    path,
+                    format!("the schema grows past {MAX_REWRITE_NODES} nodes when its `$ref`s are unravelled"),
+                );
+            }
+            return;
+        }
         let Value::Object(map) = value else {
             self.reason(
                 "openai-strict-keywords",
@@ -1118,6 +1139,22 @@ fn restore(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> usi
         return 0;
     }
     let schema = resolve_local(root, schema).unwrap_or(schema);
+    // `Optional[Model]` and unions of objects: the first branch of the value's shape.
+    let key = match value {
+        Value::Object(_) => Some("properties"),
+        Value::Array(_) => Some("items"),
+        _ => None,
+    };
+    if let Some(key) = key.filter(|k| schema.get(*k).is_none()) {
+        let branch = ["anyOf", "oneOf"]
+            .iter()
+            .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find(|b| resolve_local(root, b).unwrap_or(b).get(key).is_some());
+        if let Some(branch) = branch {
+            return restore(root, branch, value, depth + 1);
+        }
+    }
     let mut removed = 0;
     match value {
         Value::Object(args) => {
@@ -1135,8 +1172,7 @@ fn restore(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> usi
                     continue;
                 };
                 let is_null = args.get(&name).is_some_and(Value::is_null);
-                if is_null && !required.contains(&name.as_str()) && !accepts_null(root, property, 0)
-                {
+                if is_null && !required.contains(&name.as_str()) && !accepts_null(root, property) {
                     args.shift_remove(&name);
                     removed += 1;
                 } else if let Some(inner) = args.get_mut(&name) {
@@ -1162,30 +1198,68 @@ fn resolve_local<'a>(root: &'a Value, schema: &'a Value) -> Option<&'a Value> {
     root.pointer(reference.strip_prefix('#')?)
 }
 
-/// Whether a property schema accepts `null`.
-fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
-    if depth > 32 {
-        return false;
+/// Whether a property schema accepts `null`: a `null` type or `nullable`, a `null` in `enum` or
+/// `const`, a branch of `anyOf`/`oneOf` that does, or no keyword that constrains the type at all
+/// (`{}`, `{"description": ...}`, `{"properties": ...}` without `type`). References are followed
+/// once each; past [`NULL_CHECK_BUDGET`] schema nodes the answer is `true`, which keeps the
+/// argument as sent (the tool's own validation then judges it).
+fn accepts_null(root: &Value, schema: &Value) -> bool {
+    let mut budget = NULL_CHECK_BUDGET;
+    let mut seen = Vec::new();
+    accepts_null_in(root, schema, &mut budget, &mut seen)
+}
+
+/// Schema nodes [`accepts_null`] visits at most for one property.
+const NULL_CHECK_BUDGET: usize = 4096;
+
+fn accepts_null_in<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    budget: &mut usize,
+    seen: &mut Vec<&'a str>,
+) -> bool {
+    if *budget == 0 {
+        return true;
     }
-    if let Some(target) = resolve_local(root, schema) {
-        return accepts_null(root, target, depth + 1);
+    *budget -= 1;
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        if seen.contains(&reference) {
+            // Already judged (or being judged) on this walk: it adds nothing new.
+            return false;
+        }
+        seen.push(reference);
+        if let Some(target) = resolve_local(root, schema) {
+            return accepts_null_in(root, target, budget, seen);
+        }
+        return true;
     }
     let by_type = match schema.get("type") {
         Some(Value::String(t)) => t == "null",
         Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
         _ => false,
     };
-    let by_branch = ["anyOf", "oneOf"].iter().any(|k| {
-        schema
-            .get(*k)
-            .and_then(Value::as_array)
-            .is_some_and(|b| b.iter().any(|s| accepts_null(root, s, depth + 1)))
-    });
+    let branches: Vec<&Value> = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let by_branch = branches
+        .iter()
+        .any(|s| accepts_null_in(root, s, budget, seen));
     let by_enum = schema
         .get("enum")
         .and_then(Value::as_array)
         .is_some_and(|e| e.iter().any(Value::is_null));
-    by_type || by_branch || by_enum || schema.get("nullable") == Some(&Value::Bool(true))
+    let by_const = schema.get("const") == Some(&Value::Null);
+    let unconstrained = ["type", "enum", "const", "anyOf", "oneOf", "allOf", "not"]
+        .iter()
+        .all(|k| schema.get(*k).is_none());
+    by_type
+        || by_branch
+        || by_enum
+        || by_const
+        || unconstrained
+        || schema.get("nullable") == Some(&Value::Bool(true))
 }
 
 // ---- Gemini ----
@@ -1243,6 +1317,7 @@ pub fn gemini(tool: &str, schema: &Value) -> Exported {
         // The root is being expanded from the start: a `$ref` to `#` is recursive.
         inlining: vec!["#".to_string()],
         inlined: std::collections::BTreeSet::new(),
+        nodes: 0,
     };
     let rewritten = pass.node(&original, "", 0);
     let has_defs = ["$defs", "definitions"]
@@ -1278,6 +1353,8 @@ struct GeminiPass<'a> {
     /// References being inlined, outermost first (a repeat is a cycle).
     inlining: Vec<String>,
     inlined: std::collections::BTreeSet<String>,
+    /// Schema nodes visited, inlined references counted each time ([`MAX_REWRITE_NODES`]).
+    nodes: usize,
 }
 
 impl GeminiPass<'_> {
@@ -1302,6 +1379,17 @@ impl GeminiPass<'_> {
 
     /// The rewritten node, or `None` when it cannot be expressed (an error was recorded).
     fn node(&mut self, value: &Value, path: &str, depth: usize) -> Option<Value> {
+        self.nodes += 1;
+        if self.nodes > MAX_REWRITE_NODES {
+            if self.nodes == MAX_REWRITE_NODES + 1 {
+                self.error(
+                    "gemini-ref",
+                    path,
+                    format!("the schema grows past {MAX_REWRITE_NODES} nodes when its `$ref`s are inlined"),
+                );
+            }
+            return None;
+        }
         if depth > 64 {
             self.error(
                 "gemini-ref",

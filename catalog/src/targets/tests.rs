@@ -865,3 +865,76 @@ fn conformance_catches_each_gemini_violation() {
         );
     }
 }
+
+#[test]
+fn restore_arguments_follows_optional_models_and_keeps_nulls_a_schema_accepts() {
+    // `Optional[Inner]` (pydantic): strict mode makes `Inner.b` required and nullable.
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "opt": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}]},
+            "any": {"description": "any JSON value"},
+            "nothing": {"const": null},
+        },
+        "$defs": {"Inner": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"]}},
+    });
+    let mut args = json!({"opt": {"a": "x", "b": null}, "any": null, "nothing": null});
+    assert_eq!(restore_arguments(&schema, &mut args), 1);
+    assert_eq!(
+        args,
+        json!({"opt": {"a": "x"}, "any": null, "nothing": null})
+    );
+}
+
+#[test]
+fn restore_arguments_is_bounded_on_a_shared_reference_graph() {
+    // 17 definitions, each an `anyOf` of 10 references to the next: walked naively, 10^16 visits.
+    let mut defs = serde_json::Map::new();
+    for i in 0..17 {
+        let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+        defs.insert(format!("D{i}"), json!({"anyOf": vec![next; 10]}));
+    }
+    defs.insert("D17".into(), json!({"type": "string"}));
+    let schema =
+        json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/D0"}}, "$defs": defs});
+    let started = std::time::Instant::now();
+    let mut args = json!({"p": null});
+    assert_eq!(restore_arguments(&schema, &mut args), 1);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_reference_graph_that_grows_exponentially_is_not_inlined() {
+    // Each definition an `anyOf` of 8 references (with a sibling) to the next: inlined, 8^7 nodes.
+    let mut defs = serde_json::Map::new();
+    for i in 0..7 {
+        let next = json!({"$ref": format!("#/$defs/D{}", i + 1), "description": "next"});
+        defs.insert(format!("D{i}"), json!({"anyOf": vec![next; 8]}));
+    }
+    defs.insert("D7".into(), json!({"type": "string"}));
+    let schema = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/D0", "description": "p"}}, "$defs": defs});
+    let openai = openai("bomb", &schema);
+    assert_eq!(openai.strict, Some(false));
+    assert!(
+        openai
+            .findings
+            .iter()
+            .any(|f| f.rule == "openai-strict-limits"),
+        "{:?}",
+        openai.findings
+    );
+    let gemini = gemini("bomb", &schema);
+    assert!(!gemini.is_ok());
+    assert!(
+        gemini
+            .findings
+            .iter()
+            .any(|f| f.message.contains("grows past")),
+        "{:?}",
+        gemini.findings
+    );
+}
