@@ -1705,7 +1705,57 @@ impl GeminiPass<'_> {
             }
             None => {}
         }
+        self.shape_rules(&mut map, path)?;
         Some(Value::Object(map))
+    }
+
+    /// The shapes Gemini answers 400 for that the rewrites above leave: an array without
+    /// `items` and a schema of type `null` alone are refused; names in `required` that
+    /// `properties` does not declare are dropped (the tool's own validation still requires them).
+    fn shape_rules(&mut self, map: &mut Map<String, Value>, path: &str) -> Option<()> {
+        match map.get("type").and_then(Value::as_str) {
+            Some("array") if !map.contains_key("items") => {
+                self.error(
+                    "gemini-array",
+                    path,
+                    "an array without `items`; Gemini requires the item schema".to_string(),
+                );
+                return None;
+            }
+            Some("null") => {
+                self.error(
+                    "gemini-nullable",
+                    path,
+                    "a schema of type `null` alone has no Gemini equivalent".to_string(),
+                );
+                return None;
+            }
+            _ => {}
+        }
+        if let Some(Value::Array(required)) = map.get("required") {
+            let declared = map.get("properties").and_then(Value::as_object);
+            let (kept, undeclared): (Vec<Value>, Vec<Value>) =
+                required.iter().cloned().partition(|r| {
+                    r.as_str()
+                        .is_some_and(|n| declared.is_some_and(|p| p.contains_key(n)))
+                });
+            if !undeclared.is_empty() {
+                self.rewrite(
+                    "gemini-object",
+                    &pointer(path, "required"),
+                    format!(
+                        "dropped {} from `required`: not declared in `properties`",
+                        short_json(&Value::Array(undeclared))
+                    ),
+                );
+                if kept.is_empty() {
+                    map.shift_remove("required");
+                } else {
+                    map.insert("required".into(), Value::Array(kept));
+                }
+            }
+        }
+        Some(())
     }
 
     /// Moves the keywords beside a multi-branch `anyOf` (other than [`GEMINI_BESIDE_ANY_OF`])

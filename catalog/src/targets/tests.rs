@@ -938,3 +938,44 @@ fn a_reference_graph_that_grows_exponentially_is_not_inlined() {
         gemini.findings
     );
 }
+
+#[test]
+fn gemini_refuses_arrays_without_items_and_lone_nulls_and_drops_undeclared_required() {
+    let arrays = gemini(
+        "t",
+        &json!({"type": "object", "properties": {"a": {"type": "array"}}}),
+    );
+    assert!(!arrays.is_ok());
+    assert!(
+        arrays
+            .findings
+            .iter()
+            .any(|f| f.rule == "gemini-array" && f.path == "/properties/a"),
+        "{:?}",
+        arrays.findings
+    );
+    let null = gemini(
+        "t",
+        &json!({"type": "object", "properties": {"n": {"type": "null"}}}),
+    );
+    assert!(
+        null.findings
+            .iter()
+            .any(|f| f.rule == "gemini-nullable" && f.kind == FindingKind::Error),
+        "{:?}",
+        null.findings
+    );
+    // `Optional[str]` stays expressible: the `null` branch becomes `nullable`.
+    let optional = gemini(
+        "t",
+        &json!({"type": "object", "properties": {"o": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}),
+    );
+    assert!(optional.is_ok(), "{:?}", optional.findings);
+    let required = gemini(
+        "t",
+        &json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "ghost"]}),
+    );
+    assert!(required.is_ok(), "{:?}", required.findings);
+    assert_eq!(required.schema["required"], json!(["a"]));
+    assert_eq!(rewritten(&required), [("gemini-object", "/required")]);
+}
