@@ -175,7 +175,7 @@ fn the_checker_catches_each_listed_bad_shape() {
             "$defs": {"S": {"type": "string"}}
         })
     };
-    let cases: [(Dialect, Value, &str); 9] = [
+    let cases: [(Dialect, Value, &str); 11] = [
         (
             Dialect::OpenAiStrict,
             strict(json!({"$ref": "#/$defs/S", "description": "d"})),
@@ -199,6 +199,16 @@ fn the_checker_catches_each_listed_bad_shape() {
         (
             Dialect::Gemini,
             object(json!({"type": "string", "properties": {"x": {"type": "string"}}})),
+            "gemini-object",
+        ),
+        (
+            Dialect::Gemini,
+            object(json!({"type": "array"})),
+            "gemini-array",
+        ),
+        (
+            Dialect::Gemini,
+            json!({"type": "object", "properties": {"p": {"type": "string"}}, "required": ["p", "ghost"]}),
             "gemini-object",
         ),
         (

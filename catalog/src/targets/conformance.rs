@@ -22,7 +22,9 @@
 //!   `type: string`, listing strings (`gemini-enum`); `format` among [`super::gemini_formats`]
 //!   of the type (`gemini-formats`); [`super::GEMINI_OBJECT_KEYWORDS`] only on `type: object`
 //!   (`gemini-object`), [`super::GEMINI_ARRAY_KEYWORDS`] only on `type: array`
-//!   (`gemini-array`); beside `anyOf` only [`super::GEMINI_BESIDE_ANY_OF`] (`gemini-any-of`).
+//!   (`gemini-array`), an array has `items` (`gemini-array`) and `required` names only declared
+//!   properties (`gemini-object`); beside `anyOf` only [`super::GEMINI_BESIDE_ANY_OF`]
+//!   (`gemini-any-of`).
 //!
 //! Each [`Violation`] names its rule in [`super::RULES`] (with the provider document) and the
 //! JSON Pointer of the location.
@@ -392,6 +394,25 @@ fn gemini(value: &Value, path: &str, out: &mut Vec<Violation>) {
                     "gemini-any-of",
                     &pointer(path, key),
                     &format!("`{key}` beside `anyOf`"),
+                );
+            }
+        }
+    }
+    if ty == Some("array") && !map.contains_key("items") {
+        push(out, "gemini-array", path, "`type: array` without `items`");
+    }
+    if let Some(Value::Array(required)) = map.get("required") {
+        let declared = map.get("properties").and_then(Value::as_object);
+        for name in required {
+            if !name
+                .as_str()
+                .is_some_and(|n| declared.is_some_and(|p| p.contains_key(n)))
+            {
+                push(
+                    out,
+                    "gemini-object",
+                    &pointer(path, "required"),
+                    &format!("`required` names {name}, which `properties` does not declare"),
                 );
             }
         }
