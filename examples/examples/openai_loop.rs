@@ -9,13 +9,10 @@ use std::sync::Arc;
 
 use async_openai::config::OpenAIConfig;
 use async_openai::types::chat::{
-    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
-    ChatCompletionRequestToolMessage, ChatCompletionRequestUserMessage, ChatCompletionTools,
-    CreateChatCompletionRequest,
+    ChatCompletionRequestUserMessage, ChatCompletionTools, CreateChatCompletionRequest,
 };
 use async_openai::Client;
-use serde_json::Value;
 use toolcat::export::ExportFormat;
 use toolcat::{Coordinator, ResultArchive, Session, SessionOptions, ToolContext};
 
@@ -56,25 +53,31 @@ async fn main() -> Result<(), Box<dyn Error>> {
             tools: Some(tools),
             ..Default::default()
         };
-        let mut choices = client.chat().create(request).await?.choices;
-        let reply = choices.pop().ok_or("the reply has no choice")?.message;
-        let calls = reply.tool_calls.clone().unwrap_or_default();
+        let response = client.chat().create(request).await?;
+        // Every tool call through the session, in order; the tool messages that answer them.
+        let reply = session
+            .handle_response(&serde_json::to_value(&response)?)
+            .await?;
+        let message = response
+            .choices
+            .into_iter()
+            .next()
+            .ok_or("no choice")?
+            .message;
         messages.push(
             ChatCompletionRequestAssistantMessage {
-                content: reply.content.clone().map(Into::into),
-                tool_calls: reply.tool_calls,
+                content: message.content.clone().map(Into::into),
+                tool_calls: message.tool_calls,
                 ..Default::default()
             }
             .into(),
         );
-        if calls.is_empty() {
-            println!("{}", reply.content.unwrap_or_default());
+        if reply.calls.is_empty() {
+            println!("{}", message.content.unwrap_or_default());
             return Ok(());
         }
-        for call in calls {
-            if let ChatCompletionMessageToolCalls::Function(call) = call {
-                messages.push(handle_call(&mut session, call).await.into());
-            }
+        for answer in reply.messages {
+            messages.push(serde_json::from_value(answer)?);
         }
         tools = openai_tools(&mut session)?; // tools found by tool_search join here
     }
@@ -84,18 +87,4 @@ async fn main() -> Result<(), Box<dyn Error>> {
 /// The plan's tools as async-openai's Chat Completions tool type.
 fn openai_tools(session: &mut Session<'_>) -> Result<Vec<ChatCompletionTools>, Box<dyn Error>> {
     Ok(serde_json::from_value(session.export()?.to_json())?)
-}
-
-/// One tool call through the session; the result message. Unreadable arguments are sent as
-/// `null`, which the session answers with its `invalid-arguments` error and the tool's schema.
-async fn handle_call(
-    session: &mut Session<'_>,
-    call: ChatCompletionMessageToolCall,
-) -> ChatCompletionRequestToolMessage {
-    let arguments = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
-    let result = session.handle_call(&call.function.name, arguments).await;
-    ChatCompletionRequestToolMessage {
-        content: result.text.into(),
-        tool_call_id: call.id,
-    }
 }
