@@ -15,6 +15,11 @@ toolsnaps and LiveMCPBench, both imported from DATA_DIR with `toolcat import`), 
 - `--format gemini`: each entry as `google.genai.types.Tool`, each declaration as
   `google.genai.types.FunctionDeclaration` (pydantic models of their own).
 
+And the reference catalog's `coding` plan, as `toolcat plan` sends it to Anthropic and to the
+Responses API, with toolcat's own `tool_search` and with `--hosted-search`: every entry as the
+SDK's request tool union (`anthropic.types.beta.BetaToolUnionParam`,
+`openai.types.responses.ToolParam`), deferred tools, hosted search tools and namespaces included.
+
 The OpenAI and Anthropic request types are TypedDicts. Validated with a pydantic `TypeAdapter`,
 a TypedDict checks that every required key is there and that each value has the declared type
 (a `Literal` such as `type: "function"`, `str`, `bool`, nested TypedDicts); unknown keys are
@@ -51,11 +56,12 @@ import typing_extensions
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from anthropic.types import ToolParam
-from anthropic.types.beta import BetaToolParam
+from anthropic.types.beta import BetaToolParam, BetaToolUnionParam
 from google.genai import types as genai
 from openai.lib._pydantic import _ensure_strict_json_schema
 from openai.types.chat import ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam
+from openai.types.responses import ToolParam as ResponsesToolParam
 
 
 def forbid_extra_keys(tp: object, seen: set | None = None) -> None:
@@ -71,12 +77,17 @@ def forbid_extra_keys(tp: object, seen: set | None = None) -> None:
         forbid_extra_keys(arg, seen)
 
 
-for request_type in (ChatCompletionToolParam, FunctionToolParam, ToolParam, BetaToolParam):
+for request_type in (ChatCompletionToolParam, FunctionToolParam, ToolParam, BetaToolParam,
+                     BetaToolUnionParam, ResponsesToolParam):
     forbid_extra_keys(request_type)
 OPENAI_CHAT = TypeAdapter(ChatCompletionToolParam)
 OPENAI_RESPONSES = TypeAdapter(FunctionToolParam)
 ANTHROPIC = TypeAdapter(ToolParam)
 ANTHROPIC_BETA = TypeAdapter(BetaToolParam)
+# A plan's request: custom tools with `defer_loading`, the hosted BM25 tool search tool
+# (`BetaToolSearchToolBm25_20251119Param`); Responses functions, `tool_search`, `namespace`.
+ANTHROPIC_REQUEST_TOOL = TypeAdapter(BetaToolUnionParam)
+RESPONSES_REQUEST_TOOL = TypeAdapter(ResponsesToolParam)
 
 
 def strict(schema: dict) -> dict:
@@ -226,6 +237,31 @@ class Checker:
               f"{missing} refused")
 
 
+    def plans(self) -> None:
+        """The reference catalog's `coding` plan as each provider's request `tools`, with
+        toolcat's own `tool_search` and with the provider's hosted tool search: every entry (custom
+        tools with `defer_loading`, the hosted search tools, Responses namespaces) validates as the
+        SDK's request tool union."""
+        for fmt, adapter in [("anthropic", ANTHROPIC_REQUEST_TOOL),
+                             ("openai-responses", RESPONSES_REQUEST_TOOL)]:
+            for hosted in (False, True):
+                args = [self.toolcat, "plan", "--profile", "coding", "--format", fmt]
+                args += ["--hosted-search"] if hosted else []
+                done = subprocess.run(args, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise SystemExit(f"`{' '.join(args)}` exited {done.returncode}:\n{done.stderr}")
+                tools = json.loads(done.stdout)
+                label = f"plan {fmt}{' --hosted-search' if hosted else ''}"
+                ok = sum(self.validate("reference", label, adapter, t, t.get("name", t.get("type", "?")))
+                         for t in tools)
+                kinds = sorted({t.get("type", "custom") for t in tools})
+                deferred = sum(1 for t in tools if t.get("defer_loading")) + sum(
+                    1 for t in tools if t.get("type") == "namespace"
+                    for f in t.get("tools", []) if f.get("defer_loading"))
+                print(f"reference: {label}: {ok} of {len(tools)} valid request tools "
+                      f"({', '.join(kinds)}; {deferred} deferred)")
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -246,6 +282,7 @@ def main() -> int:
             catalogs.append((label, path))
         for label, path in catalogs:
             checker.catalog(label, path)
+    checker.plans()
     for failure in checker.failures:
         print(f"FAIL {failure}", file=sys.stderr)
     print(f"provider SDK checks: {len(checker.failures)} failures")
