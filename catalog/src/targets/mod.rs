@@ -585,6 +585,12 @@ pub const OPENAI_STRING_FORMATS: &[&str] = &[
 pub const OPENAI_MAX_DEPTH: usize = 10;
 /// Most object properties, in total, strict mode accepts.
 pub const OPENAI_MAX_PROPERTIES: usize = 5000;
+/// Most `enum` values, over all of a schema's enums, strict mode accepts.
+pub const OPENAI_MAX_ENUM_VALUES: usize = 1000;
+/// An `enum` of strings with more than this many values …
+pub const OPENAI_LARGE_ENUM: usize = 250;
+/// … may hold at most this many characters in all.
+pub const OPENAI_MAX_LARGE_ENUM_CHARS: usize = 15_000;
 
 /// The input schema of `tool` for OpenAI function tools: rewritten for strict mode
 /// (`strict: Some(true)`), or, when strict mode cannot express it, unchanged with
@@ -615,6 +621,23 @@ pub fn openai(tool: &str, schema: &Value) -> Exported {
         _ => {}
     }
     pass.node(&mut rewritten, "", 0);
+    let mut enums = (0, Vec::new());
+    enum_sizes(&rewritten, "", &mut enums);
+    if enums.0 > OPENAI_MAX_ENUM_VALUES {
+        let n = enums.0;
+        pass.reason(
+            "openai-strict-limits",
+            "",
+            format!("{n} `enum` values in all, more than {OPENAI_MAX_ENUM_VALUES}"),
+        );
+    }
+    for (path, chars) in std::mem::take(&mut enums.1) {
+        pass.reason(
+            "openai-strict-limits",
+            &path,
+            format!("an `enum` of more than {OPENAI_LARGE_ENUM} strings holds {chars} characters, more than {OPENAI_MAX_LARGE_ENUM_CHARS}"),
+        );
+    }
     if pass.properties > OPENAI_MAX_PROPERTIES {
         let n = pass.properties;
         pass.reason(
@@ -1105,6 +1128,40 @@ fn make_nullable(value: &mut Value) -> Option<String> {
         None
     } else {
         Some(how.join(", "))
+    }
+}
+
+/// Adds to `sizes.0` the values of every `enum` under `value`, and to `sizes.1` the location and
+/// length of each `enum` of more than [`OPENAI_LARGE_ENUM`] strings over
+/// [`OPENAI_MAX_LARGE_ENUM_CHARS`] characters.
+fn enum_sizes(value: &Value, path: &str, sizes: &mut (usize, Vec<(String, usize)>)) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let at = pointer(path, key);
+                if key == "enum" {
+                    if let Value::Array(values) = child {
+                        sizes.0 += values.iter().filter(|v| !v.is_null()).count();
+                        let chars: usize = values
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|t| t.chars().count())
+                            .sum();
+                        if values.len() > OPENAI_LARGE_ENUM && chars > OPENAI_MAX_LARGE_ENUM_CHARS {
+                            sizes.1.push((at, chars));
+                        }
+                        continue;
+                    }
+                }
+                enum_sizes(child, &at, sizes);
+            }
+        }
+        Value::Array(items) => {
+            for (k, item) in items.iter().enumerate() {
+                enum_sizes(item, &pointer(path, &k.to_string()), sizes);
+            }
+        }
+        _ => {}
     }
 }
 

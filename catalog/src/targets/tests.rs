@@ -979,3 +979,29 @@ fn gemini_refuses_arrays_without_items_and_lone_nulls_and_drops_undeclared_requi
     assert_eq!(required.schema["required"], json!(["a"]));
     assert_eq!(rewritten(&required), [("gemini-object", "/required")]);
 }
+
+#[test]
+fn openai_falls_back_past_the_enum_limits() {
+    let values: Vec<String> = (0..1500).map(|i| format!("v{i}")).collect();
+    let big = json!({"type": "object", "properties": {"e": {"type": "string", "enum": values}}, "required": ["e"]});
+    let e = openai("t", &big);
+    assert_eq!(e.strict, Some(false));
+    assert!(
+        e.findings
+            .iter()
+            .any(|f| f.rule == "openai-strict-limits" && f.message.contains("1500 `enum` values")),
+        "{:?}",
+        e.findings
+    );
+    let long: Vec<String> = (0..300).map(|i| format!("{i:0>60}")).collect();
+    let wide = json!({"type": "object", "properties": {"e": {"type": "string", "enum": long}}, "required": ["e"]});
+    let e = openai("t", &wide);
+    assert_eq!(e.strict, Some(false));
+    assert!(
+        e.findings.iter().any(|f| f.path == "/properties/e/enum"),
+        "{:?}",
+        e.findings
+    );
+    let small = json!({"type": "object", "properties": {"e": {"type": "string", "enum": ["a", "b"]}}, "required": ["e"]});
+    assert_eq!(openai("t", &small).strict, Some(true));
+}
