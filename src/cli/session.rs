@@ -49,8 +49,10 @@ pub struct SessionArgs {
     #[arg(long)]
     pub json: bool,
     /// The provider the session talks to, `mcp`, `openai`, `openai-responses`, `anthropic` or
-    /// `gemini`: its arguments are read as that provider sends them and each step's answers are
-    /// also printed as the messages sent back to it.
+    /// `gemini`: the session answers as it does for that provider (OpenAI: the `null`s of strict
+    /// mode removed before validation; Anthropic: `tool_search` hits as `tool_reference`
+    /// blocks) and each step's answers are also printed as the messages sent back to it. The
+    /// script's `args` stay JSON objects.
     #[arg(long, value_name = "FORMAT", value_parser = export_format)]
     pub format: Option<ExportFormat>,
     /// The host sends the provider's hosted tool search (Anthropic, OpenAI Responses): calls of
