@@ -749,48 +749,9 @@ fn hosted_search_with_a_format_without_one_names_the_formats_that_take_it() {
 #[test]
 fn gemini_plan_names_each_refused_tool_and_counts_only_declarations() {
     let dir = tempfile::tempdir().unwrap();
-    let catalog = r##"
-targets = ["mcp"]
-
-[mcp_server.docs]
-description = "A documentation server"
-url = "https://docs.example.invalid/mcp"
-
-[toolset.core]
-description = "Everyday tools"
-
-[[tool]]
-name = "outline_document"
-description = "Returns the outline of a document as a tree of headings."
-visibility = "inline"
-tier = "silent"
-effect = "read"
-exposure = "read-only"
-toolsets = ["core"]
-owner = "docs-team"
-source = "docs"
-
-[tool.input_schema]
-type = "object"
-properties = { filter = { "$ref" = "#/$defs/Heading" } }
-"$defs" = { Heading = { type = "object", properties = { title = { type = "string" }, children = { type = "array", items = { "$ref" = "#/$defs/Heading" } } } } }
-
-[[tool]]
-name = "read_page"
-description = "Returns one page of a document."
-visibility = "inline"
-tier = "silent"
-effect = "read"
-exposure = "read-only"
-toolsets = ["core"]
-owner = "docs-team"
-source = "docs"
-
-[tool.input_schema]
-type = "object"
-properties = { page = { type = "integer" } }
-"##;
-    std::fs::write(dir.path().join("recursive.toml"), catalog).unwrap();
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("runtime/tests/fixtures/gemini-recursive-ref.toml");
+    std::fs::copy(catalog, dir.path().join("recursive.toml")).unwrap();
     let o = toolcat_bounded(
         &[
             "plan",

@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::replay::workspace;
 use serde_json::{json, Map, Value};
 use toolcat::export::{export_plan_with, exported_schema, openai_tool, ExportOptions, SearchMode};
 use toolcat::session::Outcome;
@@ -23,36 +25,6 @@ use toolcat_catalog::model::{Status, Visibility};
 
 fn catalog() -> &'static Catalog {
     toolcat_cli::reference_catalog()
-}
-
-/// A scratch workspace: a git repository with one commit of `README.md` and `src/main.rs`.
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
-    std::fs::write(
-        dir.path().join("README.md"),
-        "# demo\n\nTODO: write the docs\n",
-    )
-    .expect("write");
-    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").expect("write");
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "."],
-        &["commit", "-q", "-m", "initial commit"],
-    ] {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .env("GIT_AUTHOR_NAME", "demo")
-            .env("GIT_AUTHOR_EMAIL", "demo@example.invalid")
-            .env("GIT_COMMITTER_NAME", "demo")
-            .env("GIT_COMMITTER_EMAIL", "demo@example.invalid")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .status()
-            .expect("git runs");
-        assert!(status.success(), "git {args:?} failed");
-    }
-    dir
 }
 
 /// A valid value of `schema` (within `root`, for local `$ref`s) as a strict-mode model writes it

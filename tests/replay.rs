@@ -53,7 +53,7 @@ fn load(name: &str) -> Transcript {
 }
 
 /// A scratch workspace: a git repository with one commit of two files.
-fn workspace() -> tempfile::TempDir {
+pub(crate) fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
     std::fs::write(

@@ -1094,47 +1094,7 @@ mod tests {
 
     /// A catalog whose `outline_document` takes a recursive `$ref` (a tree of headings), which
     /// Gemini's `Schema` cannot express, beside a tool Gemini takes.
-    const RECURSIVE: &str = r##"
-targets = ["mcp"]
-
-[mcp_server.docs]
-description = "A documentation server"
-url = "https://docs.example.invalid/mcp"
-
-[toolset.core]
-description = "Everyday tools"
-
-[[tool]]
-name = "outline_document"
-description = "Returns the outline of a document as a tree of headings."
-visibility = "inline"
-tier = "silent"
-effect = "read"
-exposure = "read-only"
-toolsets = ["core"]
-owner = "docs-team"
-source = "docs"
-
-[tool.input_schema]
-type = "object"
-properties = { filter = { "$ref" = "#/$defs/Heading" } }
-"$defs" = { Heading = { type = "object", properties = { title = { type = "string" }, children = { type = "array", items = { "$ref" = "#/$defs/Heading" } } } } }
-
-[[tool]]
-name = "read_page"
-description = "Returns one page of a document."
-visibility = "inline"
-tier = "silent"
-effect = "read"
-exposure = "read-only"
-toolsets = ["core"]
-owner = "docs-team"
-source = "docs"
-
-[tool.input_schema]
-type = "object"
-properties = { page = { type = "integer" } }
-"##;
+    const RECURSIVE: &str = include_str!("../tests/fixtures/gemini-recursive-ref.toml");
 
     #[test]
     fn gemini_names_every_tool_it_refuses() {
