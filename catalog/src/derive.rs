@@ -9,7 +9,8 @@
 //!   tools that name it (default-deny);
 //! - MCP scope bitsets are nested: `read-only` ⊆ `staging` ⊆ `full`, `excluded` tools in none;
 //! - `requires` keeps direct requirements only (the runtime closes over them per turn);
-//! - rate limits become `(calls, window seconds)`, input schemas compact JSON text.
+//! - rate limits become `(calls, window seconds)`, input schemas compact JSON text;
+//! - `remote_name` is kept for server tools only (a local row's is an error, `E0426`).
 //!
 //! [`derive()`] expects a catalog that passed [`crate::validate::validate`]; on one that did not, it
 //! still never panics (unresolvable references are left out), but the tables mean little.
@@ -206,6 +207,21 @@ pub fn derive(loaded: &Loaded) -> Tables {
                 })
                 .collect(),
         ),
+        remote_names: Cow::Owned(
+            tools
+                .iter()
+                .map(|t| {
+                    let remote = t.source != LOCAL && t.source != LOOP;
+                    t.remote_name.clone().filter(|_| remote).map(Cow::Owned)
+                })
+                .collect(),
+        ),
+        timeout_ms: Cow::Owned(
+            tools
+                .iter()
+                .map(|t| t.timeout_ms.map(|ms| u32::try_from(ms).unwrap_or(u32::MAX)))
+                .collect(),
+        ),
 
         profile_names: strs(profile_names.iter().map(|p| p.to_string())),
         profile_descriptions: strs(profile_descriptions),
@@ -378,6 +394,8 @@ profiles = ["reviewer"]
 toolsets = ["issues"]
 owner = "forge"
 source = "gh"
+remote_name = "get.issue"
+timeout_ms = 2500
 input_schema = { type = "object", properties = { number = { type = "integer" } } }
 "#;
 
@@ -411,6 +429,10 @@ input_schema = { type = "object", properties = { number = { type = "integer" } }
             Some(r#"{"type":"object","properties":{"number":{"type":"integer"}}}"#)
         );
         assert_eq!(t.input_schema[0], None);
+        assert_eq!(t.remote_names[3].as_deref(), Some("get.issue"));
+        assert_eq!(t.remote_names[0], None);
+        assert_eq!(t.timeout_ms[3], Some(2500));
+        assert_eq!(t.timeout_ms[0], None);
     }
 
     #[test]

@@ -875,6 +875,8 @@ mod tests {
                 .map(|t| t.3.map(|s| Cow::Owned(s.to_string())))
                 .collect::<Vec<_>>()
                 .into(),
+            remote_names: vec![None; len].into(),
+            timeout_ms: vec![None; len].into(),
             profile_names: vec![Cow::Borrowed("full")].into(),
             profile_descriptions: vec![Cow::Borrowed("every tool")].into(),
             profile_max_inline: vec![None].into(),

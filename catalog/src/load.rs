@@ -300,7 +300,7 @@ enum Kind {
 fn tool_field_kind(field: &str) -> Option<Kind> {
     Some(match field {
         "name" | "description" | "owner" | "replaced_by" | "removal" | "pair" | "rate_limit"
-        | "source" => Kind::Str,
+        | "source" | "remote_name" => Kind::Str,
         "keywords" | "profiles" | "toolsets" | "requires" => Kind::StrList,
         "idempotent" | "open_world" => Kind::Bool,
         "visibility" => Kind::Enum(Visibility::NAMES),
@@ -309,6 +309,7 @@ fn tool_field_kind(field: &str) -> Option<Kind> {
         "exposure" => Kind::Enum(Exposure::NAMES),
         "status" => Kind::Enum(Status::NAMES),
         "input_schema" => Kind::Json,
+        "timeout_ms" => Kind::Count,
         _ => return None,
     })
 }
@@ -348,6 +349,8 @@ fn example(field: &str) -> &'static str {
         "env" => "env = { API_TOKEN = \"${API_TOKEN}\" }",
         "headers" => "headers = { Authorization = \"Bearer ${API_TOKEN}\" }",
         "connect_timeout_ms" => "connect_timeout_ms = 10000",
+        "timeout_ms" => "timeout_ms = 30000",
+        "remote_name" => "remote_name = \"admin.tools.delete\"",
         _ => "",
     }
 }
@@ -971,6 +974,8 @@ impl Walker {
                 .values
                 .get("input_schema")
                 .and_then(|item| to_json(item).ok()),
+            remote_name: self.string(walked, "remote_name"),
+            timeout_ms: self.count(walked, "timeout_ms").map(u64::from),
         }
     }
 

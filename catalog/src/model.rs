@@ -194,9 +194,19 @@ pub struct ToolDecl {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[1-9][0-9]*/(sec|min|hour)$"))]
     pub rate_limit: Option<String>,
+    /// How long one call may run once its handler starts, in milliseconds (≥ 1); the
+    /// coordinator's default when absent. A call over it is stopped: `outcome_unknown` when the
+    /// tool may have a side effect, a plain error when it only reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// `local` (a `#[tool]` handler), `loop` (a runtime meta-tool) or the name of an `[mcp_server]`.
     #[serde(default = "default_source", skip_serializing_if = "is_local")]
     pub source: String,
+    /// The server's own name of the tool, for a server tool whose row `name` differs (a name
+    /// the export targets reject, such as `admin.tools.delete`): calls, drift checks and
+    /// `check --live` use it. No two rows of one server may reach the same server tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_name: Option<String>,
     /// JSON Schema of the arguments, for tools whose source is a server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<serde_json::Value>,

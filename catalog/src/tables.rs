@@ -108,6 +108,10 @@ tables! {
     rate_limit: OptPairs [Tools] " Rate limit as `(calls, window in seconds)`.",
     input_schema: OptStrs [Tools]
         " Declared input JSON Schema (JSON text) of tools served by an MCP server.",
+    remote_names: OptStrs [Tools]
+        " The server's own name of a server tool whose row declares `remote_name` (calls send it).",
+    timeout_ms: OptU32s [Tools]
+        " Declared `timeout_ms`: the longest one call of the tool may run, in milliseconds.",
 
     // ---- profiles (the implicit `full` included, always last) ----
     profile_names: Strs [Profiles] " Profile names; the implicit `full` is last.",

@@ -99,6 +99,10 @@
 //!   be sent to that provider. A catalog that declares no targets gets no schema check (names
 //!   are still held to all four). Local tools' schemas come from their handlers and are checked
 //!   by `toolcat check --target` on the compiled catalog.
+//! - `E0426` `remote_name` on a local or loop tool, or empty; or two rows of one server that
+//!   reach the same server tool (the effective remote name is `remote_name`, else `name`) — a
+//!   call sends the remote name, so such rows would run another row's tool.
+//! - `E0427` `timeout_ms = 0` — every call would be stopped before it starts.
 //!
 //! **Warnings** (shown, never fail the build)
 //! - `W0501` sprawl: two tools whose normalised descriptions (the distinct lower-case words of
@@ -227,6 +231,11 @@ pub const RULES: &[Rule] = &[
     ),
     error("E0424", "MCP server named `local` or `loop`"),
     error("E0425", "MCP server `namespace` empty or containing `__`"),
+    error(
+        "E0426",
+        "`remote_name` on a local tool, or two rows reaching one server tool",
+    ),
+    error("E0427", "`timeout_ms` of 0"),
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
     warning("W0503", "toolset with no tools"),
@@ -249,6 +258,7 @@ pub fn validate(loaded: &Loaded) -> Vec<Diagnostic> {
     checker.toolset_cycles();
     checker.rows();
     checker.pairs();
+    checker.remote_names();
     checker.profiles();
     checker.sprawl();
     let mut out = checker.out;
@@ -1327,6 +1337,102 @@ impl<'a> Checker<'a> {
                 .with_label("deprecated without a removal date")
                 .with_help("add `removal = \"YYYY-MM-DD\"`, the date the tool goes"),
             );
+        }
+    }
+
+    // ---- E0426, E0427 ----
+
+    fn remote_names(&mut self) {
+        // (server, effective remote name) → the first row reaching it.
+        let mut reached: HashMap<(&str, &str), usize> = HashMap::new();
+        for i in 0..self.tools.len() {
+            let tool = &self.tools[i];
+            let spans = self.span(i);
+            let name = tool.name.as_str();
+            if tool.timeout_ms == Some(0) {
+                self.push(
+                    Diagnostic::error(
+                        "E0427",
+                        format!("tool `{name}` has `timeout_ms = 0`"),
+                        spans.value("timeout_ms"),
+                    )
+                    .with_label("every call would be stopped at once")
+                    .with_help("give the longest a call may run in milliseconds, e.g. `timeout_ms = 30000`, or remove it for the runtime's default"),
+                );
+            }
+            let local = tool.source == SOURCE_LOCAL || tool.source == SOURCE_LOOP;
+            if let Some(remote) = &tool.remote_name {
+                if local {
+                    self.push(
+                        Diagnostic::error(
+                            "E0426",
+                            format!("{} tool `{name}` cannot declare `remote_name`", tool.source),
+                            spans.key("remote_name"),
+                        )
+                        .with_label("only a server tool has a server's name")
+                        .with_related(spans.value("source"), if spans.has("source") {
+                            format!("source is `{}`", tool.source)
+                        } else {
+                            format!("no `source`: it defaults to `{SOURCE_LOCAL}`")
+                        })
+                        .with_help("remove `remote_name`, or set `source` to the `[mcp_server]` that serves the tool"),
+                    );
+                    continue;
+                }
+                if remote.trim().is_empty() {
+                    self.push(
+                        Diagnostic::error(
+                            "E0426",
+                            format!("`remote_name` of tool `{name}` is empty"),
+                            spans.value("remote_name"),
+                        )
+                        .with_label("empty")
+                        .with_help("write the name the server lists the tool under, or remove `remote_name` when it is the row's `name`"),
+                    );
+                    continue;
+                }
+            }
+            if local || !self.loaded.file.mcp_server.contains_key(&tool.source) {
+                continue; // E0304 for an unknown server
+            }
+            let remote = tool.remote_name.as_deref().unwrap_or(name);
+            match reached.get(&(tool.source.as_str(), remote)) {
+                None => {
+                    reached.insert((tool.source.as_str(), remote), i);
+                }
+                Some(&j) => {
+                    let first = &self.tools[j];
+                    let how = |t: &ToolDecl| match &t.remote_name {
+                        Some(_) => "its `remote_name`",
+                        None => "its `name`",
+                    };
+                    let here = if spans.has("remote_name") {
+                        spans.value("remote_name")
+                    } else {
+                        spans.value("name")
+                    };
+                    let there = if self.span(j).has("remote_name") {
+                        self.span(j).value("remote_name")
+                    } else {
+                        self.span(j).value("name")
+                    };
+                    self.push(
+                        Diagnostic::error(
+                            "E0426",
+                            format!(
+                                "tools `{}` and `{name}` both reach tool `{remote}` of MCP server `{}`",
+                                first.name, tool.source
+                            ),
+                            here,
+                        )
+                        .with_label(format!("`{name}` calls `{remote}` ({})", how(tool)))
+                        .with_related(there, format!("`{}` calls `{remote}` ({})", first.name, how(first)))
+                        .with_help(
+                            "a call sends the server's name, so one row would run the other's tool: give each row the `remote_name` the server lists its tool under (`toolcat check --live` compares them), or delete the repeated row",
+                        ),
+                    );
+                }
+            }
         }
     }
 

@@ -70,12 +70,19 @@
 //!   from both ends; a name left empty becomes `tool` (a tool), `server` (a server) or `toolset`.
 //!   Server names and toolset names follow the same rule (a LiveMCPBench server is named by its
 //!   `mcpServers` key: `Ant Design Components` → `Ant_Design_Components`). A mapped tool name is
-//!   listed in the report as renamed, because the server still knows the tool by its original name.
+//!   listed in the report as renamed.
+//! - **Identity.** Every row whose `name` is not the server's name for the tool (any rule below
+//!   but namespacing) gets `remote_name` = the server's name: calls send it, and drift checks and
+//!   `toolcat check --live` match the server's list by it, so a renamed row still runs its own
+//!   tool and no other.
 //! - **Meta-tool names.** `tool_search`, `tool_describe`, `tool_call` and `read_tool_result` belong
 //!   to the runtime's own rows: a server tool with one of these names becomes `SERVER_NAME` (e.g.
 //!   `plugins_tool_search`); listed as renamed.
-//! - **Duplicates inside one server** (two names that map to the same text): the later tool gets
-//!   the suffix `_` + 8 hex digits of the CRC-32 (IEEE) of its original name; listed as renamed.
+//! - **Duplicates inside one server** (two names that map to the same text): a tool whose name
+//!   needed no mapping keeps it, and the others, in list order after the first, get the suffix
+//!   `_` + 8 hex digits of the CRC-32 (IEEE) of their original name; listed as renamed. So
+//!   `admin.tools.delete` beside `admin_tools_delete` becomes `admin_tools_delete_XXXXXXXX`
+//!   (`remote_name = "admin.tools.delete"`), and `admin_tools_delete` keeps its name.
 //! - **Collisions across servers.** When a tool name occurs on two or more servers, every server
 //!   involved gets `namespace = NAME` on its `[mcp_server]` table: its
 //!   tools keep their row `name` (the name the server knows) and are exported as `NAMESPACE__name`.
@@ -456,7 +463,7 @@ impl fmt::Display for ImportReport {
         if !self.renamed.is_empty() {
             writeln!(
                 f,
-                "renamed tools ({}; the server still knows them by the original name):",
+                "renamed tools ({}; each row keeps the server's name as `remote_name`, which calls send):",
                 self.renamed.len()
             )?;
             for r in &self.renamed {
@@ -1804,27 +1811,42 @@ fn name_servers(servers: &[ServerSpec], warnings: &mut Vec<String>) -> Vec<Strin
 
 /// Applies the name rules of the module documentation to every tool.
 fn name_tools(servers: &[ServerSpec], server_names: Vec<String>) -> Naming {
-    // Charset, then duplicates inside a server.
+    // Charset, then duplicates inside a server: the tools whose names need no change are named
+    // first, so a mapped name never takes the name of a tool the server serves under it.
     let mut rows: Vec<Row> = Vec::new();
     for (si, server) in servers.iter().enumerate() {
         let mut alloc = NameAllocator::new();
-        for tool in &server.tools {
-            let mut reasons = Vec::new();
-            let mut mapped = map_name(&tool.name, "tool");
-            if mapped != tool.name {
-                reasons.push(RenameReason::Charset);
-            }
-            if META_TOOLS.contains(&mapped.as_str()) {
-                mapped = format!("{}_{mapped}", server_names[si]);
-                reasons.push(RenameReason::Reserved);
-            }
-            let (name, suffixed) = alloc.allocate(&mapped, &tool.name, "tool", usize::MAX);
+        let mut mapped: Vec<(String, Vec<RenameReason>)> = server
+            .tools
+            .iter()
+            .map(|tool| {
+                let mut reasons = Vec::new();
+                let mut mapped = map_name(&tool.name, "tool");
+                if mapped != tool.name {
+                    reasons.push(RenameReason::Charset);
+                }
+                if META_TOOLS.contains(&mapped.as_str()) {
+                    mapped = format!("{}_{mapped}", server_names[si]);
+                    reasons.push(RenameReason::Reserved);
+                }
+                (mapped, reasons)
+            })
+            .collect();
+        let mut names: Vec<String> = vec![String::new(); mapped.len()];
+        let unchanged = |k: &usize| mapped[*k].1.is_empty();
+        let (first, later): (Vec<usize>, Vec<usize>) = (0..mapped.len()).partition(unchanged);
+        for k in first.into_iter().chain(later) {
+            let tool = &server.tools[k];
+            let (name, suffixed) = alloc.allocate(&mapped[k].0, &tool.name, "tool", usize::MAX);
             if suffixed {
-                reasons.push(RenameReason::Duplicate);
+                mapped[k].1.push(RenameReason::Duplicate);
             }
+            names[k] = name;
+        }
+        for (k, (name, (_, reasons))) in names.into_iter().zip(mapped).enumerate() {
             rows.push(Row {
                 server: si,
-                original: tool.name.clone(),
+                original: server.tools[k].name.clone(),
                 name,
                 reasons,
             });
@@ -2111,7 +2133,9 @@ fn tool_rows(
             requires: Vec::new(),
             pair: None,
             rate_limit: None,
+            timeout_ms: None,
             source: server_name.clone(),
+            remote_name: (row.name != row.original).then(|| row.original.clone()),
             input_schema,
         });
     }
@@ -2449,7 +2473,9 @@ fn meta_tool_rows() -> Vec<ToolDecl> {
         requires: Vec::new(),
         pair: None,
         rate_limit: None,
+        timeout_ms: None,
         source: SOURCE_LOOP.to_string(),
+        remote_name: None,
         input_schema: None,
     };
     let rows = vec![

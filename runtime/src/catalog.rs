@@ -568,6 +568,22 @@ impl Catalog {
         &self.schemas[t.index()]
     }
 
+    /// The name the tool's MCP server lists it under: the row's `remote_name` when it declares
+    /// one (a server tool whose row `name` differs), else its declared name. A call of a server
+    /// tool sends this name; drift checks and `check --live` match the server's list by it.
+    pub fn remote_name(&self, t: ToolIndex) -> &str {
+        self.tables.remote_names[t.index()]
+            .as_deref()
+            .unwrap_or_else(|| self.name(t))
+    }
+
+    /// The row's `timeout_ms`: the longest one call may run once its handler starts; `None`
+    /// when the row declares none (the coordinator's default applies,
+    /// [`crate::Coordinator::with_default_timeout`]).
+    pub fn timeout(&self, t: ToolIndex) -> Option<std::time::Duration> {
+        self.tables.timeout_ms[t.index()].map(|ms| std::time::Duration::from_millis(u64::from(ms)))
+    }
+
     /// The `#[tool]` handler of a local tool, when compiled in (or attached).
     pub fn handler(&self, t: ToolIndex) -> Option<&ErasedHandler> {
         self.handlers.get(t.index()).and_then(|h| h.as_ref())

@@ -7,7 +7,13 @@
 //!    ([`CallError::OutsideScope`]) and never executed.
 //! 1. **Validate** the arguments against the tool's input JSON Schema (`jsonschema`, validators
 //!    built once per tool): [`CallError::InvalidArguments`] with at most
-//!    [`MAX_VALIDATION_ERRORS`] `{"instancePath","message"}` errors and the schema.
+//!    [`MAX_VALIDATION_ERRORS`] `{"instancePath","message"}` errors and the schema. This is
+//!    deliberately stricter than JSON Schema: a top-level argument the schema does not declare
+//!    is an error even when the schema leaves `additionalProperties` out (which JSON Schema
+//!    reads as "anything goes"), unless the schema allows extra properties explicitly
+//!    (`additionalProperties: true` or a schema); the error names the unknown argument, the
+//!    closest declared one and all of them ([`crate::arguments`], which says why). The same
+//!    for local, remote and meta-tools. Nested objects are not checked this way.
 //!    A call over the tool's `rate_limit` is refused next ([`CallError::RateLimited`], with the
 //!    milliseconds until a call is allowed; `governor`'s GCRA, a burst of the whole window's
 //!    calls).
@@ -29,7 +35,13 @@
 //!    ([`CallError::TargetChanged`]); for a call that needed no approval only the resources and
 //!    accesses must be the same (its locks are taken on them).
 //! 6. **Execute and record**: the handler runs on its own task holding the locks; the outcome is
-//!    recorded and returned. Nothing runs after a refusal in any step.
+//!    recorded and returned. Nothing runs after a refusal in any step. A call still running
+//!    after its timeout (the row's `timeout_ms`, else [`Coordinator::with_default_timeout`],
+//!    [`DEFAULT_TIMEOUT`] unless set) is stopped: [`CallError::OutcomeUnknown`] (recorded
+//!    `outcome_unknown`) when its tool may have a side effect (effect `write` or
+//!    `destructive`, or a read tool that reported a commit), else a plain
+//!    [`CallError::Tool`] error (recorded `failed`) for a read. The coordinator never runs a
+//!    stopped call again.
 //!
 //! Calls can be cancelled through [`CallRequest::cancel`]: before the handler starts the call
 //! ends [`CallError::Cancelled`]; a running handler is stopped, and the call is
@@ -63,6 +75,7 @@ use tokio_util::sync::CancellationToken;
 use toolcat_catalog::model::{EffectKind, Tier};
 
 use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
+use crate::arguments::DeclaredArguments;
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
 use crate::handler::{Access, CallScope, ErasedHandler, Target, ToolContext, ToolError};
@@ -71,6 +84,12 @@ use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
 /// Most validation errors reported for one call: 10.
 pub const MAX_VALIDATION_ERRORS: usize = 10;
+
+/// How long a call may run once its handler starts when its row declares no `timeout_ms` and
+/// the host sets no other default ([`Coordinator::with_default_timeout`]): 15 minutes, longer
+/// than any local handler's own limit (`run_command` allows 600 s), so it only ends calls that
+/// hang.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// A gated call waiting for the host's approval: the concrete operation.
 #[derive(Debug, Clone, Copy)]
@@ -348,9 +367,10 @@ impl CallOutcome {
     }
 }
 
-/// Per-catalog state: validators and rate limiters, one slot per tool.
+/// Per-catalog state: validators, declared argument names and rate limiters, one slot per tool.
 struct PerTool {
     validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
+    declared: Vec<OnceLock<DeclaredArguments>>,
     limiters: Vec<Option<DefaultDirectRateLimiter>>,
 }
 
@@ -358,6 +378,7 @@ impl PerTool {
     fn new(catalog: &Catalog) -> PerTool {
         PerTool {
             validators: (0..catalog.len()).map(|_| OnceLock::new()).collect(),
+            declared: (0..catalog.len()).map(|_| OnceLock::new()).collect(),
             limiters: catalog
                 .tools()
                 .map(|t| catalog.rate_limit(t).and_then(limiter))
@@ -476,6 +497,8 @@ pub struct Coordinator<'c> {
     locks: Arc<ResourceLocks>,
     /// Where the calls of server tools go, when set.
     remote: Option<Arc<dyn RemoteSource>>,
+    /// The timeout of calls whose row declares none; `None`: no limit.
+    default_timeout: Option<Duration>,
 }
 
 /// What runs a call: a local handler, or a remote server's connection.
@@ -508,7 +531,22 @@ impl<'c> Coordinator<'c> {
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::default(),
             remote: None,
+            default_timeout: Some(DEFAULT_TIMEOUT),
         }
+    }
+
+    /// The longest a call may run once its handler starts when its row declares no
+    /// `timeout_ms` ([`DEFAULT_TIMEOUT`] unless set); `None`: no limit for such calls. A row's
+    /// `timeout_ms` always applies. See step 6 of the module docs for what a stopped call is.
+    pub fn with_default_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// How long a call of `t` may run once its handler starts: the row's `timeout_ms`, else the
+    /// default ([`Coordinator::with_default_timeout`]); `None`: no limit.
+    pub fn timeout(&self, t: ToolIndex) -> Option<Duration> {
+        self.catalog.timeout(t).or(self.default_timeout)
     }
 
     /// Sends the calls of server tools (`source = "NAME"`) to `source`: a call is refused with
@@ -600,6 +638,7 @@ impl<'c> Coordinator<'c> {
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::clone(&self.locks),
             remote: self.remote.clone(),
+            default_timeout: self.default_timeout,
         }
     }
 
@@ -619,10 +658,15 @@ impl<'c> Coordinator<'c> {
     }
 
     /// Validation errors of `arguments` against the input schema of `t`, at most
-    /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`; empty when valid.
+    /// [`MAX_VALIDATION_ERRORS`], as `{"instancePath","message"}`; empty when valid. Top-level
+    /// arguments the schema does not declare come first (see step 1 of the module docs and
+    /// [`crate::arguments`]), then the JSON Schema validator's errors.
     pub fn validation_errors(&self, t: ToolIndex, arguments: &Value) -> Vec<Value> {
         let catalog = self.catalog;
-        let Some(slot) = self.per_tool.validators.get(t.index()) else {
+        let (Some(slot), Some(declared)) = (
+            self.per_tool.validators.get(t.index()),
+            self.per_tool.declared.get(t.index()),
+        ) else {
             return vec![
                 json!({"instancePath": "", "message": format!("no tool {} in this catalog", t.index())}),
             ];
@@ -631,10 +675,14 @@ impl<'c> Coordinator<'c> {
             jsonschema::validator_for(catalog.input_schema(t)).map_err(|e| e.to_string())
         });
         match validator {
-            Ok(v) => v
-                .iter_errors(arguments)
+            Ok(v) => declared
+                .get_or_init(|| DeclaredArguments::of(catalog.input_schema(t)))
+                .errors(arguments)
+                .into_iter()
+                .chain(v.iter_errors(arguments).map(
+                    |e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}),
+                ))
                 .take(MAX_VALIDATION_ERRORS)
-                .map(|e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}))
                 .collect(),
             Err(message) => vec![json!({
                 "instancePath": "",
@@ -681,7 +729,7 @@ impl<'c> Coordinator<'c> {
             }));
         };
         source
-            .check(server, c.name(t), c.input_schema(t))
+            .check(server, c.remote_name(t), c.input_schema(t))
             .map_err(|refusal| match refusal {
                 Refusal::NotConnected { status, hint } => CallError::ServerNotConnected {
                     tool: c.exported_name(t).to_string(),
@@ -1013,16 +1061,28 @@ impl<'c> Coordinator<'c> {
                 }
             }),
         };
+        let timeout = self.timeout(t);
+        let expired = async {
+            match timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         let joined = tokio::select! {
             joined = &mut task => joined,
-            _ = cancel.cancelled() => {
+            stop = async {
+                tokio::select! {
+                    _ = cancel.cancelled() => Stop::Cancelled,
+                    _ = expired => Stop::TimedOut(timeout.unwrap_or_default()),
+                }
+            } => {
                 task.abort();
                 // The handler may have finished before the abort took effect: then its result
                 // stands (and is recorded).
                 match task.await {
                     Ok(done) => Ok(done),
                     Err(_) => {
-                        let e = self.stopped(t, &name, &scope, true);
+                        let e = self.stopped(t, &name, &scope, stop);
                         record.end(&e);
                         return (true, Err(e));
                     }
@@ -1037,33 +1097,56 @@ impl<'c> Coordinator<'c> {
                 (true, result)
             }
             Err(_) => {
-                let e = self.stopped(t, &name, &scope, false);
+                let e = self.stopped(t, &name, &scope, Stop::Panicked);
                 record.end(&e);
                 (true, Err(e))
             }
         }
     }
 
-    /// The error of a handler stopped before its end (`cancelled`, else it panicked): cancelled
-    /// when it had no side effect, outcome unknown when it may have had one.
-    fn stopped(&self, t: ToolIndex, name: &str, scope: &CallScope, cancelled: bool) -> CallError {
+    /// The error of a handler stopped before its end: cancelled (or a plain error, for a
+    /// timeout or a panic) when it had no side effect, outcome unknown when it may have had
+    /// one (its effect is not `read`, or it reported a commit).
+    fn stopped(&self, t: ToolIndex, name: &str, scope: &CallScope, stop: Stop) -> CallError {
         let no_effect = self.catalog.effect(t).kind == EffectKind::Read && !scope.was_committed();
         let tool = name.to_string();
-        match (cancelled, no_effect) {
-            (true, true) => CallError::Cancelled { tool },
-            (true, false) => CallError::OutcomeUnknown {
+        match (stop, no_effect) {
+            (Stop::Cancelled, true) => CallError::Cancelled { tool },
+            (Stop::Cancelled, false) => CallError::OutcomeUnknown {
                 tool,
                 reason: "was cancelled while running".to_string(),
             },
-            (false, true) => CallError::Tool(ToolError::Failed(format!(
+            (Stop::TimedOut(limit), true) => CallError::Tool(ToolError::Failed(format!(
+                "`{tool}` did not finish within its timeout of {} ms and was stopped; nothing was changed (it only reads); call it again, or raise its `timeout_ms`",
+                limit.as_millis()
+            ))),
+            (Stop::TimedOut(limit), false) => CallError::OutcomeUnknown {
+                tool,
+                reason: format!(
+                    "did not finish within its timeout of {} ms and was stopped",
+                    limit.as_millis()
+                ),
+            },
+            (Stop::Panicked, true) => CallError::Tool(ToolError::Failed(format!(
                 "the handler of `{tool}` panicked; nothing was changed (it only reads); report it to the tool's owner"
             ))),
-            (false, false) => CallError::OutcomeUnknown {
+            (Stop::Panicked, false) => CallError::OutcomeUnknown {
                 tool,
                 reason: "stopped: its handler panicked".to_string(),
             },
         }
     }
+}
+
+/// Why a running call ended without a result of its own.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    /// [`CallRequest::cancel`] was triggered.
+    Cancelled,
+    /// It ran past its timeout ([`Coordinator::timeout`]).
+    TimedOut(Duration),
+    /// Its task panicked.
+    Panicked,
 }
 
 /// The record of one call, when the coordinator keeps records.

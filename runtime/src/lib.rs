@@ -11,8 +11,9 @@
 //!   server;
 //! - [`session`]: the discovery loop of a conversation (meta-tools, search budget, active set),
 //!   with [`preselect`] choosing tools before a turn's first step;
-//! - [`coordinator`]: the only way a tool runs: scope, JSON Schema validation, prepare,
-//!   approval, resource scheduling, re-verification, execution and records;
+//! - [`coordinator`]: the only way a tool runs: scope, JSON Schema validation (with
+//!   [`arguments`]: no argument the schema does not declare), prepare, approval, resource
+//!   scheduling, re-verification, execution under the tool's timeout, and records;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece;
@@ -22,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod archive;
+pub mod arguments;
 pub mod call;
 pub mod catalog;
 pub mod compiled;

@@ -1,6 +1,7 @@
 //! The execution coordinator on a small catalog whose handlers really read and write files in a
 //! temporary workspace: approval of the concrete operation, re-verification, denial, scope,
-//! scheduling of 100 concurrent calls, rate limits, cancellation, records, retry and the archive.
+//! scheduling of 100 concurrent calls, rate limits, cancellation, records, retry, the archive,
+//! argument names outside the schema and per-tool timeouts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -92,6 +93,38 @@ visibility = "inline"
 tier = "silent"
 effect = "read"
 exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "edit_note"
+description = "Replaces text in a note; every argument optional, extra ones not forbidden."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "slow_write"
+description = "Appends a line, then stays a while."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+exposure = "full"
+timeout_ms = 300
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "slow_read"
+description = "Reads after a wait, within a short timeout."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+timeout_ms = 300
 toolsets = ["notes"]
 owner = "tests"
 "#;
@@ -324,7 +357,66 @@ impl ToolHandler for BigRead {
     }
 }
 
-static HANDLERS: [Option<ErasedHandler>; 7] = [
+/// Every argument optional and no `deny_unknown_fields`: the schema leaves
+/// `additionalProperties` out, which JSON Schema reads as "anything goes".
+#[derive(Deserialize, schemars::JsonSchema)]
+struct EditArgs {
+    path: Option<String>,
+    search: Option<String>,
+    replace: Option<String>,
+}
+
+struct EditNote;
+impl ToolHandler for EditNote {
+    const NAME: &'static str = "edit_note";
+    type Args = EditArgs;
+    type Output = Value;
+    fn call(args: EditArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            append(&ctx.workspace.join("edits.log"), "edit\n")?;
+            Ok(json!({ "path": args.path, "search": args.search, "replace": args.replace }))
+        })
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SlowArgs {
+    hold_ms: u64,
+}
+
+/// Appends `start` to `slow.log` in the workspace, waits `hold_ms`, appends `end`.
+fn slow(args: SlowArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+    Box::pin(async move {
+        let log = ctx.workspace.join("slow.log");
+        append(&log, "start\n")?;
+        tokio::time::sleep(Duration::from_millis(args.hold_ms)).await;
+        append(&log, "end\n")?;
+        Ok(json!("done"))
+    })
+}
+
+struct SlowWrite;
+impl ToolHandler for SlowWrite {
+    const NAME: &'static str = "slow_write";
+    type Args = SlowArgs;
+    type Output = Value;
+    fn call(args: SlowArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        slow(args, ctx)
+    }
+}
+
+struct SlowRead;
+impl ToolHandler for SlowRead {
+    const NAME: &'static str = "slow_read";
+    type Args = SlowArgs;
+    type Output = Value;
+    fn call(args: SlowArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        slow(args, ctx)
+    }
+}
+
+static HANDLERS: [Option<ErasedHandler>; 10] = [
     Some(erase::<ReadNote>()),
     Some(erase::<WriteNote>()),
     Some(erase::<AppendNote>()),
@@ -332,6 +424,9 @@ static HANDLERS: [Option<ErasedHandler>; 7] = [
     Some(erase::<LimitedRead>()),
     Some(erase::<RunningCalls>()),
     Some(erase::<BigRead>()),
+    Some(erase::<EditNote>()),
+    Some(erase::<SlowWrite>()),
+    Some(erase::<SlowRead>()),
 ];
 
 fn catalog() -> &'static Catalog {
@@ -1143,4 +1238,176 @@ async fn a_call_cancelled_while_waiting_for_a_lock_never_runs() {
         ))
         .await;
     assert!(out.result.is_ok(), "{out:?}");
+}
+
+#[tokio::test]
+async fn argument_names_outside_the_schema_run_nothing_though_json_schema_would_allow_them() {
+    let (_dir, ws, coordinator, store) = setup();
+    let allowed = all();
+    let t = tool("edit_note");
+    // The schema has no `additionalProperties`: JSON Schema itself accepts the guess.
+    let schema = catalog().input_schema(t).clone();
+    assert!(schema.get("additionalProperties").is_none(), "{schema}");
+    let guess = json!({"path": "a.txt", "old_string": "x", "new_string": "y"});
+    assert!(jsonschema::validator_for(&schema).unwrap().is_valid(&guess));
+
+    let out = coordinator.call(CallRequest::new(t, guess, &allowed)).await;
+    assert!(!out.ran);
+    let Err(CallError::InvalidArguments {
+        errors,
+        input_schema,
+        ..
+    }) = &out.result
+    else {
+        panic!("expected invalid arguments, got {out:?}");
+    };
+    let messages: Vec<&str> = errors
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].starts_with(
+            "unknown argument `old_string`; the declared arguments are `path`, `search`, `replace`"
+        ),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with("unknown argument `new_string`"),
+        "{messages:?}"
+    );
+    assert!(
+        input_schema["properties"].get("search").is_some(),
+        "{input_schema}"
+    );
+    let text = out.result.as_ref().unwrap_err().to_string();
+    assert!(text.contains("nothing ran"), "{text}");
+    assert!(!ws.join("edits.log").exists(), "the handler never ran");
+    assert!(out.call.is_none(), "refused at validation: no record");
+    assert!(store.list(None, 10).unwrap().is_empty());
+
+    // A close misspelling gets a did-you-mean; the declared names run.
+    let out = coordinator
+        .call(CallRequest::new(t, json!({"serach": "x"}), &allowed))
+        .await;
+    let text = out.result.as_ref().unwrap_err().to_string();
+    assert!(text.contains("(did you mean `search`?)"), "{text}");
+    let out = coordinator
+        .call(CallRequest::new(
+            t,
+            json!({"path": "a.txt", "search": "x", "replace": "y"}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.ran, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("edits.log")).unwrap(),
+        "edit\n"
+    );
+}
+
+#[tokio::test]
+async fn a_write_past_its_timeout_is_outcome_unknown_and_never_run_again() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = coordinator.with_approval(|_| true);
+    let allowed = all();
+    let t = tool("slow_write");
+    assert_eq!(coordinator.timeout(t), Some(Duration::from_millis(300)));
+    let started = Instant::now();
+    let out = coordinator
+        .call(CallRequest::new(t, json!({"hold_ms": 5000}), &allowed))
+        .await;
+    let took = started.elapsed();
+    assert!(out.ran);
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(3000),
+        "stopped at its timeout: {took:?}"
+    );
+    let Err(e @ CallError::OutcomeUnknown { .. }) = &out.result else {
+        panic!("expected outcome unknown, got {out:?}");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("did not finish within its timeout of 300 ms"),
+        "{text}"
+    );
+    assert!(text.contains("never replayed"), "{text}");
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::OutcomeUnknown);
+    // The handler was stopped and nothing started it again.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("slow.log")).unwrap(),
+        "start\n"
+    );
+    assert_eq!(
+        store.list(None, 10).unwrap().len(),
+        1,
+        "one call, not replayed"
+    );
+    // Within its timeout it runs to the end.
+    let out = coordinator
+        .call(CallRequest::new(t, json!({"hold_ms": 10}), &allowed))
+        .await;
+    assert_eq!(out.result.expect("within the timeout").value, json!("done"));
+}
+
+#[tokio::test]
+async fn a_read_past_its_timeout_is_a_plain_error_and_the_default_applies_to_other_rows() {
+    let (_dir, ws, coordinator, store) = setup();
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("slow_read"),
+            json!({"hold_ms": 5000}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.ran);
+    let Err(CallError::Tool(ToolError::Failed(text))) = &out.result else {
+        panic!("expected a plain error, got {out:?}");
+    };
+    assert!(
+        text.contains("did not finish within its timeout of 300 ms")
+            && text.contains("nothing was changed (it only reads)"),
+        "{text}"
+    );
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Failed);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("slow.log")).unwrap(),
+        "start\n"
+    );
+
+    // A row without `timeout_ms` takes the coordinator's default: the built-in one, or the
+    // host's; a row's own `timeout_ms` wins over the host's default.
+    let wait = tool("wait_read");
+    assert_eq!(
+        coordinator.timeout(wait),
+        Some(toolcat::coordinator::DEFAULT_TIMEOUT)
+    );
+    let coordinator = coordinator.with_default_timeout(Some(Duration::from_millis(100)));
+    let out = coordinator
+        .call(CallRequest::new(
+            wait,
+            json!({"path": "x", "wait_ms": 5000}),
+            &allowed,
+        ))
+        .await;
+    let text = out.result.as_ref().unwrap_err().to_string();
+    assert!(text.contains("within its timeout of 100 ms"), "{text}");
+    assert_eq!(
+        coordinator.timeout(tool("slow_read")),
+        Some(Duration::from_millis(300))
+    );
+    let unlimited = coordinator.with_default_timeout(None);
+    assert_eq!(unlimited.timeout(wait), None);
+    let out = unlimited
+        .call(CallRequest::new(
+            wait,
+            json!({"path": "x", "wait_ms": 150}),
+            &allowed,
+        ))
+        .await;
+    assert_eq!(out.result.expect("no limit").value, json!({"waited": 150}));
 }

@@ -617,11 +617,23 @@ fn write_report(
         )?;
     }
     for n in &r.removed {
-        writeln!(
-            out,
-            "  removed: `{}` is declared but no longer served",
-            exported(c, s, n)
-        )?;
+        let remote = c
+            .tools()
+            .find(|&t| c.source(t) == ToolSource::Server(s) && c.name(t) == n)
+            .map(|t| c.remote_name(t))
+            .filter(|remote| remote != n);
+        match remote {
+            Some(remote) => writeln!(
+                out,
+                "  removed: `{}` is declared as the server's `{remote}`, which is not served",
+                exported(c, s, n)
+            )?,
+            None => writeln!(
+                out,
+                "  removed: `{}` is declared but no longer served",
+                exported(c, s, n)
+            )?,
+        }
     }
     for (n, drift) in &r.changed {
         writeln!(

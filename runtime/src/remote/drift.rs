@@ -293,9 +293,9 @@ pub fn compare(declared: &Value, remote: &Value) -> Option<SchemaDrift> {
 pub struct LiveReport {
     /// The server.
     pub server: String,
-    /// Remote tools no row declares (the server's names).
+    /// Remote tools no row maps to (the server's names).
     pub added: Vec<RemoteTool>,
-    /// Declared rows (their declared names) the server no longer lists.
+    /// Declared rows (their declared names) whose remote name the server does not list.
     pub removed: Vec<String>,
     /// Declared rows whose remote input schema differs from their `input_schema` (declared name
     /// and the drift).
@@ -309,9 +309,11 @@ impl LiveReport {
     }
 }
 
-/// Compares the rows of server `s` in `catalog` with `discovery`, the server's live list: rows are
-/// matched by declared name (the server's own, un-namespaced name), schemas by [`compare`]
-/// against the row's input schema ([`Catalog::input_schema`]).
+/// Compares the rows of server `s` in `catalog` with `discovery`, the server's live list, both
+/// ways: every row's remote name ([`Catalog::remote_name`]: its `remote_name`, else its declared
+/// name — the server's own, un-namespaced name) must be served (else `removed`), and every
+/// served tool must be some row's remote name (else `added`); schemas are compared by
+/// [`compare`] against the row's input schema ([`Catalog::input_schema`]).
 pub fn live_report(catalog: &Catalog, s: ServerId, discovery: &Discovery) -> LiveReport {
     let rows: Vec<_> = catalog
         .tools()
@@ -325,7 +327,7 @@ pub fn live_report(catalog: &Catalog, s: ServerId, discovery: &Discovery) -> Liv
     };
     for &t in &rows {
         let name = catalog.name(t);
-        match discovery.tool(name) {
+        match discovery.tool(catalog.remote_name(t)) {
             None => report.removed.push(name.to_string()),
             Some(remote) => {
                 if let Some(drift) = compare(catalog.input_schema(t), &remote.input_schema) {
@@ -335,7 +337,7 @@ pub fn live_report(catalog: &Catalog, s: ServerId, discovery: &Discovery) -> Liv
         }
     }
     for remote in &discovery.tools {
-        if !rows.iter().any(|&t| catalog.name(t) == remote.name) {
+        if !rows.iter().any(|&t| catalog.remote_name(t) == remote.name) {
             report.added.push(remote.clone());
         }
     }
