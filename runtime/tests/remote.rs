@@ -1235,3 +1235,142 @@ async fn a_secret_split_over_blocks_upper_cased_or_json_escaped_is_redacted() {
         }
     }
 }
+
+/// The lines `identity_server.py` logged: which server tool received each call.
+fn received(log: &Path) -> Vec<Value> {
+    match std::fs::read_to_string(log) {
+        Ok(text) => text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_rows_of_a_dotted_and_an_underscored_tool_each_run_their_own_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let log_s = log.display().to_string();
+    let config = ServerConfig::stdio(python(), [test_server("identity_server.py")])
+        .with_name("identity")
+        .with_env("IDENTITY_LOG", log_s.clone());
+    let discovery = discover(&config, Duration::from_secs(60))
+        .await
+        .expect("discover the identity server");
+    let tools: Vec<Value> = discovery
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
+        .collect();
+    let Transport::Stdio { command, args, .. } = &config.transport else {
+        unreachable!("a stdio server")
+    };
+    let live = toolcat_import::LiveServer {
+        name: "identity".to_string(),
+        description: None,
+        server_info: None,
+        transport: toolcat_import::Transport::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+        },
+        env: [("IDENTITY_LOG".to_string(), log_s.clone())].into(),
+        headers: Default::default(),
+        tools,
+    };
+    let imported = toolcat_import::import_live(&[live], "toolcat import --from-server identity")
+        .expect("the import succeeds");
+    // The underscored tool keeps its name; the dotted one is renamed and keeps the server's
+    // name as `remote_name`.
+    let rows: Vec<(&str, Option<&str>)> = imported
+        .catalog
+        .tool
+        .iter()
+        .filter(|t| t.source == "identity")
+        .map(|t| (t.name.as_str(), t.remote_name.as_deref()))
+        .collect();
+    let dotted = rows
+        .iter()
+        .find(|(_, remote)| *remote == Some("admin.tools.delete"))
+        .unwrap_or_else(|| panic!("a row of `admin.tools.delete`: {rows:?}"))
+        .0
+        .to_string();
+    assert!(
+        rows.contains(&("admin_tools_delete", None)),
+        "the server's `admin_tools_delete` keeps its name: {rows:?}"
+    );
+    assert_ne!(dotted, "admin_tools_delete");
+    let path = dir.path().join("tools.toml");
+    std::fs::write(&path, &imported.text).unwrap();
+    let c = Catalog::load(&path)
+        .unwrap_or_else(|e| panic!("the imported catalog loads: {e}\n{}", imported.text));
+
+    let pool = ServerPool::start(
+        &c,
+        PoolOptions {
+            configs: ServerConfig::all_from_source(path.to_str().unwrap(), &imported.text)
+                .expect("configurations"),
+            ..options()
+        },
+    );
+    assert!(pool.wait_ready(Duration::from_secs(60)).await, "{:?}", pool.status());
+    let coordinator = Coordinator::new(&c, ToolContext::new(dir.path()))
+        .with_servers(Arc::clone(&pool))
+        .with_approval(|_| true);
+    let allowed = all(&c);
+    for (row, server_tool, id) in [
+        (format!("identity__{dotted}"), "admin.tools.delete", "every"),
+        (
+            "identity__admin_tools_delete".to_string(),
+            "admin_tools_delete",
+            "one",
+        ),
+    ] {
+        let t = c.tool(&row).expect("imported row");
+        assert_eq!(c.remote_name(t), server_tool);
+        let before = received(&log).len();
+        let out = coordinator
+            .call(CallRequest::new(t, json!({"id": id}), &allowed))
+            .await;
+        let value = out.result.unwrap_or_else(|e| panic!("`{row}`: {e}")).value;
+        assert_eq!(
+            value,
+            json!(format!("{server_tool} received {{\"id\": \"{id}\"}}")),
+            "`{row}` runs exactly `{server_tool}`"
+        );
+        let log_lines = received(&log);
+        assert_eq!(log_lines.len(), before + 1, "{log_lines:?}");
+        assert_eq!(
+            log_lines[before],
+            json!({"tool": server_tool, "arguments": {"id": id}})
+        );
+    }
+
+    // `check --live` maps every row to a served tool and every served tool to a row.
+    let s = c.servers().next().expect("the server");
+    let report = live_report(&c, s, &discovery);
+    assert!(report.is_clean(), "{report:?}");
+
+    // An argument name the schema does not declare is refused; the server never hears of it.
+    let before = received(&log).len();
+    let t = c.tool("identity__admin_tools_delete").unwrap();
+    let out = coordinator
+        .call(CallRequest::new(
+            t,
+            json!({"id": "one", "tool_id": "one"}),
+            &allowed,
+        ))
+        .await;
+    assert!(!out.ran);
+    let Err(e @ CallError::InvalidArguments { input_schema, .. }) = &out.result else {
+        panic!("expected invalid arguments, got {out:?}");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("unknown argument `tool_id`") && text.contains("`id`, `reason`"),
+        "{text}"
+    );
+    assert!(input_schema["properties"].get("reason").is_some());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(received(&log).len(), before, "the server never received the call");
+}
