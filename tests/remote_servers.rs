@@ -741,6 +741,93 @@ fn a_server_killed_during_a_call_leaves_it_outcome_unknown_and_the_others_serve(
 }
 
 #[test]
+fn imported_rows_of_a_dotted_and_an_underscored_tool_each_call_their_own_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!(
+        "identity={} {}",
+        python(),
+        test_server("identity_server.py")
+    );
+    let catalog = import(dir.path(), "tools.toml", &[server]);
+    let cat = catalog.to_str().unwrap();
+    let doc: toml_edit::DocumentMut = std::fs::read_to_string(&catalog).unwrap().parse().unwrap();
+    let rows: Vec<(String, Option<String>)> = doc["tool"]
+        .as_array_of_tables()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("source").and_then(|s| s.as_str()) == Some("identity"))
+        .map(|r| {
+            let field = |k: &str| r.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            (field("name").unwrap(), field("remote_name"))
+        })
+        .collect();
+    let dotted = rows
+        .iter()
+        .find(|(_, remote)| remote.as_deref() == Some("admin.tools.delete"))
+        .unwrap_or_else(|| panic!("a row of `admin.tools.delete`: {rows:?}"))
+        .0
+        .clone();
+    assert!(
+        rows.contains(&("admin_tools_delete".to_string(), None)),
+        "{rows:?}"
+    );
+    for (row, server_tool) in [
+        (format!("identity__{dotted}"), "admin.tools.delete"),
+        (
+            "identity__admin_tools_delete".to_string(),
+            "admin_tools_delete",
+        ),
+    ] {
+        let o = toolcat_in(
+            dir.path(),
+            &[
+                "call",
+                "--catalog",
+                cat,
+                &row,
+                "--args",
+                r#"{"id": "7"}"#,
+                "--approve",
+                "--wait",
+                "120000",
+            ],
+            None,
+        );
+        let out = ok(&o, &format!("toolcat call {row}"));
+        assert!(
+            out.contains(&format!("{server_tool} received")),
+            "`{row}` runs `{server_tool}`: {out}"
+        );
+    }
+    let o = toolcat_in(
+        dir.path(),
+        &["check", "--catalog", cat, "--live", "--server", "identity"],
+        None,
+    );
+    let report = ok(&o, "toolcat check --live");
+    assert!(
+        report.contains("server `identity`: ok: 2 declared tools"),
+        "{report}"
+    );
+    // A row mapped to a tool the server does not serve is reported by its remote name.
+    set_row_field(&catalog, &dotted, "remote_name", "\"admin.tools.purge\"");
+    let o = toolcat_in(
+        dir.path(),
+        &["check", "--catalog", cat, "--live", "--server", "identity"],
+        None,
+    );
+    let report = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("1 added, 1 removed")
+            && report.contains("added: `admin.tools.delete` is served but has no row")
+            && report
+                .contains("is declared as the server's `admin.tools.purge`, which is not served"),
+        "{report}"
+    );
+}
+
+#[test]
 fn hostile_tool_names_and_descriptions_import_to_a_valid_catalog_and_renames_are_warned() {
     let dir = tempfile::tempdir().unwrap();
     let server = format!(
@@ -756,7 +843,7 @@ fn hostile_tool_names_and_descriptions_import_to_a_valid_catalog_and_renames_are
         "{report}"
     );
     assert!(
-        report.contains("warning: 2 renamed tool(s) cannot be called through their rows"),
+        report.contains("note: 2 renamed tool(s) are called by their `remote_name`"),
         "{report}"
     );
     let path = dir.path().join("odd.toml");

@@ -1313,7 +1313,11 @@ async fn imported_rows_of_a_dotted_and_an_underscored_tool_each_run_their_own_to
             ..options()
         },
     );
-    assert!(pool.wait_ready(Duration::from_secs(60)).await, "{:?}", pool.status());
+    assert!(
+        pool.wait_ready(Duration::from_secs(60)).await,
+        "{:?}",
+        pool.status()
+    );
     let coordinator = Coordinator::new(&c, ToolContext::new(dir.path()))
         .with_servers(Arc::clone(&pool))
         .with_approval(|_| true);
@@ -1372,5 +1376,9 @@ async fn imported_rows_of_a_dotted_and_an_underscored_tool_each_run_their_own_to
     );
     assert!(input_schema["properties"].get("reason").is_some());
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(received(&log).len(), before, "the server never received the call");
+    assert_eq!(
+        received(&log).len(),
+        before,
+        "the server never received the call"
+    );
 }

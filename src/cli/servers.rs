@@ -414,10 +414,10 @@ pub fn import_from_servers(
     print!("{}", output.text);
     eprint!("{}", output.report);
     if !output.report.renamed.is_empty() {
-        // A row has one name, which is also the name a call sends; a renamed tool's row cannot
-        // reach the tool the server serves.
+        // A renamed row records the server's name as `remote_name`: calls send that name, so
+        // the row runs its own tool; the model sees the row's name.
         eprintln!(
-            "warning: {} renamed tool(s) cannot be called through their rows: a call sends the row's `name`, which the server does not serve, so it is refused (tool missing) and `toolcat check --live` lists the tool as added and the row as removed; rename the tool on the server to fit `[a-zA-Z0-9_-]`, at most 64 characters with the namespace, unique",
+            "note: {} renamed tool(s) are called by their `remote_name` (the server's name) and shown to models by their row `name`; `toolcat check --live` matches them by `remote_name`",
             output.report.renamed.len()
         );
     }
