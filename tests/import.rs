@@ -933,3 +933,37 @@ fn contradictory_hints_import_gated_with_a_warning() {
     );
     compiles(&out);
 }
+
+#[test]
+fn a_mapped_name_never_takes_the_name_a_server_serves_and_every_renamed_row_keeps_the_servers() {
+    // The dotted tool comes first: it still leaves `admin_tools_delete` to the tool the server
+    // serves under that name, and takes a suffix itself.
+    let text = r#"{"tools": [
+        {"name": "admin.tools.delete", "description": "Deletes every admin tool.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}},
+        {"name": "admin_tools_delete", "description": "Deletes one admin tool by id.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}},
+        {"name": "tool_search", "description": "Searches the admin tools.", "inputSchema": {"type": "object", "properties": {}}}
+    ]}"#;
+    let out = import_mcp_tools_json_str(Path::new("list.json"), text, "admin").unwrap();
+    compiles(&out);
+    let rows: Vec<(&str, Option<&str>)> = out
+        .catalog
+        .tool
+        .iter()
+        .filter(|t| t.source == "admin")
+        .map(|t| (t.name.as_str(), t.remote_name.as_deref()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            // `_` and the CRC-32 of `admin.tools.delete`.
+            ("admin_tools_delete_2da03d2d", Some("admin.tools.delete")),
+            ("admin_tools_delete", None),
+            ("admin_tool_search", Some("tool_search")),
+        ]
+    );
+    assert!(
+        out.text.contains("remote_name = \"admin.tools.delete\""),
+        "{}",
+        out.text
+    );
+}
