@@ -553,7 +553,7 @@ impl<'c> Coordinator<'c> {
     /// [`CallError::ServerNotConnected`] while its server is not connected, and with
     /// [`CallError::SchemaDrift`] when the server's input schema of the tool differs from the
     /// row's ([`RemoteSource::check`], before permission and again under the locks); otherwise
-    /// it is sent under the server's own (un-namespaced) name. A call whose connection breaks or
+    /// it is sent under the server's own name ([`Catalog::remote_name`]). A call whose connection breaks or
     /// times out after it was sent ends [`CallError::OutcomeUnknown`] (recorded
     /// `outcome_unknown`, never replayed); an error the server reports is a [`CallError::Tool`]
     /// leading with the server's text.

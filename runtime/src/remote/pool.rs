@@ -150,7 +150,7 @@ pub struct ServerStatus {
 /// One tool as the server lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RemoteTool {
-    /// The server's name for it (un-namespaced: a row's declared `name`).
+    /// The server's name for it (un-namespaced: a row's `remote_name`, else its `name`).
     pub name: String,
     /// Its description.
     pub description: Option<String>,
