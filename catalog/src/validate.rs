@@ -86,7 +86,8 @@
 //!   with them.
 //! - `E0425` an MCP server `namespace` containing `__` (or empty): the exported name is
 //!   `NAMESPACE__TOOL`, so a `__` inside the namespace makes the split ambiguous.
-//! - `E0422` a client cap `max_tools` (on a profile or a preset) that one request could exceed:
+//! - `E0422` a client cap `max_tools` or `client` (on a profile or a preset; the smaller holds)
+//!   that one request could exceed:
 //!   the tools a turn sends before discovery — the inline tools of the active toolsets, the
 //!   discovery meta-tools when a discoverable tool is reachable, and the tools they `require` —
 //!   counted as toolsets are added (a preset's in its order; for a profile no preset runs under,
@@ -1590,6 +1591,8 @@ impl<'a> Checker<'a> {
             profile: String,
             cap: u32,
             cap_span: std::ops::Range<usize>,
+            /// `max_tools = N` or `client = "NAME"` (N tools): what sets the cap.
+            cap_text: String,
             whose: String,
             order: Vec<usize>,
             /// The span each toolset of `order` is pointed at.
@@ -1617,12 +1620,13 @@ impl<'a> Checker<'a> {
                 }
             }
             let subject = format!("preset `{}` (profile `{}`)", entry.name, preset.profile);
-            if let Some(cap) = preset.max_tools {
+            if let Some((cap, field, cap_text)) = cap_of(preset.max_tools, preset.client) {
                 checks.push(Check {
                     subject: subject.clone(),
                     profile: preset.profile.clone(),
                     cap,
-                    cap_span: entry.spans.value("max_tools"),
+                    cap_span: entry.spans.value(field),
+                    cap_text,
                     whose: "its".to_string(),
                     order: order.clone(),
                     order_spans: order_spans.clone(),
@@ -1634,16 +1638,17 @@ impl<'a> Checker<'a> {
                 .file
                 .profile
                 .get(&preset.profile)
-                .and_then(|p| p.max_tools)
+                .and_then(|p| cap_of(p.max_tools, p.client))
                 .filter(|_| preset.profile != PROFILE_FULL);
-            if let (Some(cap), Some(spans)) =
+            if let (Some((cap, field, cap_text)), Some(spans)) =
                 (profile_cap, self.loaded.entry("profile", &preset.profile))
             {
                 checks.push(Check {
                     subject,
                     profile: preset.profile.clone(),
                     cap,
-                    cap_span: spans.value("max_tools"),
+                    cap_span: spans.value(field),
+                    cap_text,
                     whose: "the profile's".to_string(),
                     order,
                     order_spans,
@@ -1655,12 +1660,12 @@ impl<'a> Checker<'a> {
             if entry.name == PROFILE_FULL || with_preset.contains(entry.name.as_str()) {
                 continue;
             }
-            let Some(cap) = self
+            let Some((cap, field, cap_text)) = self
                 .loaded
                 .file
                 .profile
                 .get(&entry.name)
-                .and_then(|p| p.max_tools)
+                .and_then(|p| cap_of(p.max_tools, p.client))
             else {
                 continue;
             };
@@ -1668,7 +1673,8 @@ impl<'a> Checker<'a> {
                 subject: format!("profile `{}`", entry.name),
                 profile: entry.name.clone(),
                 cap,
-                cap_span: entry.spans.value("max_tools"),
+                cap_span: entry.spans.value(field),
+                cap_text,
                 whose: "its".to_string(),
                 order: (0..self.loaded.toolsets.len()).collect(),
                 order_spans: self
@@ -1696,8 +1702,8 @@ impl<'a> Checker<'a> {
                 Diagnostic::error(
                     "E0422",
                     format!(
-                        "{} can send {total} tools in one request, more than {} `max_tools = {cap}`",
-                        check.subject, check.whose
+                        "{} can send {total} tools in one request, more than {} {}",
+                        check.subject, check.whose, check.cap_text
                     ),
                     check.cap_span.clone(),
                 )
@@ -1707,7 +1713,7 @@ impl<'a> Checker<'a> {
                     format!("adding toolset `{toolset}` brings it to {at_tip}"),
                 )
                 .with_help(format!(
-                    "{fix}, or raise `max_tools` if the client takes more; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
+                    "{fix}, or raise the cap if the client takes more; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
                 )),
             );
         }
@@ -2049,6 +2055,23 @@ fn bad_name(what: &str, name: &str, span: std::ops::Range<usize>) -> Diagnostic 
     Diagnostic::error("E0202", message, span)
         .with_label("not allowed in a name")
         .with_help(help)
+}
+
+/// The cap a `max_tools` and a `client` set (the smaller), the field that sets it, and how the
+/// error names it: `max_tools = N`, or `client = "NAME"` (N tools).
+fn cap_of(
+    max_tools: Option<u32>,
+    client: Option<model::Client>,
+) -> Option<(u32, &'static str, String)> {
+    let cap = model::effective_max_tools(max_tools, client)?;
+    Some(match client {
+        Some(c) if max_tools.is_none_or(|m| c.max_tools() < m) => (
+            cap,
+            "client",
+            format!("`client = \"{c}\"` ({cap} tools)"),
+        ),
+        _ => (cap, "max_tools", format!("`max_tools = {cap}`")),
+    })
 }
 
 fn unknown(

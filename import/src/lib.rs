@@ -2266,6 +2266,7 @@ fn build(
                 profile: PROFILE_FULL.to_string(),
                 toolsets: names,
                 max_tools: None,
+                client: None,
             },
         );
     }

@@ -167,6 +167,10 @@ pub struct SessionOptions {
     /// deprecated) is accepted and the tool joins the discovered tools. Only for those two
     /// providers; `false` by default.
     pub hosted_search: bool,
+    /// A cap on the tool definitions of every step, on top of the profile's or preset's
+    /// ([`Catalog::profile_max_tools`], [`Catalog::preset_max_tools`]; the smaller holds). `None`
+    /// by default: the catalog's cap alone.
+    pub max_tools: Option<usize>,
 }
 
 impl Default for SessionOptions {
@@ -180,6 +184,7 @@ impl Default for SessionOptions {
             dense_weight: crate::fusion::DenseWeight::default(),
             provider: ExportFormat::Mcp,
             hosted_search: false,
+            max_tools: None,
         }
     }
 }
@@ -207,8 +212,18 @@ pub struct TurnReport {
     pub named_unreachable: Vec<ToolIndex>,
     /// The preselection, when a preselector is set.
     pub preselect: Option<PreselectReport>,
-    /// Exported names of discovered tools evicted as least recently used.
+    /// The cap on the definitions of every step of this turn ([`Session::max_tools`]).
+    pub max_tools: Option<usize>,
+    /// Exported names of tools a search or a description found last turn that did not fit
+    /// under the cap then, and joined at this turn's start.
+    pub carried: Vec<String>,
+    /// Exported names of discovered tools evicted as least recently used: past
+    /// [`SessionOptions::discovered_cap`], or to make room under the cap for the tools that join
+    /// at this turn's start (carried, named, preselected).
     pub evicted: Vec<String>,
+    /// Exported names of tools that were to join at this turn's start (carried, named,
+    /// preselected) but did not fit under the cap even after every evictable tool was evicted.
+    pub left_out: Vec<String>,
     /// Exported names of discovered tools forgotten because they are no longer registered (left
     /// the profile or became deprecated).
     pub unregistered: Vec<String>,
@@ -234,8 +249,11 @@ pub struct Session<'c> {
     /// Recency stamps of the discovered tools, for LRU eviction.
     last_used: HashMap<ToolIndex, u64>,
     clock: u64,
-    /// Named by the user or preselected, this turn only.
-    named: Vec<ToolIndex>,
+    /// Found or described this turn but left out for the cap: offered again at the next turn's
+    /// start.
+    pending: Vec<ToolIndex>,
+    /// The preset the session runs, when it was built from one (its cap holds).
+    preset: Option<PresetId>,
     searches: usize,
     report: TurnReport,
     /// The cosines `tool_search` fuses with BM25 (a sentence-embedding model), when given one.
@@ -284,7 +302,8 @@ impl<'c> Session<'c> {
             discovered: Vec::new(),
             last_used: HashMap::new(),
             clock: 0,
-            named: Vec::new(),
+            pending: Vec::new(),
+            preset: None,
             searches: 0,
             report: TurnReport::default(),
             semantic: None,
@@ -300,7 +319,35 @@ impl<'c> Session<'c> {
     /// A session of a preset: its profile and toolsets.
     pub fn for_preset(catalog: &'c Catalog, preset: PresetId, context: ToolContext) -> Self {
         let toolsets: Vec<ToolsetId> = catalog.preset_toolsets(preset).collect();
-        Session::new(catalog, catalog.preset_profile(preset), toolsets, context)
+        let mut session = Session::new(catalog, catalog.preset_profile(preset), toolsets, context);
+        session.preset = Some(preset);
+        session
+    }
+
+    /// The cap on the tool definitions of every step: the smallest of the preset's (when the
+    /// session runs one, [`Catalog::preset_max_tools`]), the profile's
+    /// ([`Catalog::profile_max_tools`]) and [`SessionOptions::max_tools`]; `None` when none is
+    /// set. It counts the definitions of [`Session::definitions`] — discovery meta-tools
+    /// included, deferred definitions not: an Anthropic export's `defer_loading` tools and an
+    /// OpenAI Responses export's deferred namespace members stay out of the model's context
+    /// until loaded, and the capped clients (Cursor, Windsurf, Copilot) list no deferred tools.
+    pub fn max_tools(&self) -> Option<usize> {
+        let c = self.catalog;
+        let caps = [
+            self.preset.and_then(|p| c.preset_max_tools(p)),
+            c.profile_max_tools(self.profile),
+        ];
+        caps.into_iter()
+            .flatten()
+            .map(|cap| cap as usize)
+            .chain(self.options.max_tools)
+            .min()
+    }
+
+    /// Whether the definitions pass the cap.
+    fn over_cap(&self) -> bool {
+        self.max_tools()
+            .is_some_and(|cap| self.definitions.len() > cap)
     }
 
     /// Replaces the options.
@@ -440,7 +487,7 @@ impl<'c> Session<'c> {
             profile: self.profile,
             toolsets: &self.toolsets,
             discovered: &self.discovered,
-            named: &self.named,
+            named: &[],
         };
         self.planner.plan(self.catalog, &input)
     }
@@ -498,7 +545,10 @@ impl<'c> Session<'c> {
             .iter()
             .filter_map(|(&t, &stamp)| remap(t).map(|n| (n, stamp)))
             .collect();
-        self.named = self.named.iter().filter_map(|&t| remap(t)).collect();
+        self.pending = self.pending.iter().filter_map(|&t| remap(t)).collect();
+        self.preset = self
+            .preset
+            .and_then(|p| catalog.preset(old.preset_name(p)).ok());
         self.catalog = catalog;
         self.profile = profile;
         self.toolsets = toolsets;
@@ -512,27 +562,36 @@ impl<'c> Session<'c> {
     pub async fn begin_turn(&mut self, user_message: &str) -> Plan<'_> {
         let mut report = TurnReport {
             turn: self.report.turn + 1,
+            max_tools: self.max_tools(),
             ..TurnReport::default()
         };
         self.searches = 0;
-        self.named.clear();
         self.forget_unregistered(&mut report);
-        self.evict(&mut report);
+        self.evict(&mut report, &[]);
         self.refresh();
 
-        let meta = self.catalog.tier_tools(Tier::Loop);
-        for t in named_in_message(self.catalog, user_message) {
-            if bit(meta, t.index()) || self.named.contains(&t) {
-                continue;
-            }
-            if bit(&self.reachable, t.index()) {
-                self.named.push(t);
-                report.named.push(t);
-            } else {
-                report.named_unreachable.push(t);
+        // The tools that join now, in this order: carried from last turn, named, preselected.
+        let mut fresh: Vec<ToolIndex> = Vec::new();
+        for t in std::mem::take(&mut self.pending) {
+            if bit(&self.reachable, t.index())
+                && !self.is_active(t)
+                && self.join(t, true, &mut fresh, &mut report)
+            {
+                report.carried.push(self.catalog.exported_name(t).to_string());
             }
         }
-        self.refresh();
+        let meta = self.catalog.tier_tools(Tier::Loop);
+        for t in named_in_message(self.catalog, user_message) {
+            if bit(meta, t.index()) || report.named.contains(&t) {
+                continue;
+            }
+            if !bit(&self.reachable, t.index()) {
+                report.named_unreachable.push(t);
+            } else if self.is_active(t) || self.join(t, true, &mut fresh, &mut report) {
+                self.touch(t);
+                report.named.push(t);
+            }
+        }
 
         if let Some(preselector) = self.preselector.as_deref() {
             let request = PreselectRequest {
@@ -542,13 +601,70 @@ impl<'c> Session<'c> {
                 visible: &self.active,
                 budget: self.options.preselect_budget,
             };
-            let pre = preselect::run(preselector, &request, self.options.preselect_timeout).await;
-            self.named.extend(pre.added.iter().copied());
+            let mut pre =
+                preselect::run(preselector, &request, self.options.preselect_timeout).await;
+            // Picks are guesses: they take free room only, and evict nothing.
+            pre.added
+                .retain(|&t| self.join(t, false, &mut fresh, &mut report));
             report.preselect = Some(pre);
-            self.refresh();
         }
+        self.evict(&mut report, &fresh);
+        self.refresh();
         self.report = report;
         self.plan()
+    }
+
+    /// Adds `t` at a turn's start: appended to the discovered tools, then, while the definitions
+    /// pass the cap and `may_evict`, the least recently used discovered tool that did not join
+    /// this turn (and is not visible anyway) is evicted. When nothing is left to evict (or
+    /// `!may_evict`), `t` is taken out again and reported in [`TurnReport::left_out`]; returns
+    /// whether it stayed.
+    fn join(
+        &mut self,
+        t: ToolIndex,
+        may_evict: bool,
+        fresh: &mut Vec<ToolIndex>,
+        report: &mut TurnReport,
+    ) -> bool {
+        if self.discovered.contains(&t) {
+            return true;
+        }
+        self.discovered.push(t);
+        self.touch(t);
+        fresh.push(t);
+        self.refresh();
+        while self.over_cap() {
+            let core = self.core();
+            let victim = self
+                .discovered
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| may_evict && !fresh.contains(d) && !core.contains(d))
+                .min_by_key(|(_, d)| self.last_used.get(d).copied().unwrap_or(0))
+                .map(|(k, _)| k);
+            match victim {
+                Some(k) => {
+                    let v = self.discovered.remove(k);
+                    self.last_used.remove(&v);
+                    report.evicted.push(self.catalog.exported_name(v).to_string());
+                }
+                None => {
+                    self.discovered.retain(|&d| d != t);
+                    self.last_used.remove(&t);
+                    fresh.retain(|&d| d != t);
+                    report.left_out.push(self.catalog.exported_name(t).to_string());
+                    self.refresh();
+                    return false;
+                }
+            }
+            self.refresh();
+        }
+        true
+    }
+
+    /// The tools visible without discovery ([`Plan::core`]): never evicted.
+    fn core(&mut self) -> Vec<ToolIndex> {
+        self.plan().core().to_vec()
     }
 
     /// Handles one tool call of the model (see the module docs for the steps and the answers).
@@ -617,17 +733,15 @@ impl<'c> Session<'c> {
             && c.visibility(t) == Visibility::Discoverable
             && c.status(t) != Status::Deprecated
             && c.tier(t) != Tier::Loop;
-        if !deferred {
+        if !deferred || !self.activate(t) {
             return None;
         }
-        self.activate(t);
-        self.refresh();
         self.is_active(t).then_some(t)
     }
 
     async fn call(&mut self, name: &str, mut arguments: Value, nested: bool) -> CallResult {
         let Some(t) = self.resolve_callable(name) else {
-            return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
+            return self.not_callable(name);
         };
         if matches!(
             self.options.provider,
@@ -655,7 +769,7 @@ impl<'c> Session<'c> {
         };
         match answer {
             Answer::Done(mut result) => {
-                self.discover(&result.outcome);
+                self.discover(&mut result);
                 if self.options.provider == ExportFormat::Anthropic {
                     self.reference_hits(&mut result);
                 }
@@ -682,9 +796,11 @@ impl<'c> Session<'c> {
     }
 
     /// After a meta-tool's answer: a search is counted, and the tools found or described join
-    /// the active set.
-    fn discover(&mut self, outcome: &Outcome) {
-        let tools = match outcome {
+    /// the active set within the cap ([`Session::activate`]). Hits that do not fit are taken
+    /// out of the outcome and of the answer's `tools`, and listed in its `leftOut`
+    /// (`{"tools":[{"name","description"}],"message"}`) with the reason.
+    fn discover(&mut self, result: &mut CallResult) {
+        let tools = match &mut result.outcome {
             Outcome::Found { tools } => {
                 self.searches += 1;
                 tools
@@ -692,10 +808,63 @@ impl<'c> Session<'c> {
             Outcome::Described { tools } => tools,
             _ => return,
         };
-        for &t in tools {
-            self.activate(t);
+        let mut left_out = Vec::new();
+        let found = std::mem::take(tools);
+        let mut loaded = Vec::with_capacity(found.len());
+        for t in found {
+            if self.activate(t) {
+                loaded.push(t);
+            } else {
+                left_out.push(t);
+            }
         }
-        self.refresh();
+        if let Outcome::Found { tools } | Outcome::Described { tools } = &mut result.outcome {
+            *tools = loaded;
+        }
+        if !left_out.is_empty() {
+            self.state_left_out(result, &left_out);
+        }
+    }
+
+    /// Rewrites a search or description answer for hits the cap left out (see
+    /// [`Session::discover`]).
+    fn state_left_out(&self, result: &mut CallResult, left_out: &[ToolIndex]) {
+        let c = self.catalog;
+        let Ok(Value::Object(mut answer)) = serde_json::from_str::<Value>(&result.text) else {
+            return;
+        };
+        let names: Vec<&str> = left_out.iter().map(|&t| c.exported_name(t)).collect();
+        if let Some(Value::Array(tools)) = answer.get_mut("tools") {
+            tools.retain(|v| !names.contains(&v["name"].as_str().unwrap_or_default()));
+            if tools.is_empty() {
+                result.is_error = true;
+            }
+        }
+        let cap = self.max_tools().unwrap_or_default();
+        let listed: Vec<Value> = left_out
+            .iter()
+            .map(|&t| json!({"name": c.exported_name(t), "description": one_line(c.description(t))}))
+            .collect();
+        answer.insert(
+            "leftOut".into(),
+            json!({
+                "tools": listed,
+                "message": left_out_message(&names, cap),
+            }),
+        );
+        result.text = Value::Object(answer).to_string();
+    }
+
+    /// The answer to a call of `name` when it is not callable: for a tool left out for the cap
+    /// this turn, [`left_out_message`]; otherwise the not-in-active-set answer.
+    fn not_callable(&self, name: &str) -> CallResult {
+        match self.catalog.tool(name) {
+            Ok(t) if self.pending.contains(&t) => CallResult::error(
+                left_out_message(&[self.catalog.exported_name(t)], self.max_tools().unwrap_or_default()),
+                Outcome::NotInActiveSet,
+            ),
+            _ => CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet),
+        }
     }
 
     /// An Anthropic session's `tool_search` hits as content blocks: a short text block, then one
@@ -713,15 +882,19 @@ impl<'c> Session<'c> {
             .iter()
             .map(|&t| self.catalog.exported_name(t))
             .collect();
-        let mut content = vec![ContentBlock::Text {
-            text: format!(
-                "{} tool{} found and loaded: {}. Searches left this turn: {}.",
-                names.len(),
-                if names.len() == 1 { "" } else { "s" },
-                names.join(", "),
-                self.searches_left(),
-            ),
-        }];
+        let mut text = format!(
+            "{} tool{} found and loaded: {}. Searches left this turn: {}.",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            self.searches_left(),
+        );
+        if let Ok(answer) = serde_json::from_str::<Value>(&result.text) {
+            if let Some(message) = answer["leftOut"]["message"].as_str() {
+                text.push_str(&format!(" Other hits {message}."));
+            }
+        }
+        let mut content = vec![ContentBlock::Text { text }];
         content.extend(names.iter().map(|n| ContentBlock::ToolReference {
             tool_name: (*n).to_string(),
         }));
@@ -833,12 +1006,24 @@ impl<'c> Session<'c> {
     }
 
     /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and
-    /// marks it used.
-    fn activate(&mut self, t: ToolIndex) {
+    /// marks it used, within the cap: a tool whose definitions would pass it is not added but
+    /// kept for the next turn's start ([`TurnReport::carried`]); returns whether it was added.
+    /// Re-plans.
+    fn activate(&mut self, t: ToolIndex) -> bool {
         if self.catalog.visibility(t) == Visibility::Discoverable && !self.discovered.contains(&t) {
             self.discovered.push(t);
+            self.refresh();
+            if self.over_cap() {
+                self.discovered.pop();
+                self.refresh();
+                if !self.pending.contains(&t) {
+                    self.pending.push(t);
+                }
+                return false;
+            }
         }
         self.touch(t);
+        true
     }
 
     /// Marks a discovered tool as just used.
@@ -866,13 +1051,16 @@ impl<'c> Session<'c> {
         });
     }
 
-    /// Evicts the least recently used discovered tools past the cap.
-    fn evict(&mut self, report: &mut TurnReport) {
+    /// Evicts the least recently used discovered tools past
+    /// [`SessionOptions::discovered_cap`], sparing those in `keep` (the tools that joined at this
+    /// turn's start).
+    fn evict(&mut self, report: &mut TurnReport, keep: &[ToolIndex]) {
         while self.discovered.len() > self.options.discovered_cap {
             let oldest = self
                 .discovered
                 .iter()
                 .enumerate()
+                .filter(|(_, t)| !keep.contains(t))
                 .min_by_key(|(_, t)| self.last_used.get(t).copied().unwrap_or(0))
                 .map(|(k, _)| k);
             let Some(k) = oldest else { break };
@@ -890,7 +1078,7 @@ impl<'c> Session<'c> {
             profile: self.profile,
             toolsets: &self.toolsets,
             discovered: &self.discovered,
-            named: &self.named,
+            named: &[],
         };
         let plan = self.planner.plan(self.catalog, &input);
         self.active.clear();
@@ -910,6 +1098,17 @@ impl<'c> Session<'c> {
             self.definitions.retain(|t| !bit(unsendable, t.index()));
         }
     }
+}
+
+/// Why tools were left out for the cap, byte for byte: `not loaded: this session already sends
+/// CAP tool definitions, its cap (max_tools); a, b join at the start of the next turn, in place
+/// of the least recently used discovered tools, and cannot be called before`.
+pub fn left_out_message(names: &[&str], cap: usize) -> String {
+    format!(
+        "not loaded: this session already sends {cap} tool definitions, its cap (max_tools); {} join{} at the start of the next turn, in place of the least recently used discovered tools, and cannot be called before",
+        names.join(", "),
+        if names.len() == 1 { "s" } else { "" },
+    )
 }
 
 /// One bit per tool of `catalog` that `provider` cannot be sent: for Gemini the tools whose

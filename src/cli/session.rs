@@ -41,6 +41,10 @@ pub struct SessionArgs {
     /// Start turns without BM25 preselection.
     #[arg(long)]
     pub no_preselect: bool,
+    /// A cap on the tool definitions of every step, on top of the preset's or profile's
+    /// (`max_tools`, `client`; the smaller holds).
+    #[arg(long, value_name = "N")]
+    pub max_tools: Option<usize>,
     /// The workspace local tools run in (default: the current directory). Gated tools never run:
     /// this command has no approval step.
     #[arg(long, value_name = "DIR")]
@@ -86,6 +90,7 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
         toolsets: (!a.toolsets.is_empty()).then(|| a.toolsets.clone()),
         budget: Some(a.search_budget),
         discovered_cap: None,
+        max_tools: a.max_tools,
         preselect: Some(if a.no_preselect {
             Preselect::None
         } else {
@@ -190,7 +195,10 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                             v
                         }),
                         "preselected": preselected,
+                        "maxTools": report.max_tools,
+                        "carried": report.carried,
                         "evicted": report.evicted,
+                        "leftOut": report.left_out,
                         "unregistered": report.unregistered,
                     });
                     writeln!(out, "{line}")?;
@@ -219,7 +227,9 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                     _ => {}
                 }
                 for (what, list) in [
+                    ("joined (left out for the cap last turn)", &report.carried),
                     ("evicted (least recently used)", &report.evicted),
+                    ("left out (over the cap of the definitions)", &report.left_out),
                     ("forgotten (no longer registered)", &report.unregistered),
                 ] {
                     if !list.is_empty() {

@@ -519,7 +519,7 @@ async fn tool_call_is_the_same_path_and_does_not_nest() {
 }
 
 #[tokio::test]
-async fn named_tools_join_the_turn_only() {
+async fn named_tools_join_and_stay_appended() {
     let c = catalog();
     let named = |m: &str| -> Vec<&str> {
         named_in_message(c, m)
@@ -554,9 +554,12 @@ async fn named_tools_join_the_turn_only() {
     assert_eq!(s.turn_report().named, [tool("git_commit")]);
     assert_eq!(s.turn_report().named_unreachable, [tool("run_shell")]);
     assert!(s.is_active(tool("git_commit")));
-    assert!(s.discovered().is_empty(), "named tools are not discovered");
+    assert_eq!(s.discovered(), [tool("git_commit")], "appended as discovered");
+    let before = names(&s);
+    assert_eq!(before.last().map(String::as_str), Some("git_diff"), "{before:?}");
     s.begin_turn("something else").await;
-    assert!(!s.is_active(tool("git_commit")), "named for one turn only");
+    assert!(s.is_active(tool("git_commit")), "definitions only grow");
+    assert!(names(&s).starts_with(&before));
 }
 
 #[tokio::test]
@@ -1065,4 +1068,211 @@ async fn a_whole_chat_response_is_answered_in_order() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("missing field `choices`"), "{e}");
+}
+
+/// A session of `coder` with `toolsets` active and a cap of `cap` definitions.
+fn capped(toolsets: &[&str], cap: usize) -> Session<'static> {
+    session(toolsets).with_options(SessionOptions {
+        max_tools: Some(cap),
+        ..SessionOptions::default()
+    })
+}
+
+#[tokio::test]
+async fn a_search_past_the_cap_loads_hits_up_to_it_and_the_rest_join_next_turn() {
+    // coder with core + github sends 8 definitions before discovery; the cap leaves room for 2.
+    let mut s = capped(&["core", "github"], 10);
+    s.begin_turn("one").await;
+    assert_eq!(s.max_tools(), Some(10));
+    assert_eq!(s.turn_report().max_tools, Some(10));
+    assert_eq!(s.definitions().len(), 8, "{:?}", names(&s));
+    let r = s
+        .handle_call(
+            "tool_search",
+            json!({"query": "select:git_diff,delete_file,github__list_branches"}),
+        )
+        .await;
+    // git_diff and delete_file (list_dir is visible anyway) fill the room; the third is left out.
+    assert_eq!(
+        r.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_diff"), tool("delete_file")]
+        }
+    );
+    let answer = json_of(&r);
+    let found: Vec<&str> = answer["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(found, ["git_diff", "delete_file"]);
+    assert_eq!(answer["leftOut"]["tools"][0]["name"], "github__list_branches");
+    let message = left_out_message(&["github__list_branches"], 10);
+    assert_eq!(answer["leftOut"]["message"], message.as_str());
+    assert_eq!(s.definitions().len(), 10);
+    assert!(!s.is_active(tool("github__list_branches")));
+    // Called anyway: nothing runs, and the answer says why and when it joins.
+    let r = s.handle_call("github__list_branches", json!({})).await;
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    assert_eq!(r.text, message);
+    // git_diff used again: delete_file is the least recently used and makes room next turn.
+    s.handle_call("tool_describe", json!({"name": "git_diff"}))
+        .await;
+    let before = names(&s);
+    s.begin_turn("two").await;
+    let report = s.turn_report().clone();
+    assert_eq!(report.carried, ["github__list_branches"]);
+    assert_eq!(report.evicted, ["delete_file"]);
+    assert!(report.left_out.is_empty());
+    assert!(s.is_active(tool("github__list_branches")));
+    assert!(!s.is_active(tool("delete_file")));
+    assert_eq!(s.definitions().len(), 10);
+    let after = names(&s);
+    assert_eq!(&after[..9], &before[..9], "only the evicted tool's place changed");
+    assert_eq!(after.last().map(String::as_str), Some("github__list_branches"));
+}
+
+#[tokio::test]
+async fn named_tools_evict_to_make_room_and_preselected_ones_take_free_room_only() {
+    let picks = |names: &'static [&'static str]| {
+        from_fn(move |_q: crate::preselect::PreselectQuery| async move {
+            Ok::<_, String>(names.iter().map(|n| n.to_string()).collect())
+        })
+    };
+    let mut s = capped(&["core", "github"], 9).with_preselector(picks(&["git_diff"]));
+    s.begin_turn("one").await;
+    assert_eq!(s.discovered(), [tool("git_diff")]);
+    // Full: a preselected tool evicts nothing and is reported left out.
+    let mut s = s.with_preselector(picks(&["delete_file"]));
+    s.begin_turn("two").await;
+    assert_eq!(s.turn_report().left_out, ["delete_file"]);
+    assert!(s.turn_report().evicted.is_empty());
+    assert!(s.is_active(tool("git_diff")));
+    // A tool the user names evicts the least recently used one.
+    s.begin_turn("now use delete_file").await;
+    assert_eq!(s.turn_report().named, [tool("delete_file")]);
+    assert_eq!(s.turn_report().evicted, ["git_diff"]);
+    assert_eq!(s.definitions().len(), 9);
+    // A tool whose definitions alone pass the cap is left out, not squeezed in.
+    let mut s = capped(&["core", "github"], 9);
+    s.begin_turn("open one with github__createPullRequest").await;
+    assert_eq!(s.turn_report().left_out, ["github__createPullRequest"]);
+    assert!(s.turn_report().named.is_empty());
+    assert!(s.definitions().len() <= 9);
+}
+
+/// The serialized definitions of the session's export (deferred ones aside).
+fn exported(s: &mut Session<'_>) -> Vec<String> {
+    let json = s.export().expect("exports").without_deferred().to_json();
+    let list = json.get("tools").cloned().unwrap_or(json);
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(Value::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn definitions_only_grow_between_evictions_and_never_pass_the_cap() {
+    let c = catalog();
+    let sets: Vec<ToolsetId> = ["core", "github"]
+        .iter()
+        .map(|s| c.toolset(s).expect("known"))
+        .collect();
+    let messages = [
+        "commit the staged changes",
+        "open a pull request for this branch",
+        "delete the old file",
+        "list the branches",
+        "show the diff",
+        "thanks",
+    ];
+    let queries = [
+        "select:git_commit",
+        "select:delete_file",
+        "select:github__createPullRequest",
+        "branches",
+        "diff of the working tree",
+        "select:git_diff,github__list_branches,delete_file",
+    ];
+    let mut checked_prefixes = 0;
+    for provider in [ExportFormat::Mcp, ExportFormat::Anthropic] {
+        for cap in [None, Some(9), Some(10), Some(12)] {
+            for seed in 1..=12u64 {
+                let mut s = Session::new(c, c.profile("coder").expect("known"), sets.clone(), ToolContext::new("."))
+                    .with_options(SessionOptions {
+                        max_tools: cap,
+                        discovered_cap: 4,
+                        provider,
+                        ..SessionOptions::default()
+                    });
+                let mut rng = seed;
+                let mut next = |n: usize| {
+                    rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (rng >> 33) as usize % n
+                };
+                let mut previous: Vec<String> = Vec::new();
+                for turn in 0..6 {
+                    s.begin_turn(messages[next(messages.len())]).await;
+                    let report = s.turn_report().clone();
+                    let now = exported(&mut s);
+                    let kept = report.evicted.is_empty() && report.unregistered.is_empty();
+                    if kept && turn > 0 {
+                        assert!(now.starts_with(&previous), "seed {seed} cap {cap:?} turn {turn}: {report:?}");
+                        checked_prefixes += 1;
+                    }
+                    previous = now;
+                    for _step in 0..3 {
+                        let q = queries[next(queries.len())];
+                        s.handle_call("tool_search", json!({"query": q})).await;
+                        let now = exported(&mut s);
+                        if let Some(cap) = cap {
+                            assert!(s.definitions().len() <= cap, "{:?}", names(&s));
+                            assert!(now.len() <= cap);
+                        }
+                        assert!(now.starts_with(&previous), "seed {seed} within turn {turn}");
+                        checked_prefixes += 1;
+                        previous = now;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked_prefixes > 500, "{checked_prefixes}");
+}
+
+#[test]
+fn the_catalog_caps_and_clients_bound_the_session() {
+    let rows = fixture::rows();
+    let source = fixture::source_of(&rows)
+        .replace(
+            "[profile.coder]\ndescription = \"the coder profile\"\n",
+            "[profile.coder]\ndescription = \"the coder profile\"\nmax_tools = 60\nclient = \"cursor\"\nmanifest_tokens = 0\n",
+        )
+        + "[preset.capped]\ndescription = \"a capped deployment\"\nprofile = \"coder\"\ntoolsets = [\"core\"]\nmax_tools = 9\n";
+    let loaded = toolcat_catalog::load::parse("capped.toml", &source).expect("loads");
+    let c = Catalog::from_tables(toolcat_catalog::derive::derive(&loaded)).expect("a catalog");
+    let coder = c.profile("coder").expect("known");
+    assert_eq!(c.profile_max_tools(coder), Some(40), "cursor's 40 under max_tools = 60");
+    assert_eq!(c.profile_manifest_tokens(coder), 0);
+    assert_eq!(c.profile_max_tools(c.profile("reader").expect("known")), None);
+    assert_eq!(
+        c.profile_manifest_tokens(c.profile("reader").expect("known")),
+        toolcat_catalog::model::DEFAULT_MANIFEST_TOKENS
+    );
+    let preset = c.preset("capped").expect("known");
+    assert_eq!(c.preset_max_tools(preset), Some(9));
+    let s = Session::for_preset(&c, preset, ToolContext::new("."));
+    assert_eq!(s.max_tools(), Some(9));
+    let s = s.with_options(SessionOptions {
+        max_tools: Some(5),
+        ..SessionOptions::default()
+    });
+    assert_eq!(s.max_tools(), Some(5), "the smaller cap holds");
+    let sets: Vec<ToolsetId> = c.toolsets().collect();
+    assert_eq!(
+        Session::new(&c, coder, sets, ToolContext::new(".")).max_tools(),
+        Some(40)
+    );
 }
