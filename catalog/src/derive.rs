@@ -87,7 +87,8 @@ pub fn derive(loaded: &Loaded) -> Tables {
             .filter(|_| p != PROFILE_FULL)
             .and_then(|d| model::effective_max_tools(d.max_tools, d.client))
     };
-    let profile_max_tools: Vec<Option<u32>> = profile_names.iter().map(|p| profile_cap(p)).collect();
+    let profile_max_tools: Vec<Option<u32>> =
+        profile_names.iter().map(|p| profile_cap(p)).collect();
     let profile_manifest_tokens: Vec<u32> = profile_names
         .iter()
         .map(|p| {

@@ -24,8 +24,8 @@ use toml_edit::{Array, Document, InlineTable, Item, Key, Table, Value};
 
 use crate::diagnostics::{and_list as list, did_you_mean, Diagnostic};
 use crate::model::{
-    self, CatalogFile, Client, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span, Status,
-    Target, Tier, ToolDecl, ToolsetDecl, Visibility, PROFILE_FULL,
+    self, CatalogFile, Client, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span,
+    Status, Target, Tier, ToolDecl, ToolsetDecl, Visibility, PROFILE_FULL,
 };
 
 /// A parsed catalog file with the spans its diagnostics point at.
@@ -989,7 +989,8 @@ impl Walker {
     }
 
     fn client(&self, walked: &Fields<'_>) -> Option<Client> {
-        self.string(walked, "client").and_then(|s| Client::parse(&s))
+        self.string(walked, "client")
+            .and_then(|s| Client::parse(&s))
     }
 
     fn strings(&self, walked: &Fields<'_>, field: &str) -> Option<Vec<String>> {

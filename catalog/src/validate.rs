@@ -2065,11 +2065,9 @@ fn cap_of(
 ) -> Option<(u32, &'static str, String)> {
     let cap = model::effective_max_tools(max_tools, client)?;
     Some(match client {
-        Some(c) if max_tools.is_none_or(|m| c.max_tools() < m) => (
-            cap,
-            "client",
-            format!("`client = \"{c}\"` ({cap} tools)"),
-        ),
+        Some(c) if max_tools.is_none_or(|m| c.max_tools() < m) => {
+            (cap, "client", format!("`client = \"{c}\"` ({cap} tools)"))
+        }
         _ => (cap, "max_tools", format!("`max_tools = {cap}`")),
     })
 }
@@ -2336,5 +2334,59 @@ mod tests {
             );
             assert_eq!(sprawl_pairs(&words, skip), expected, "round {round}");
         }
+    }
+}
+
+#[cfg(test)]
+mod client_caps {
+    /// A catalog whose profile `agent` shows `inline` inline tools of toolset `main`, with the
+    /// profile table's extra lines `profile`.
+    fn source(inline: usize, profile: &str) -> String {
+        let mut s = format!(
+            "[profile.agent]\ndescription = \"an agent\"\n{profile}\n[toolset.main]\ndescription = \"main\"\n\n"
+        );
+        for k in 0..inline {
+            s.push_str(&format!(
+                "[[tool]]\nname = \"tool_{k}\"\ndescription = \"Reads thing number {k} of the workspace.\"\nvisibility = \"inline\"\ntier = \"silent\"\neffect = \"read\"\nexposure = \"read-only\"\nprofiles = [\"agent\"]\ntoolsets = [\"main\"]\nowner = \"team\"\n\n"
+            ));
+        }
+        s
+    }
+
+    fn codes(source: &str) -> Vec<(String, String)> {
+        match crate::compile_str("caps.toml", source) {
+            Ok(_) => Vec::new(),
+            Err(diagnostics) => diagnostics
+                .iter()
+                .map(|d| (d.code.to_string(), d.message.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_known_client_caps_the_request_as_max_tools_does_and_the_smaller_holds() {
+        assert!(codes(&source(40, "client = \"cursor\"")).is_empty());
+        let over = codes(&source(41, "client = \"cursor\""));
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert_eq!(over[0].0, "E0422");
+        assert!(
+            over[0]
+                .1
+                .contains("more than its `client = \"cursor\"` (40 tools)"),
+            "{over:?}"
+        );
+        // `max_tools` below the client's cap is the one that holds, and is named.
+        let over = codes(&source(31, "client = \"copilot\"\nmax_tools = 30"));
+        assert!(over[0].1.contains("`max_tools = 30`"), "{over:?}");
+        assert!(codes(&source(100, "client = \"windsurf\"")).is_empty());
+        assert_eq!(codes(&source(101, "client = \"windsurf\""))[0].0, "E0422");
+    }
+
+    #[test]
+    fn an_unknown_client_is_refused_with_the_known_ones() {
+        let refused = codes(&source(1, "client = \"cursorr\""));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        let text = format!("{refused:?}");
+        assert!(text.contains("cursorr"), "{text}");
     }
 }

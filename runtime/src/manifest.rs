@@ -153,7 +153,10 @@ mod tests {
             assert!(whole.starts_with(LEAD), "{whole}");
             assert!(!whole.contains("more; call tool_search"), "{whole}");
             for name in &tools {
-                assert!(whole.contains(&format!("{name}: ")), "{name} missing: {whole}");
+                assert!(
+                    whole.contains(&format!("{name}: ")),
+                    "{name} missing: {whole}"
+                );
             }
             // Every budget from the smallest cut statement up: within it, and the cut counted.
             let full = count_tokens(&whole);
@@ -167,13 +170,20 @@ mod tests {
                     .filter(|n| text.contains(&format!("{n}: ")))
                     .count();
                 assert!(
-                    text.contains(&format!("… and {} more; call tool_search.", tools.len() - listed)),
+                    text.contains(&format!(
+                        "… and {} more; call tool_search.",
+                        tools.len() - listed
+                    )),
                     "{budget}: {text}"
                 );
             }
             assert_eq!(manifest_text(plan, full).as_deref(), Some(whole.as_str()));
             assert_eq!(manifest_text(plan, 0), None);
-            assert_eq!(manifest_text(plan, 3), None, "too small for the cut statement");
+            assert_eq!(
+                manifest_text(plan, 3),
+                None,
+                "too small for the cut statement"
+            );
         });
     }
 
@@ -190,13 +200,21 @@ mod tests {
                 );
             }
             let loaded = toolcat_catalog::load::parse("m.toml", &source).expect("loads");
-            let c = Catalog::from_tables(toolcat_catalog::derive::derive(&loaded)).expect("catalog");
+            let c =
+                Catalog::from_tables(toolcat_catalog::derive::derive(&loaded)).expect("catalog");
             let coder = c.profile("coder").expect("known");
-            let sets: Vec<_> = ["core", "github"].map(|s| c.toolset(s).expect("known")).to_vec();
+            let sets: Vec<_> = ["core", "github"]
+                .map(|s| c.toolset(s).expect("known"))
+                .to_vec();
             let mut planner = TurnPlanner::new(&c);
             let plan = planner.plan(
                 &c,
-                &TurnInput { profile: coder, toolsets: &sets, discovered: &[], named: &[] },
+                &TurnInput {
+                    profile: coder,
+                    toolsets: &sets,
+                    discovered: &[],
+                    named: &[],
+                },
             );
             let limit = c.profile_manifest_tokens(coder) as usize;
             assert_eq!(limit, budget.map_or(300, |b| b as usize));
@@ -213,7 +231,8 @@ mod tests {
                     }
                     Some(m) => {
                         assert!(count_tokens(m) <= limit, "{format}: {m}");
-                        let full = serde_json::to_string(&format!("{declared}\n\n{m}")).expect("json");
+                        let full =
+                            serde_json::to_string(&format!("{declared}\n\n{m}")).expect("json");
                         assert!(text.contains(&full), "{format}: {text}");
                         let cut = m.contains("more; call tool_search.");
                         assert_eq!(cut, budget == Some(40), "{m}");

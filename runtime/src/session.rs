@@ -577,7 +577,9 @@ impl<'c> Session<'c> {
                 && !self.is_active(t)
                 && self.join(t, true, &mut fresh, &mut report)
             {
-                report.carried.push(self.catalog.exported_name(t).to_string());
+                report
+                    .carried
+                    .push(self.catalog.exported_name(t).to_string());
             }
         }
         let meta = self.catalog.tier_tools(Tier::Loop);
@@ -646,13 +648,17 @@ impl<'c> Session<'c> {
                 Some(k) => {
                     let v = self.discovered.remove(k);
                     self.last_used.remove(&v);
-                    report.evicted.push(self.catalog.exported_name(v).to_string());
+                    report
+                        .evicted
+                        .push(self.catalog.exported_name(v).to_string());
                 }
                 None => {
                     self.discovered.retain(|&d| d != t);
                     self.last_used.remove(&t);
                     fresh.retain(|&d| d != t);
-                    report.left_out.push(self.catalog.exported_name(t).to_string());
+                    report
+                        .left_out
+                        .push(self.catalog.exported_name(t).to_string());
                     self.refresh();
                     return false;
                 }
@@ -843,7 +849,9 @@ impl<'c> Session<'c> {
         let cap = self.max_tools().unwrap_or_default();
         let listed: Vec<Value> = left_out
             .iter()
-            .map(|&t| json!({"name": c.exported_name(t), "description": one_line(c.description(t))}))
+            .map(
+                |&t| json!({"name": c.exported_name(t), "description": one_line(c.description(t))}),
+            )
             .collect();
         answer.insert(
             "leftOut".into(),
@@ -860,7 +868,10 @@ impl<'c> Session<'c> {
     fn not_callable(&self, name: &str) -> CallResult {
         match self.catalog.tool(name) {
             Ok(t) if self.pending.contains(&t) => CallResult::error(
-                left_out_message(&[self.catalog.exported_name(t)], self.max_tools().unwrap_or_default()),
+                left_out_message(
+                    &[self.catalog.exported_name(t)],
+                    self.max_tools().unwrap_or_default(),
+                ),
                 Outcome::NotInActiveSet,
             ),
             _ => CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet),

@@ -154,7 +154,10 @@ mod tests {
             assert_eq!(s.tokens, count_json_tokens(&exported));
             let plain = export_tools(&c, plan.tools().iter().copied(), format);
             let manifest = crate::manifest::plan_manifest(&plan).expect("coder has deferred tools");
-            assert!(s.tokens > count_json_tokens(&plain), "the manifest costs tokens");
+            assert!(
+                s.tokens > count_json_tokens(&plain),
+                "the manifest costs tokens"
+            );
             assert!(
                 s.tokens <= count_json_tokens(&plain) + crate::tokens::count_tokens(&manifest) + 4,
                 "{s:?}"

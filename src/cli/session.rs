@@ -229,7 +229,10 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                 for (what, list) in [
                     ("joined (left out for the cap last turn)", &report.carried),
                     ("evicted (least recently used)", &report.evicted),
-                    ("left out (over the cap of the definitions)", &report.left_out),
+                    (
+                        "left out (over the cap of the definitions)",
+                        &report.left_out,
+                    ),
                     ("forgotten (no longer registered)", &report.unregistered),
                 ] {
                     if !list.is_empty() {

@@ -554,9 +554,17 @@ async fn named_tools_join_and_stay_appended() {
     assert_eq!(s.turn_report().named, [tool("git_commit")]);
     assert_eq!(s.turn_report().named_unreachable, [tool("run_shell")]);
     assert!(s.is_active(tool("git_commit")));
-    assert_eq!(s.discovered(), [tool("git_commit")], "appended as discovered");
+    assert_eq!(
+        s.discovered(),
+        [tool("git_commit")],
+        "appended as discovered"
+    );
     let before = names(&s);
-    assert_eq!(before.last().map(String::as_str), Some("git_diff"), "{before:?}");
+    assert_eq!(
+        before.last().map(String::as_str),
+        Some("git_diff"),
+        "{before:?}"
+    );
     s.begin_turn("something else").await;
     assert!(s.is_active(tool("git_commit")), "definitions only grow");
     assert!(names(&s).starts_with(&before));
@@ -1107,7 +1115,10 @@ async fn a_search_past_the_cap_loads_hits_up_to_it_and_the_rest_join_next_turn()
         .map(|t| t["name"].as_str().expect("name"))
         .collect();
     assert_eq!(found, ["git_diff", "delete_file"]);
-    assert_eq!(answer["leftOut"]["tools"][0]["name"], "github__list_branches");
+    assert_eq!(
+        answer["leftOut"]["tools"][0]["name"],
+        "github__list_branches"
+    );
     let message = left_out_message(&["github__list_branches"], 10);
     assert_eq!(answer["leftOut"]["message"], message.as_str());
     assert_eq!(s.definitions().len(), 10);
@@ -1129,8 +1140,15 @@ async fn a_search_past_the_cap_loads_hits_up_to_it_and_the_rest_join_next_turn()
     assert!(!s.is_active(tool("delete_file")));
     assert_eq!(s.definitions().len(), 10);
     let after = names(&s);
-    assert_eq!(&after[..9], &before[..9], "only the evicted tool's place changed");
-    assert_eq!(after.last().map(String::as_str), Some("github__list_branches"));
+    assert_eq!(
+        &after[..9],
+        &before[..9],
+        "only the evicted tool's place changed"
+    );
+    assert_eq!(
+        after.last().map(String::as_str),
+        Some("github__list_branches")
+    );
 }
 
 #[tokio::test]
@@ -1156,7 +1174,8 @@ async fn named_tools_evict_to_make_room_and_preselected_ones_take_free_room_only
     assert_eq!(s.definitions().len(), 9);
     // A tool whose definitions alone pass the cap is left out, not squeezed in.
     let mut s = capped(&["core", "github"], 9);
-    s.begin_turn("open one with github__createPullRequest").await;
+    s.begin_turn("open one with github__createPullRequest")
+        .await;
     assert_eq!(s.turn_report().left_out, ["github__createPullRequest"]);
     assert!(s.turn_report().named.is_empty());
     assert!(s.definitions().len() <= 9);
@@ -1200,16 +1219,23 @@ async fn definitions_only_grow_between_evictions_and_never_pass_the_cap() {
     for provider in [ExportFormat::Mcp, ExportFormat::Anthropic] {
         for cap in [None, Some(9), Some(10), Some(12)] {
             for seed in 1..=12u64 {
-                let mut s = Session::new(c, c.profile("coder").expect("known"), sets.clone(), ToolContext::new("."))
-                    .with_options(SessionOptions {
-                        max_tools: cap,
-                        discovered_cap: 4,
-                        provider,
-                        ..SessionOptions::default()
-                    });
+                let mut s = Session::new(
+                    c,
+                    c.profile("coder").expect("known"),
+                    sets.clone(),
+                    ToolContext::new("."),
+                )
+                .with_options(SessionOptions {
+                    max_tools: cap,
+                    discovered_cap: 4,
+                    provider,
+                    ..SessionOptions::default()
+                });
                 let mut rng = seed;
                 let mut next = |n: usize| {
-                    rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     (rng >> 33) as usize % n
                 };
                 let mut previous: Vec<String> = Vec::new();
@@ -1219,7 +1245,10 @@ async fn definitions_only_grow_between_evictions_and_never_pass_the_cap() {
                     let now = exported(&mut s);
                     let kept = report.evicted.is_empty() && report.unregistered.is_empty();
                     if kept && turn > 0 {
-                        assert!(now.starts_with(&previous), "seed {seed} cap {cap:?} turn {turn}: {report:?}");
+                        assert!(
+                            now.starts_with(&previous),
+                            "seed {seed} cap {cap:?} turn {turn}: {report:?}"
+                        );
                         checked_prefixes += 1;
                     }
                     previous = now;
@@ -1254,9 +1283,16 @@ fn the_catalog_caps_and_clients_bound_the_session() {
     let loaded = toolcat_catalog::load::parse("capped.toml", &source).expect("loads");
     let c = Catalog::from_tables(toolcat_catalog::derive::derive(&loaded)).expect("a catalog");
     let coder = c.profile("coder").expect("known");
-    assert_eq!(c.profile_max_tools(coder), Some(40), "cursor's 40 under max_tools = 60");
+    assert_eq!(
+        c.profile_max_tools(coder),
+        Some(40),
+        "cursor's 40 under max_tools = 60"
+    );
     assert_eq!(c.profile_manifest_tokens(coder), 0);
-    assert_eq!(c.profile_max_tools(c.profile("reader").expect("known")), None);
+    assert_eq!(
+        c.profile_max_tools(c.profile("reader").expect("known")),
+        None
+    );
     assert_eq!(
         c.profile_manifest_tokens(c.profile("reader").expect("known")),
         toolcat_catalog::model::DEFAULT_MANIFEST_TOKENS
