@@ -167,6 +167,12 @@ pub struct SessionOptions {
     /// deprecated) is accepted and the tool joins the discovered tools. Only for those two
     /// providers; `false` by default.
     pub hosted_search: bool,
+    /// Whether deprecated tools within reach (profile ∩ active toolsets) are described and run
+    /// when called by name, directly or through `tool_call` (the host's opt-in, for models and
+    /// transcripts that still use an old name). `false` by default: such a call runs nothing
+    /// and answers the tool's `replaced_by` ([`crate::meta`]). Either way no plan lists a
+    /// deprecated tool and no search returns one.
+    pub allow_deprecated: bool,
 }
 
 impl Default for SessionOptions {
@@ -180,6 +186,7 @@ impl Default for SessionOptions {
             dense_weight: crate::fusion::DenseWeight::default(),
             provider: ExportFormat::Mcp,
             hosted_search: false,
+            allow_deprecated: false,
         }
     }
 }
@@ -248,6 +255,8 @@ pub struct Session<'c> {
     /// cannot express, [`crate::export::gemini_declaration`]): never reachable, so neither
     /// `tool_search` nor a call finds them. One bit per tool.
     unsendable: Vec<u64>,
+    /// The tools a refusal may name: the profile's, minus the unsendable ones.
+    known: Vec<u64>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -292,6 +301,7 @@ impl<'c> Session<'c> {
             reachable: Vec::new(),
             definitions: Vec::new(),
             unsendable: Vec::new(),
+            known: catalog.profile_tools(profile).to_vec(),
         };
         session.refresh();
         session
@@ -307,6 +317,7 @@ impl<'c> Session<'c> {
     pub fn with_options(mut self, options: SessionOptions) -> Self {
         self.options = options;
         self.unsendable = unsendable(self.catalog, self.options.provider);
+        self.known = known(self.catalog, self.profile, &self.unsendable);
         self.refresh();
         self
     }
@@ -504,6 +515,7 @@ impl<'c> Session<'c> {
         self.toolsets = toolsets;
         self.coordinator = self.coordinator.for_catalog(catalog);
         self.unsendable = unsendable(catalog, self.options.provider);
+        self.known = known(catalog, profile, &self.unsendable);
         self.refresh();
         Ok(dropped)
     }
@@ -608,6 +620,12 @@ impl<'c> Session<'c> {
         if let Some(t) = self.resolve_active(name) {
             return Some(t);
         }
+        // A deprecated tool within reach, when the host opted in.
+        if self.options.allow_deprecated {
+            if let Ok(t) = meta::resolve(&self.scope(), name) {
+                return Some(t);
+            }
+        }
         if !self.hosted_search() {
             return None;
         }
@@ -678,6 +696,10 @@ impl<'c> Session<'c> {
                 cap: self.options.search_budget,
                 used: self.searches,
             }),
+            known: &self.known,
+            active: &self.active,
+            toolsets: Some(&self.toolsets),
+            allow_deprecated: self.options.allow_deprecated,
         }
     }
 
@@ -733,25 +755,55 @@ impl<'c> Session<'c> {
         self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
     }
 
+    /// The answer to a call of `name`, which is not callable: `Tool 'NAME' not in active set.
+    /// HINT`, the hint of [`crate::meta`] for why (an inactive toolset, a deprecated tool's
+    /// replacement, the choices of an ambiguous name), followed by `, or use one of: a, b` (a
+    /// tool a search loads: exactly [`not_in_active_set`]) or `; use one of: a, b` (a name no
+    /// tool of the session has) when the plan has inline tools.
     fn not_in_active_set_text(&self, name: &str) -> String {
-        let inline = self
-            .definitions
+        let scope = self.scope();
+        // Callable after all: a deprecated tool the host allows, refused by the coordinator.
+        let why = meta::resolve(&scope, name)
+            .err()
+            .unwrap_or(meta::Unavailable::NotAvailable);
+        let hint = meta::hint(&scope, name, &why);
+        let inline = self.inline_names();
+        match why {
+            meta::Unavailable::NotLoaded(_) if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}, or use one of: {}",
+                inline.join(", ")
+            ),
+            meta::Unavailable::NotAvailable if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}; use one of: {}",
+                inline.join(", ")
+            ),
+            _ => format!("Tool '{name}' not in active set. {hint}"),
+        }
+    }
+
+    /// The exported names of the plan's inline tools, meta-tools aside, in plan order.
+    fn inline_names(&self) -> Vec<&'c str> {
+        self.definitions
             .iter()
             .filter(|&&t| {
                 self.catalog.visibility(t) == Visibility::Inline
                     && self.catalog.tier(t) != Tier::Loop
             })
-            .map(|&t| self.catalog.exported_name(t));
-        let search = self
-            .definitions
-            .iter()
-            .any(|&t| MetaTool::of(self.catalog, t) == Some(MetaTool::Search));
-        not_in_active_set(name, inline, search)
+            .map(|&t| self.catalog.exported_name(t))
+            .collect()
     }
 
     async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
-        let request = CallRequest::new(t, arguments, &self.active).with_owner(self.owner);
+        // The active set; a deprecated tool the host allows is added for this call alone.
+        let mut allowed = std::borrow::Cow::Borrowed(self.active.as_slice());
+        if !self.is_active(t) && self.options.allow_deprecated {
+            if let Some(w) = allowed.to_mut().get_mut(t.index() / 64) {
+                *w |= 1 << (t.index() % 64);
+            }
+        }
+        let request = CallRequest::new(t, arguments, &allowed).with_owner(self.owner);
         let outcome = self.coordinator.call(request).await;
+        drop(allowed);
         let ran = outcome.ran.then_some(t);
         let dispatched = outcome.ran || matches!(outcome.result, Err(CallError::Tool(_)));
         if dispatched {
@@ -924,6 +976,14 @@ fn unsendable(catalog: &Catalog, provider: ExportFormat) -> Vec<u64> {
         }
     }
     bits
+}
+
+/// The tools of `profile` a session may name in a refusal: the profile's, minus `unsendable`.
+fn known(catalog: &Catalog, profile: ProfileId, unsendable: &[u64]) -> Vec<u64> {
+    let profile = catalog.profile_tools(profile);
+    (0..profile.len())
+        .map(|k| profile[k] & !unsendable.get(k).copied().unwrap_or(0))
+        .collect()
 }
 
 /// The answer to a call outside the active set, byte for byte (see the module docs):

@@ -85,7 +85,7 @@ use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
-use toolcat_catalog::model::{Exposure, Tier};
+use toolcat_catalog::model::{Exposure, Status, Tier};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
@@ -115,6 +115,11 @@ pub struct ScopeTable {
     listed_bits: Vec<u64>,
     /// The `tools/list` definitions, one per listed tool.
     definitions: Vec<Tool>,
+    /// Bitset: scope ∩ profile, deprecated tools and meta-tools included. What a refusal may
+    /// name.
+    known: Vec<u64>,
+    /// Whether deprecated tools of the scope are listed and run ([`ScopeTable::with_deprecated`]).
+    allow_deprecated: bool,
     coordinator: Coordinator<'static>,
 }
 
@@ -144,13 +149,31 @@ impl ScopeTable {
         profile: &str,
         exposure: Exposure,
     ) -> Result<ScopeTable, ScopeError> {
+        ScopeTable::with_deprecated(coordinator, profile, exposure, false)
+    }
+
+    /// [`ScopeTable::new`], with the deprecated tools of the scope listed and run when
+    /// `allow_deprecated` (the host's opt-in, `toolcat serve --allow-deprecated`); without it a
+    /// call of one runs nothing and answers its `replaced_by` (see the module docs).
+    ///
+    /// # Errors
+    /// As [`ScopeTable::new`].
+    pub fn with_deprecated(
+        coordinator: Coordinator<'static>,
+        profile: &str,
+        exposure: Exposure,
+        allow_deprecated: bool,
+    ) -> Result<ScopeTable, ScopeError> {
         let catalog = coordinator.catalog();
         let p = catalog.profile(profile).map_err(ScopeError::Profile)?;
         let scope = catalog.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
         let owned = catalog.profile_tools(p);
         let meta = catalog.tier_tools(Tier::Loop);
+        let deprecated = catalog.status_tools(Status::Deprecated);
+        let hidden = |k: usize| if allow_deprecated { 0 } else { deprecated[k] };
+        let known: Vec<u64> = (0..catalog.words()).map(|k| scope[k] & owned[k]).collect();
         let allowed: Vec<u64> = (0..catalog.words())
-            .map(|k| scope[k] & owned[k] & !meta[k])
+            .map(|k| known[k] & !meta[k] & !hidden(k))
             .collect();
         let listed_bits: Vec<u64> = (0..catalog.words())
             .map(|k| allowed[k] | (meta[k] & owned[k]))
@@ -175,8 +198,15 @@ impl ScopeTable {
             listed,
             listed_bits,
             definitions,
+            known,
+            allow_deprecated,
             coordinator,
         })
+    }
+
+    /// Whether deprecated tools of the scope are listed and run.
+    pub fn allows_deprecated(&self) -> bool {
+        self.allow_deprecated
     }
 
     /// The catalog.
@@ -224,27 +254,59 @@ impl ScopeTable {
         self.listed.binary_search(&t).is_ok()
     }
 
-    /// The tool `name` names and the meta-tool it is; `None` for an unknown name and for a
-    /// meta-tool outside the listed set (both answered [`ScopeTable::outside_scope`]).
-    fn resolve(&self, name: &str) -> Option<(ToolIndex, Option<MetaTool>)> {
-        let t = self.catalog.tool(name).ok()?;
-        match MetaTool::of(self.catalog, t) {
-            Some(_) if !self.is_listed(t) => None,
-            m => Some((t, m)),
-        }
-    }
-
     /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
     /// (the name refused), `profile` and `exposure`, whether or not the catalog knows the name.
     fn outside_scope(&self, name: &str) -> CallToolResult {
+        self.outside_scope_with(name, None)
+    }
+
+    /// [`ScopeTable::outside_scope`] with `message` in place of the coordinator's.
+    fn outside_scope_with(&self, name: &str, message: Option<String>) -> CallToolResult {
         let mut body = CallError::OutsideScope {
             tool: name.to_string(),
         }
         .to_json();
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
         body["tool"] = json!(name);
         body["profile"] = json!(self.catalog.profile_name(self.profile));
         body["exposure"] = json!(self.exposure.as_str());
         refusal(body)
+    }
+}
+
+/// The answer to a call of `name` that is not listed, within `scope` (see the module docs):
+/// `deprecated` (`message`, `removal`, `replacedBy` when listed), `ambiguous-name` (`choices`),
+/// else `outside-scope` ([`ScopeTable::outside_scope`], its `message` the hint of
+/// [`crate::meta`]).
+fn unlisted(table: &ScopeTable, scope: &Scope<'_, 'static>, name: &str) -> CallToolResult {
+    let c = table.catalog();
+    let why = meta::resolve(scope, name)
+        .err()
+        .unwrap_or(meta::Unavailable::NotAvailable);
+    let message = meta::hint(scope, name, &why);
+    match why {
+        meta::Unavailable::Deprecated(t) => {
+            let mut body = json!({"error": "deprecated", "tool": c.exported_name(t), "message": message});
+            if let Some(d) = c.removal(t) {
+                body["removal"] = json!(d);
+            }
+            if let Some(r) = c.replaced_by(t).filter(|r| table.is_listed(*r)) {
+                body["replacedBy"] = json!(c.exported_name(r));
+            }
+            refusal(body)
+        }
+        meta::Unavailable::Ambiguous(choices) => {
+            let choices: Vec<&str> = choices.iter().map(|&t| c.exported_name(t)).collect();
+            refusal(
+                json!({"error": "ambiguous-name", "tool": name, "message": message, "choices": choices}),
+            )
+        }
+        _ => table.outside_scope_with(
+            name,
+            Some(format!("{message}; nothing ran; call a tool of `tools/list`")),
+        ),
     }
 }
 
@@ -373,25 +435,23 @@ impl McpServer {
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
         let table = self.shared.table();
-        let Some((t, m)) = table.resolve(name) else {
-            return table.outside_scope(name);
+        let scope = self.scope(&table);
+        let t = match meta::resolve(&scope, name) {
+            Ok(t) => t,
+            Err(_) => return unlisted(&table, &scope, name),
         };
-        let Some(m) = m else {
+        let Some(m) = MetaTool::of(table.catalog(), t) else {
             return run(&table, t, arguments, self.owner, cancel).await;
         };
-        match meta::answer(&self.scope(&table), m, t, &arguments, None) {
+        match meta::answer(&scope, m, t, &arguments, None) {
             Answer::Done(result) => answered(result),
             // `tool_call`: the named tool is called exactly as by `tools/call`.
-            Answer::Call { name, arguments } => match table.resolve(&name) {
-                None => table.outside_scope(&name),
-                Some((d, None)) => run(&table, d, arguments, self.owner, cancel).await,
-                Some((d, Some(m))) => answered(meta::answer_nested(
-                    &self.scope(&table),
-                    m,
-                    d,
-                    &arguments,
-                    None,
-                )),
+            Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
+                Err(_) => unlisted(&table, &scope, &name),
+                Ok(d) => match MetaTool::of(table.catalog(), d) {
+                    None => run(&table, d, arguments, self.owner, cancel).await,
+                    Some(m) => answered(meta::answer_nested(&scope, m, d, &arguments, None)),
+                },
             },
         }
     }
@@ -407,6 +467,10 @@ impl McpServer {
             owner: self.owner,
             search_limit: DEFAULT_SEARCH_LIMIT,
             budget: None,
+            known: &table.known,
+            active: &table.listed_bits,
+            toolsets: None,
+            allow_deprecated: table.allow_deprecated,
         }
     }
 }
@@ -1128,7 +1192,12 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
         let catalog: &'static Catalog = Box::leak(Box::new(catalog));
         let coordinator = old.coordinator().for_catalog(catalog);
         let profile = old.catalog().profile_name(old.profile()).to_string();
-        match ScopeTable::new(coordinator, &profile, old.exposure()) {
+        match ScopeTable::with_deprecated(
+            coordinator,
+            &profile,
+            old.exposure(),
+            old.allows_deprecated(),
+        ) {
             Ok(table) => {
                 let n = table.listed().len();
                 if shared.replace(table).await {
