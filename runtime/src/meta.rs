@@ -829,38 +829,60 @@ pub(crate) fn hint(scope: &Scope<'_, '_>, name: &str, why: &Unavailable) -> Stri
 /// otherwise `` `old` is deprecated (…) and has no replacement available to this session ``.
 pub(crate) fn deprecation(scope: &Scope<'_, '_>, t: ToolIndex, loaded: bool) -> String {
     let c = scope.catalog;
+    let replacement = c
+        .replaced_by(t)
+        .filter(|r| bit(scope.known, r.index()) && c.status(*r) != Status::Deprecated)
+        .and_then(|r| {
+            let new = c.exported_name(r);
+            if loaded {
+                return Some((r, String::new()));
+            }
+            match resolve(scope, new) {
+                Ok(_) => Some((r, String::new())),
+                Err(why @ (Unavailable::NotLoaded(_) | Unavailable::InactiveToolset { .. })) => {
+                    Some((r, format!(" ({})", lowercase_first(&hint(scope, new, &why)))))
+                }
+                Err(_) => None,
+            }
+        });
+    deprecation_words(c, t, replacement, place(scope))
+}
+
+/// The notice of a deprecated tool `t` for a caller that may run any tool of the catalog
+/// (`toolcat call`): `` `old` is deprecated (removal 2027-01-31); call `new` instead ``, or
+/// `` … and has no replacement available to this catalog `` (the words of every refusal of a
+/// deprecated tool). `None` when `t` is not deprecated.
+pub fn deprecation_notice(catalog: &Catalog, t: ToolIndex) -> Option<String> {
+    if catalog.status(t) != Status::Deprecated {
+        return None;
+    }
+    let replacement = catalog
+        .replaced_by(t)
+        .filter(|r| catalog.status(*r) != Status::Deprecated)
+        .map(|r| (r, String::new()));
+    Some(deprecation_words(catalog, t, replacement, "this catalog"))
+}
+
+/// The words of [`deprecation`]: `replacement` is the tool to call instead and the step that
+/// makes it callable (empty when it is), `place` where the caller is.
+fn deprecation_words(
+    c: &Catalog,
+    t: ToolIndex,
+    replacement: Option<(ToolIndex, String)>,
+    place: &str,
+) -> String {
     let old = c.exported_name(t);
     let removal = c
         .removal(t)
         .map(|d| format!(" (removal {d})"))
         .unwrap_or_default();
-    let replacement = c
-        .replaced_by(t)
-        .filter(|r| bit(scope.known, r.index()) && c.status(*r) != Status::Deprecated);
-    let Some(r) = replacement else {
-        return format!(
-            "`{old}` is deprecated{removal} and has no replacement available to {}",
-            place(scope)
-        );
-    };
-    let new = c.exported_name(r);
-    let then = if loaded {
-        String::new()
-    } else {
-        match resolve(scope, new) {
-            Ok(_) => String::new(),
-            Err(why @ (Unavailable::NotLoaded(_) | Unavailable::InactiveToolset { .. })) => {
-                format!(" ({})", lowercase_first(&hint(scope, new, &why)))
-            }
-            Err(_) => {
-                return format!(
-                    "`{old}` is deprecated{removal} and has no replacement available to {}",
-                    place(scope)
-                )
-            }
-        }
-    };
-    format!("`{old}` is deprecated{removal}; call `{new}` instead{then}")
+    match replacement {
+        Some((r, then)) => format!(
+            "`{old}` is deprecated{removal}; call `{}` instead{then}",
+            c.exported_name(r)
+        ),
+        None => format!("`{old}` is deprecated{removal} and has no replacement available to {place}"),
+    }
 }
 
 fn lowercase_first(text: &str) -> String {
