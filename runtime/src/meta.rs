@@ -840,7 +840,10 @@ pub(crate) fn deprecation(scope: &Scope<'_, '_>, t: ToolIndex, loaded: bool) -> 
             match resolve(scope, new) {
                 Ok(_) => Some((r, String::new())),
                 Err(why @ (Unavailable::NotLoaded(_) | Unavailable::InactiveToolset { .. })) => {
-                    Some((r, format!(" ({})", lowercase_first(&hint(scope, new, &why)))))
+                    Some((
+                        r,
+                        format!(" ({})", lowercase_first(&hint(scope, new, &why))),
+                    ))
                 }
                 Err(_) => None,
             }
@@ -881,7 +884,9 @@ fn deprecation_words(
             "`{old}` is deprecated{removal}; call `{}` instead{then}",
             c.exported_name(r)
         ),
-        None => format!("`{old}` is deprecated{removal} and has no replacement available to {place}"),
+        None => {
+            format!("`{old}` is deprecated{removal} and has no replacement available to {place}")
+        }
     }
 }
 

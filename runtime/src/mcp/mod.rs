@@ -288,7 +288,8 @@ fn unlisted(table: &ScopeTable, scope: &Scope<'_, 'static>, name: &str) -> CallT
     let message = meta::hint(scope, name, &why);
     match why {
         meta::Unavailable::Deprecated(t) => {
-            let mut body = json!({"error": "deprecated", "tool": c.exported_name(t), "message": message});
+            let mut body =
+                json!({"error": "deprecated", "tool": c.exported_name(t), "message": message});
             if let Some(d) = c.removal(t) {
                 body["removal"] = json!(d);
             }
@@ -305,7 +306,9 @@ fn unlisted(table: &ScopeTable, scope: &Scope<'_, 'static>, name: &str) -> CallT
         }
         _ => table.outside_scope_with(
             name,
-            Some(format!("{message}; nothing ran; call a tool of `tools/list`")),
+            Some(format!(
+                "{message}; nothing ran; call a tool of `tools/list`"
+            )),
         ),
     }
 }
@@ -1546,7 +1549,7 @@ mod tests {
         assert_eq!(names(&body), ["read_file"]);
         let keys: Vec<&String> = body["tools"][0].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["name", "description", "inputSchema"]);
-        let missing = |name: &str| json!({"name": name, "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do")});
+        let missing = |name: &str| json!({"name": name, "message": format!("No tool named `{name}` is available to this server")});
         assert_eq!(
             body["notFound"],
             json!([missing("write_file"), missing("nope")])
@@ -1568,6 +1571,100 @@ mod tests {
         assert_eq!(body["tool"], "tool_describe");
         assert!(body.get("message").is_none(), "{text}");
         assert_eq!(body["errors"][0]["instancePath"], "/name");
+    }
+
+    /// Deprecated tools are neither listed nor run without the opt-in: a call, a `tool_call`, a
+    /// describe or an exact-name search answers the replacement (named only when listed), and
+    /// following the answer works; a search by words never returns one. With the opt-in they
+    /// are listed and run, and still never found by words.
+    #[tokio::test]
+    async fn deprecated_tools_answer_their_replacement_unless_allowed() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let c = catalog;
+        let old = c.tool("old_grep").unwrap();
+        let s = server_with(
+            coordinator(c, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        );
+        let table = s.shared.table();
+        assert!(!table.is_listed(old) && !table.is_allowed(old));
+        let notice = "`old_grep` is deprecated (removal 2030-01-01); call `search_text` instead";
+        for (name, args) in [
+            ("old_grep", json!({})),
+            ("tool_call", json!({"name": "old_grep"})),
+        ] {
+            let (err, text) = answer(&s, name, args).await;
+            assert!(err, "{text}");
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                body,
+                json!({"error": "deprecated", "tool": "old_grep", "message": notice,
+                       "removal": "2030-01-01", "replacedBy": "search_text"})
+            );
+        }
+        // The replacement named is callable as named.
+        let (err, text) = answer(&s, "search_text", json!({"pattern": "x"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_ne!(body["error"], "outside-scope", "{text}");
+        assert_ne!(body["error"], "deprecated", "{err} {text}");
+
+        let (err, text) = answer(&s, "tool_describe", json!({"name": "old_grep"})).await;
+        assert!(err);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap()["notFound"][0]["message"],
+            notice
+        );
+        let (_, text) = answer(&s, "tool_search", json!({"query": "old_grep"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(names(&body), ["search_text"], "{text}");
+        assert_eq!(body["message"], notice);
+        for query in ["grep find text", "select:old_grep,read_file"] {
+            let (_, text) = answer(&s, "tool_search", json!({"query": query})).await;
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert!(!names(&body).contains(&"old_grep"), "{query}: {text}");
+        }
+
+        // Opted in: listed and run (the coordinator reaches its handler), never found by words.
+        let allowing = McpServer::new(Shared::new(
+            ScopeTable::with_deprecated(
+                coordinator(c, std::env::temp_dir()),
+                "coder",
+                Exposure::Full,
+                true,
+            )
+            .unwrap(),
+        ));
+        let table = allowing.shared.table();
+        assert!(table.is_listed(old) && table.is_allowed(old));
+        let (_, text) = answer(&allowing, "old_grep", json!({})).await;
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_ne!(body["error"], "deprecated", "{text}");
+        assert_ne!(body["error"], "outside-scope", "{text}");
+        let (_, text) = answer(&allowing, "tool_search", json!({"query": "grep find text"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert!(!names(&body).contains(&"old_grep"), "{text}");
+    }
+
+    /// An unlisted name is refused without naming tools outside the scope, and an ambiguous
+    /// bare name lists the listed choices.
+    #[tokio::test]
+    async fn unlisted_names_leak_nothing_and_ambiguous_names_list_their_choices() {
+        let s = server("full", Exposure::Full);
+        let (err, text) = answer(&s, "list_branches", json!({})).await;
+        assert!(err);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["error"], "ambiguous-name", "{text}");
+        assert_eq!(
+            body["choices"],
+            json!(["github__list_branches", "gitlab__list_branches"])
+        );
+        // A read-only client: `write_file` (staging) and an unknown name answer alike.
+        let s = server("coder", Exposure::ReadOnly);
+        let (_, a) = answer(&s, "write_file", json!({})).await;
+        let (_, b) = answer(&s, "nope", json!({})).await;
+        assert_eq!(a.replace("write_file", "X"), b.replace("nope", "X"));
+        assert!(!a.contains("tool_search"), "{a}");
     }
 
     /// `tool_call` runs a listed meta-tool as a direct call would, refuses a nested `tool_call`
