@@ -115,7 +115,7 @@ pub struct ScopeTable {
     listed_bits: Vec<u64>,
     /// The `tools/list` definitions, one per listed tool.
     definitions: Vec<Tool>,
-    /// Bitset: scope ∩ profile, deprecated tools and meta-tools included. What a refusal may
+    /// Bitset: (scope ∪ tier `loop`) ∩ profile, deprecated tools included. What a refusal may
     /// name.
     known: Vec<u64>,
     /// Whether deprecated tools of the scope are listed and run ([`ScopeTable::with_deprecated`]).
@@ -171,7 +171,9 @@ impl ScopeTable {
         let meta = catalog.tier_tools(Tier::Loop);
         let deprecated = catalog.status_tools(Status::Deprecated);
         let hidden = |k: usize| if allow_deprecated { 0 } else { deprecated[k] };
-        let known: Vec<u64> = (0..catalog.words()).map(|k| scope[k] & owned[k]).collect();
+        let known: Vec<u64> = (0..catalog.words())
+            .map(|k| (scope[k] | meta[k]) & owned[k])
+            .collect();
         let allowed: Vec<u64> = (0..catalog.words())
             .map(|k| known[k] & !meta[k] & !hidden(k))
             .collect();
