@@ -7,7 +7,9 @@
 //!   one (a session's per turn); past it the answer is exactly
 //!   `{"error":"search-budget-exhausted","budgetCap":CAP}` ([`budget_exhausted`]). A query that is
 //!   a tool's exported or declared name returns that tool only; `select:A,B` returns exactly the
-//!   named tools; anything else is BM25 ([`Catalog::search_in`] over the reachable set), fused
+//!   named tools; the exact name of a deprecated tool (or, in a session, one of a toolset that
+//!   is not active) returns no such tool but its replacement, when reachable, and the words of
+//!   `hint` in `message`; anything else is BM25 ([`Catalog::search_in`] over the reachable set), fused
 //!   with sentence-embedding cosines when the caller has them. `limit` defaults to the caller's
 //!   ([`DEFAULT_SEARCH_LIMIT`] unless configured) and is clamped to 1..=[`MAX_SEARCH_LIMIT`].
 //!   Hits answer `{"tools":[{"name","description"}],"searchesLeft":N}` (the description is
@@ -18,8 +20,15 @@
 //!   `tool search failed: ERROR; the search was not counted, try again`.
 //! - `tool_describe {"name"}`: `name` is one name or an array of names (`names` is accepted too);
 //!   answers `{"tools":[{"name","description","inputSchema"}]}` plus `"notFound":[{"name","message"}]`
-//!   for names outside the reachable set (unknown names alike); an error only when nothing was
-//!   found. Costs no search budget.
+//!   for names outside the reachable set, `message` being the words of `hint` (unknown names and
+//!   names outside what the caller may know alike); a deprecated tool the host allows is
+//!   described with a `deprecated` notice and does not join the active set; an error only when
+//!   nothing was found. Costs no search budget.
+//!
+//! A name a caller cannot call is classified once, by `resolve` (`Unavailable`), and
+//! answered with `hint`: the one recovery that can succeed in the caller's state (load it,
+//! switch a named toolset on, call the replacement, pick one of an ambiguous name's tools), or
+//! that no tool of the name is available — never a search that would find something else.
 //! - `tool_call {"name","arguments"?}`: the caller runs the named tool exactly as a direct call
 //!   (arguments default to `{}`); inside it, `tool_call` answers
 //!   ``` `tool_call` cannot call `tool_call`; pass the tool to run as `name` ```.

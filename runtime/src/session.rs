@@ -49,13 +49,22 @@
 //! middle of one), and only while still registered: still in the profile and not deprecated.
 //!
 //! # A call, step by step
-//! 1. The name (exported, or declared when unique) must be in the active set; otherwise nothing
-//!    runs and the model reads [`not_in_active_set`]:
-//!    `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
-//!    of: a, b, c` — the list holds the exported names of the inline tools of the current plan
-//!    (meta-tools aside), in plan order, separated by `, `. Without inline tools the clause
-//!    `, or use one of: ...` is left out; when `tool_search` is not in the plan the message is
-//!    `Tool 'NAME' not in active set. Use one of: a, b, c`.
+//! 1. The name (exported, or declared when unique) must be in the active set (or, with
+//!    [`SessionOptions::allow_deprecated`], be a deprecated tool of profile ∩ active toolsets);
+//!    otherwise nothing runs and the model reads `Tool 'NAME' not in active set. HINT`, the hint
+//!    of [`crate::meta`] for why, one that can succeed now:
+//!    - a reachable tool not loaded yet: exactly [`not_in_active_set`],
+//!      `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
+//!      of: a, b, c` — the list holds the exported names of the inline tools of the current plan
+//!      (meta-tools aside), in plan order, separated by `, `, left out without inline tools;
+//!      `tool_describe(name='NAME')` in place of the search once the turn's budget is spent;
+//!    - a tool of the profile in no active toolset: `` `NAME` is in toolset `git`, which is not
+//!      active in this session: the host can switch it on (...) `` (then the search that loads a
+//!      discoverable one);
+//!    - a deprecated tool: `` `old` is deprecated (removal 2027-01-31); call `new` instead ``;
+//!    - a bare name several tools of the profile share: their exported names;
+//!    - anything else (unknown, another profile's, a meta-tool not in the plan):
+//!      `` No tool named `NAME` is available to this session; use one of: a, b, c ``.
 //! 2. Meta-tools (source `loop`) are answered by [`crate::meta`], as the MCP server answers them,
 //!    within the session's reachable set, search budget and archive owner:
 //!    - `tool_search {"query", "limit"?}`: counts against the per-turn budget

@@ -5,8 +5,9 @@
 //! `tools/list` answers the **listed set** of a [`ScopeTable`]: every tool the profile owns whose
 //! `exposure` falls within the scope (`read-only` ⊂ `staging` ⊂ `full`; `excluded` never,
 //! [`Catalog::scope_tools`]), plus the discovery meta-tools (tier `loop`) the profile owns, in
-//! catalog order. Deprecated tools in the scope are listed, as the exposure table lists them
-//! (clients that use them keep working until the removal date). Definitions are
+//! catalog order. Deprecated tools are left out unless the host opts in
+//! ([`ScopeTable::with_deprecated`], `toolcat serve --allow-deprecated`): then the scope's
+//! deprecated tools are listed and run too. Definitions are
 //! [`crate::export::mcp_tool`], the JSON `toolcat plan --format mcp` prints, with annotations
 //! derived from `effect`. Pages hold [`PAGE_SIZE`] tools; `nextCursor` is opaque
 //! (`GENERATION:OFFSET`), and a cursor issued before the listed set changed is refused with
@@ -17,7 +18,13 @@
 //! execution coordinator ([`crate::coordinator`]) with the allowed set, which refuses a tool
 //! outside it before anything else, then validates the arguments, asks for approval, applies the
 //! rate limit, runs and records. A name the catalog does not know is refused the same way
-//! (`outside-scope`), so a client cannot tell unknown tools from tools outside its scope.
+//! (`outside-scope`, its `message` the same words), so a client cannot tell unknown tools from
+//! tools outside its scope. A name that is not listed is answered by [`crate::meta`]'s hint,
+//! naming nothing outside the scope: a deprecated tool of the scope (without the opt-in) answers
+//! `{"error":"deprecated","tool","message","removal"?,"replacedBy"?}` (`replacedBy` only when the
+//! replacement is listed; `message` e.g. `` `old` is deprecated (removal 2027-01-31); call `new`
+//! instead ``); a bare declared name several listed tools share answers
+//! `{"error":"ambiguous-name","tool","message","choices":[...]}`.
 //! The meta-tools give the answers of [`crate::meta`], as a [`crate::Session`] does, within the
 //! listed set and with no search budget (an MCP session has no turns): `tool_search` and
 //! `tool_describe` find and describe listed tools only (an unlisted name is `notFound`, like an
