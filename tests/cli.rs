@@ -788,3 +788,56 @@ fn gemini_plan_names_each_refused_tool_and_counts_only_declarations() {
         .expect("name")
         .ends_with("read_page"));
 }
+
+#[test]
+fn call_refuses_a_deprecated_tool_naming_its_replacement_and_runs_it_with_allow_deprecated() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let store = store.to_str().unwrap();
+    let args = r#"{"name": "notes"}"#;
+    let o = toolcat(&[
+        "call",
+        "find_files",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        args,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "error: `find_files` is deprecated (removal 2027-03-01); call `glob` instead; nothing ran\nhelp: pass `--allow-deprecated` to run it anyway until its removal\n"
+    );
+    // Following the error works.
+    let o = toolcat(&[
+        "call",
+        "glob",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        r#"{"pattern": "*.txt"}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
+
+    let o = toolcat(&[
+        "call",
+        "find_files",
+        "--allow-deprecated",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        args,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
+}

@@ -627,15 +627,37 @@ async fn the_byte_exact_messages_reach_the_model_unchanged() {
         })
         .map(|&t| exported(t))
         .collect();
+    // The search budget is spent, so the hint is the describe that still loads the tool.
     assert_eq!(
         r.text,
-        format!("Tool 'git_log' not in active set. Call tool_search(query='git_log') to discover it, or use one of: {}", inline.join(", "))
-    );
-    assert_eq!(
-        r.text,
-        not_in_active_set("git_log", inline.iter().copied(), true)
+        format!("Tool 'git_log' not in active set. Call tool_describe(name='git_log') to discover it, or use one of: {}", inline.join(", "))
     );
     assert!(r.text.ends_with("memory_recall, ask_user"), "{}", r.text);
+    let d = lp.call("tool_describe", json!({"name": "git_log"})).await;
+    assert_eq!(
+        d.outcome,
+        Outcome::Described {
+            tools: vec![catalog().tool("git_log").unwrap()]
+        }
+    );
+    let r = lp.call("git_log", json!({"max_count": 1})).await;
+    assert_ne!(r.outcome, Outcome::NotInActiveSet, "{}", r.text);
+    // With budget left, the same miss names the search (`not_in_active_set`, byte for byte).
+    lp.begin_turn("y").await;
+    let r = lp.call("git_show", json!({})).await;
+    let inline: Vec<&str> = lp
+        .definitions()
+        .iter()
+        .filter(|&&t| {
+            catalog().visibility(t) == toolcat_catalog::model::Visibility::Inline
+                && catalog().tier(t) != toolcat_catalog::model::Tier::Loop
+        })
+        .map(|&t| exported(t))
+        .collect();
+    assert_eq!(
+        r.text,
+        not_in_active_set("git_show", inline.iter().copied(), true)
+    );
 }
 
 // ---- broken loops: each must be caught by the harness ----

@@ -49,13 +49,22 @@
 //! middle of one), and only while still registered: still in the profile and not deprecated.
 //!
 //! # A call, step by step
-//! 1. The name (exported, or declared when unique) must be in the active set; otherwise nothing
-//!    runs and the model reads [`not_in_active_set`]:
-//!    `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
-//!    of: a, b, c` — the list holds the exported names of the inline tools of the current plan
-//!    (meta-tools aside), in plan order, separated by `, `. Without inline tools the clause
-//!    `, or use one of: ...` is left out; when `tool_search` is not in the plan the message is
-//!    `Tool 'NAME' not in active set. Use one of: a, b, c`.
+//! 1. The name (exported, or declared when unique) must be in the active set (or, with
+//!    [`SessionOptions::allow_deprecated`], be a deprecated tool of profile ∩ active toolsets);
+//!    otherwise nothing runs and the model reads `Tool 'NAME' not in active set. HINT`, the hint
+//!    of [`crate::meta`] for why, one that can succeed now:
+//!    - a reachable tool not loaded yet: exactly [`not_in_active_set`],
+//!      `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
+//!      of: a, b, c` — the list holds the exported names of the inline tools of the current plan
+//!      (meta-tools aside), in plan order, separated by `, `, left out without inline tools;
+//!      `tool_describe(name='NAME')` in place of the search once the turn's budget is spent;
+//!    - a tool of the profile in no active toolset: `` `NAME` is in toolset `git`, which is not
+//!      active in this session: the host can switch it on (...) `` (then the search that loads a
+//!      discoverable one);
+//!    - a deprecated tool: `` `old` is deprecated (removal 2027-01-31); call `new` instead ``;
+//!    - a bare name several tools of the profile share: their exported names;
+//!    - anything else (unknown, another profile's, a meta-tool not in the plan):
+//!      `` No tool named `NAME` is available to this session; use one of: a, b, c ``.
 //! 2. Meta-tools (source `loop`) are answered by [`crate::meta`], as the MCP server answers them,
 //!    within the session's reachable set, search budget and archive owner:
 //!    - `tool_search {"query", "limit"?}`: counts against the per-turn budget
@@ -171,6 +180,12 @@ pub struct SessionOptions {
     /// ([`Catalog::profile_max_tools`], [`Catalog::preset_max_tools`]; the smaller holds). `None`
     /// by default: the catalog's cap alone.
     pub max_tools: Option<usize>,
+    /// Whether deprecated tools within reach (profile ∩ active toolsets) are described and run
+    /// when called by name, directly or through `tool_call` (the host's opt-in, for models and
+    /// transcripts that still use an old name). `false` by default: such a call runs nothing
+    /// and answers the tool's `replaced_by` ([`crate::meta`]). Either way no plan lists a
+    /// deprecated tool and no search returns one.
+    pub allow_deprecated: bool,
 }
 
 impl Default for SessionOptions {
@@ -185,6 +200,7 @@ impl Default for SessionOptions {
             provider: ExportFormat::Mcp,
             hosted_search: false,
             max_tools: None,
+            allow_deprecated: false,
         }
     }
 }
@@ -266,6 +282,8 @@ pub struct Session<'c> {
     /// cannot express, [`crate::export::gemini_declaration`]): never reachable, so neither
     /// `tool_search` nor a call finds them. One bit per tool.
     unsendable: Vec<u64>,
+    /// The tools a refusal may name: the profile's, minus the unsendable ones.
+    known: Vec<u64>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -311,6 +329,7 @@ impl<'c> Session<'c> {
             reachable: Vec::new(),
             definitions: Vec::new(),
             unsendable: Vec::new(),
+            known: catalog.profile_tools(profile).to_vec(),
         };
         session.refresh();
         session
@@ -354,6 +373,7 @@ impl<'c> Session<'c> {
     pub fn with_options(mut self, options: SessionOptions) -> Self {
         self.options = options;
         self.unsendable = unsendable(self.catalog, self.options.provider);
+        self.known = known(self.catalog, self.profile, &self.unsendable);
         self.refresh();
         self
     }
@@ -554,6 +574,7 @@ impl<'c> Session<'c> {
         self.toolsets = toolsets;
         self.coordinator = self.coordinator.for_catalog(catalog);
         self.unsendable = unsendable(catalog, self.options.provider);
+        self.known = known(catalog, profile, &self.unsendable);
         self.refresh();
         Ok(dropped)
     }
@@ -730,6 +751,12 @@ impl<'c> Session<'c> {
         if let Some(t) = self.resolve_active(name) {
             return Some(t);
         }
+        // A deprecated tool within reach, when the host opted in.
+        if self.options.allow_deprecated {
+            if let Ok(t) = meta::resolve(&self.scope(), name) {
+                return Some(t);
+            }
+        }
         if !self.hosted_search() {
             return None;
         }
@@ -798,6 +825,10 @@ impl<'c> Session<'c> {
                 cap: self.options.search_budget,
                 used: self.searches,
             }),
+            known: &self.known,
+            active: &self.active,
+            toolsets: Some(&self.toolsets),
+            allow_deprecated: self.options.allow_deprecated,
         }
     }
 
@@ -917,25 +948,55 @@ impl<'c> Session<'c> {
         self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
     }
 
+    /// The answer to a call of `name`, which is not callable: `Tool 'NAME' not in active set.
+    /// HINT`, the hint of [`crate::meta`] for why (an inactive toolset, a deprecated tool's
+    /// replacement, the choices of an ambiguous name), followed by `, or use one of: a, b` (a
+    /// tool a search loads: exactly [`not_in_active_set`]) or `; use one of: a, b` (a name no
+    /// tool of the session has) when the plan has inline tools.
     fn not_in_active_set_text(&self, name: &str) -> String {
-        let inline = self
-            .definitions
+        let scope = self.scope();
+        // Callable after all: a deprecated tool the host allows, refused by the coordinator.
+        let why = meta::resolve(&scope, name)
+            .err()
+            .unwrap_or(meta::Unavailable::NotAvailable);
+        let hint = meta::hint(&scope, name, &why);
+        let inline = self.inline_names();
+        match why {
+            meta::Unavailable::NotLoaded(_) if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}, or use one of: {}",
+                inline.join(", ")
+            ),
+            meta::Unavailable::NotAvailable if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}; use one of: {}",
+                inline.join(", ")
+            ),
+            _ => format!("Tool '{name}' not in active set. {hint}"),
+        }
+    }
+
+    /// The exported names of the plan's inline tools, meta-tools aside, in plan order.
+    fn inline_names(&self) -> Vec<&'c str> {
+        self.definitions
             .iter()
             .filter(|&&t| {
                 self.catalog.visibility(t) == Visibility::Inline
                     && self.catalog.tier(t) != Tier::Loop
             })
-            .map(|&t| self.catalog.exported_name(t));
-        let search = self
-            .definitions
-            .iter()
-            .any(|&t| MetaTool::of(self.catalog, t) == Some(MetaTool::Search));
-        not_in_active_set(name, inline, search)
+            .map(|&t| self.catalog.exported_name(t))
+            .collect()
     }
 
     async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
-        let request = CallRequest::new(t, arguments, &self.active).with_owner(self.owner);
+        // The active set; a deprecated tool the host allows is added for this call alone.
+        let mut allowed = std::borrow::Cow::Borrowed(self.active.as_slice());
+        if !self.is_active(t) && self.options.allow_deprecated {
+            if let Some(w) = allowed.to_mut().get_mut(t.index() / 64) {
+                *w |= 1 << (t.index() % 64);
+            }
+        }
+        let request = CallRequest::new(t, arguments, &allowed).with_owner(self.owner);
         let outcome = self.coordinator.call(request).await;
+        drop(allowed);
         let ran = outcome.ran.then_some(t);
         let dispatched = outcome.ran || matches!(outcome.result, Err(CallError::Tool(_)));
         if dispatched {
@@ -1134,6 +1195,14 @@ fn unsendable(catalog: &Catalog, provider: ExportFormat) -> Vec<u64> {
         }
     }
     bits
+}
+
+/// The tools of `profile` a session may name in a refusal: the profile's, minus `unsendable`.
+fn known(catalog: &Catalog, profile: ProfileId, unsendable: &[u64]) -> Vec<u64> {
+    let profile = catalog.profile_tools(profile);
+    (0..profile.len())
+        .map(|k| profile[k] & !unsendable.get(k).copied().unwrap_or(0))
+        .collect()
 }
 
 /// The answer to a call outside the active set, byte for byte (see the module docs):

@@ -63,6 +63,11 @@ pub struct SessionArgs {
     /// deferred tools are accepted, as the provider loads them itself.
     #[arg(long, requires = "format")]
     pub hosted_search: bool,
+    /// Run a deprecated tool within reach when the script calls it by name (plans and searches
+    /// still leave deprecated tools out). Without it such a call answers the tool's
+    /// `replaced_by` and runs nothing.
+    #[arg(long)]
+    pub allow_deprecated: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.
     #[command(flatten)]
@@ -108,6 +113,13 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
         let options = toolcat::SessionOptions {
             provider: format,
             hosted_search: a.hosted_search,
+            ..s.options().clone()
+        };
+        s = s.with_options(options);
+    }
+    if a.allow_deprecated {
+        let options = toolcat::SessionOptions {
+            allow_deprecated: true,
             ..s.options().clone()
         };
         s = s.with_options(options);

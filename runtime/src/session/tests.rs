@@ -173,18 +173,15 @@ async fn not_in_active_set_message_is_byte_exact_and_names_the_inline_tools() {
         .handle_call("tool_call", json!({"name": "git_commit", "arguments": {}}))
         .await;
     assert_eq!(r.text, expected);
-    // Deprecated, outside the profile, or no tool at all: the same rejection.
-    for name in [
-        "old_grep",
-        "run_shell",
-        "gitlab__list_branches",
-        "no_such_tool",
-    ] {
+    // Outside the profile, or no tool at all: the same rejection, and no search hint (a search
+    // would find something else).
+    for name in ["run_shell", "gitlab__list_branches", "no_such_tool"] {
         let r = s.handle_call(name, json!({})).await;
         assert_eq!(r.outcome, Outcome::NotInActiveSet, "{name}");
-        assert!(r.text.starts_with(&format!(
-            "Tool '{name}' not in active set. Call tool_search(query='{name}')"
-        )));
+        assert_eq!(
+            r.text,
+            format!("Tool '{name}' not in active set. No tool named `{name}` is available to this session; use one of: read_file, list_dir, write_file, search_text, git_status")
+        );
     }
 
     // Nothing discoverable reachable: no tool_search in the plan, so the message does not name it.
@@ -200,7 +197,7 @@ async fn not_in_active_set_message_is_byte_exact_and_names_the_inline_tools() {
     let r = s.handle_call("write_file", json!({})).await;
     assert_eq!(
         r.text,
-        "Tool 'write_file' not in active set. Use one of: read_file, list_dir, search_text"
+        "Tool 'write_file' not in active set. No tool named `write_file` is available to this session; use one of: read_file, list_dir, search_text"
     );
     assert_eq!(
         not_in_active_set("x", [], true),
@@ -1311,4 +1308,222 @@ fn the_catalog_caps_and_clients_bound_the_session() {
         Session::new(&c, coder, sets, ToolContext::new(".")).max_tools(),
         Some(40)
     );
+}
+
+/// A session of the fixture's `profile` with `toolsets` active, no preselection.
+fn session_of(profile: &str, toolsets: &[&str]) -> Session<'static> {
+    let c = catalog();
+    let sets: Vec<ToolsetId> = toolsets
+        .iter()
+        .map(|s| c.toolset(s).expect("fixture toolset"))
+        .collect();
+    Session::new(
+        c,
+        c.profile(profile).expect("fixture profile"),
+        sets,
+        ToolContext::new("."),
+    )
+    .without_preselection()
+}
+
+/// Whether a call got past the active-set check (it ran, or was refused by a later step).
+fn reached(r: &CallResult) -> bool {
+    r.outcome != Outcome::NotInActiveSet
+}
+
+#[tokio::test]
+async fn a_tool_of_an_inactive_toolset_names_the_toolset_and_switching_it_on_works() {
+    let c = catalog();
+    let mut s = session(&["files"]);
+    s.begin_turn("hello").await;
+    // Inline: switching the toolset on is enough.
+    let r = s.handle_call("git_status", json!({})).await;
+    assert_eq!(
+        r.text,
+        "Tool 'git_status' not in active set. `git_status` is in toolsets `core`, `git`, none of them active in this session: the host can switch one of them on (a session's toolsets; ask the user)"
+    );
+    assert!(!r.text.contains("tool_search"), "{}", r.text);
+    // Discoverable: switch it on, then load it as the hint says.
+    let r = s.handle_call("git_diff", json!({})).await;
+    assert!(
+        r.text
+            .ends_with("then call tool_search(query='git_diff') to load it"),
+        "{}",
+        r.text
+    );
+    // The same words in `tool_describe`'s `notFound`; an exact-name search says so too.
+    let d = s
+        .handle_call("tool_describe", json!({"name": "git_status"}))
+        .await;
+    assert_eq!(
+        json_of(&d)["notFound"][0]["message"],
+        "`git_status` is in toolsets `core`, `git`, none of them active in this session: the host can switch one of them on (a session's toolsets; ask the user)"
+    );
+    let q = s
+        .handle_call("tool_search", json!({"query": "git_diff"}))
+        .await;
+    assert_eq!(q.outcome, Outcome::Found { tools: vec![] });
+    assert!(
+        json_of(&q)["message"].as_str().unwrap().contains("`git`"),
+        "{}",
+        q.text
+    );
+
+    s.set_toolsets([c.toolset("files").unwrap(), c.toolset("git").unwrap()]);
+    assert!(reached(&s.handle_call("git_status", json!({})).await));
+    let q = s
+        .handle_call("tool_search", json!({"query": "git_diff"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_diff")]
+        }
+    );
+    assert!(reached(&s.handle_call("git_diff", json!({})).await));
+}
+
+#[tokio::test]
+async fn a_tool_not_loaded_yet_is_loaded_by_the_hint_even_when_the_budget_is_spent() {
+    let mut s = session(&["core"]).with_options(SessionOptions {
+        search_budget: 1,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("hello").await;
+    s.handle_call("tool_search", json!({"query": "delete_file"}))
+        .await;
+    assert_eq!(s.searches_left(), 0);
+    let r = s.handle_call("git_diff", json!({})).await;
+    assert!(
+        r.text.starts_with("Tool 'git_diff' not in active set. Call tool_describe(name='git_diff') to discover it, or use one of: "),
+        "{}",
+        r.text
+    );
+    let d = s
+        .handle_call("tool_describe", json!({"name": "git_diff"}))
+        .await;
+    assert_eq!(
+        d.outcome,
+        Outcome::Described {
+            tools: vec![tool("git_diff")]
+        }
+    );
+    assert!(reached(&s.handle_call("git_diff", json!({})).await));
+}
+
+#[tokio::test]
+async fn an_ambiguous_name_lists_its_choices_and_the_search_it_names_loads_them() {
+    let mut s = session_of("full", &["github"]);
+    s.begin_turn("hello").await;
+    let r = s.handle_call("list_branches", json!({})).await;
+    assert_eq!(
+        r.text,
+        "Tool 'list_branches' not in active set. `list_branches` names several tools; call one by its exported name: `github__list_branches`, `gitlab__list_branches` (tool_search(query='list_branches') loads them)"
+    );
+    let q = s
+        .handle_call("tool_search", json!({"query": "list_branches"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("github__list_branches"), tool("gitlab__list_branches")]
+        }
+    );
+    assert!(reached(
+        &s.handle_call("gitlab__list_branches", json!({})).await
+    ));
+    // A profile that knows one of them: the bare name is that tool.
+    let mut s = session(&["github"]);
+    s.begin_turn("hello").await;
+    let r = s.handle_call("list_branches", json!({})).await;
+    assert!(
+        r.text.starts_with("Tool 'list_branches' not in active set. Call tool_search(query='list_branches') to discover it"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("gitlab"), "{}", r.text);
+}
+
+#[tokio::test]
+async fn deprecated_tools_answer_their_replacement_everywhere_unless_the_host_opts_in() {
+    let notice = "`old_grep` is deprecated (removal 2030-01-01); call `search_text` instead";
+    let mut s = session(&["files"]);
+    s.begin_turn("use old_grep").await;
+    for (name, args) in [
+        ("old_grep", json!({})),
+        ("tool_call", json!({"name": "old_grep"})),
+    ] {
+        let r = s.handle_call(name, args).await;
+        assert_eq!(r.outcome, Outcome::NotInActiveSet);
+        assert_eq!(r.ran, None);
+        assert_eq!(
+            r.text,
+            format!("Tool 'old_grep' not in active set. {notice}")
+        );
+    }
+    let d = s
+        .handle_call("tool_describe", json!({"name": "old_grep"}))
+        .await;
+    assert!(d.is_error);
+    assert_eq!(json_of(&d)["notFound"][0]["message"], notice);
+    // An exact-name search answers the notice and loads the replacement; words never find it.
+    let q = s
+        .handle_call("tool_search", json!({"query": "old_grep"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("search_text")]
+        }
+    );
+    assert_eq!(json_of(&q)["message"], notice);
+    let q = s
+        .handle_call("tool_search", json!({"query": "grep find text pattern"}))
+        .await;
+    let Outcome::Found { tools } = &q.outcome else {
+        panic!("{q:?}")
+    };
+    assert!(!tools.contains(&tool("old_grep")), "{}", q.text);
+    // Following the notice works.
+    assert!(reached(&s.handle_call("search_text", json!({})).await));
+
+    // Opted in: calls and describes are answered; plans and searches still leave it out.
+    let mut s = session(&["files"]).with_options(SessionOptions {
+        allow_deprecated: true,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("use old_grep").await;
+    assert!(!s.definitions().contains(&tool("old_grep")));
+    for (name, args) in [
+        ("old_grep", json!({})),
+        ("tool_call", json!({"name": "old_grep"})),
+    ] {
+        let r = s.handle_call(name, args).await;
+        assert!(reached(&r), "{name}: {}", r.text);
+        assert!(!r.text.contains("deprecated"), "{name}: {}", r.text);
+    }
+    let d = s
+        .handle_call("tool_describe", json!({"name": "old_grep"}))
+        .await;
+    assert!(!d.is_error, "{}", d.text);
+    assert_eq!(json_of(&d)["tools"][0]["deprecated"], notice);
+    assert_eq!(d.outcome, Outcome::Described { tools: vec![] });
+    let q = s
+        .handle_call("tool_search", json!({"query": "old_grep"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("search_text")]
+        }
+    );
+    // Out of reach (no active toolset holds it) it is refused even so, naming the toolset.
+    let mut s = session(&["git"]).with_options(SessionOptions {
+        allow_deprecated: true,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("hello").await;
+    let r = s.handle_call("old_grep", json!({})).await;
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    assert!(r.text.contains("toolsets `core`, `files`"), "{}", r.text);
 }
