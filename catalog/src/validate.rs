@@ -1593,6 +1593,8 @@ impl<'a> Checker<'a> {
             cap_span: std::ops::Range<usize>,
             /// `max_tools = N` or `client = "NAME"` (N tools): what sets the cap.
             cap_text: String,
+            /// The field that sets it: `max_tools` or `client`.
+            cap_field: &'static str,
             whose: String,
             order: Vec<usize>,
             /// The span each toolset of `order` is pointed at.
@@ -1627,6 +1629,7 @@ impl<'a> Checker<'a> {
                     cap,
                     cap_span: entry.spans.value(field),
                     cap_text,
+                    cap_field: field,
                     whose: "its".to_string(),
                     order: order.clone(),
                     order_spans: order_spans.clone(),
@@ -1649,6 +1652,7 @@ impl<'a> Checker<'a> {
                     cap,
                     cap_span: spans.value(field),
                     cap_text,
+                    cap_field: field,
                     whose: "the profile's".to_string(),
                     order,
                     order_spans,
@@ -1675,6 +1679,7 @@ impl<'a> Checker<'a> {
                 cap,
                 cap_span: entry.spans.value(field),
                 cap_text,
+                cap_field: field,
                 whose: "its".to_string(),
                 order: (0..self.loaded.toolsets.len()).collect(),
                 order_spans: self
@@ -1694,6 +1699,10 @@ impl<'a> Checker<'a> {
             };
             let toolset = &self.loaded.toolsets[check.order[tip.position]].name;
             let (cap, total, at_tip) = (check.cap, tip.total, tip.at_tip);
+            let raise = match check.cap_field {
+                "client" => "drop `client` and set `max_tools` if the client takes more",
+                _ => "raise `max_tools` if the client takes more",
+            };
             let fix = match &check.preset {
                 Some(preset) => format!("drop toolset `{toolset}` from preset `{preset}`, make some of its tools `visibility = \"discoverable\"`"),
                 None => format!("make tools of toolset `{toolset}` `visibility = \"discoverable\"`, take them out of profile `{}`", check.profile),
@@ -1713,7 +1722,7 @@ impl<'a> Checker<'a> {
                     format!("adding toolset `{toolset}` brings it to {at_tip}"),
                 )
                 .with_help(format!(
-                    "{fix}, or raise the cap if the client takes more; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
+                    "{fix}, or {raise}; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
                 )),
             );
         }
