@@ -100,6 +100,32 @@ fn plan_for_coding_sends_at_most_25_openai_definitions_and_reports_token_cost() 
 }
 
 #[test]
+fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
+    let o = toolcat(&["plan", "--profile", "coding"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = plan["tools"].as_array().expect("MCP tools");
+    let search = tools
+        .iter()
+        .find(|t| t["name"] == "tool_search")
+        .expect("tool_search is sent");
+    let description = search["description"].as_str().expect("a description");
+    let (_, manifest) = description
+        .split_once("\n\nTools tool_search can load (not sent yet): ")
+        .expect("the manifest follows the declared description");
+    // Deferred tools only, the cut stated, within the default budget of 300 tokens.
+    assert!(manifest.contains("git_commit: "), "{manifest}");
+    let sent: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for name in sent {
+        assert!(!manifest.contains(&format!("{name}: ")), "{name} is sent already: {manifest}");
+    }
+    assert!(manifest.ends_with("more; call tool_search."), "{manifest}");
+    let lead = "Tools tool_search can load (not sent yet): ";
+    let tokens = toolcat::tokens::count_tokens(&format!("{lead}{manifest}"));
+    assert!(tokens <= 300, "{tokens} tokens");
+}
+
+#[test]
 fn anthropic_plan_defers_discoverable_tools() {
     let o = toolcat(&["plan", "--profile", "coding", "--format", "anthropic"]);
     assert!(o.status.success(), "{}", stderr(&o));

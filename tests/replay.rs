@@ -813,6 +813,43 @@ impl Loop for CatalogOrder {
     }
 }
 
+/// Broken: the session runs without its cap, while the cap is still reported.
+struct IgnoresCap(SessionLoop, Option<usize>);
+
+impl IgnoresCap {
+    fn new(lp: SessionLoop) -> IgnoresCap {
+        let SessionLoop { session, context } = lp;
+        let cap = session.max_tools();
+        let options = toolcat::SessionOptions {
+            max_tools: None,
+            ..session.options().clone()
+        };
+        let session = session.with_options(options);
+        IgnoresCap(SessionLoop { session, context }, cap)
+    }
+}
+
+impl Loop for IgnoresCap {
+    async fn begin_turn(&mut self, message: &str) {
+        self.0.begin_turn(message).await;
+    }
+    fn turn_report(&self) -> TurnReport {
+        self.0.turn_report()
+    }
+    fn definitions(&self) -> Vec<ToolIndex> {
+        self.0.definitions()
+    }
+    fn set_toolsets(&mut self, toolsets: Vec<ToolsetId>) {
+        self.0.set_toolsets(toolsets);
+    }
+    async fn call(&mut self, name: &str, args: Value) -> CallResult {
+        self.0.call(name, args).await
+    }
+    fn max_tools(&self) -> Option<usize> {
+        self.1
+    }
+}
+
 /// Replays `transcript` with the broken loop `wrap` makes and asserts the harness reports
 /// `invariant` there, while the real session passes the same transcript.
 async fn assert_caught<L: Loop>(
@@ -877,6 +914,11 @@ async fn definitions_out_of_append_order_are_caught_by_prefix() {
         CatalogOrder,
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_session_past_its_cap_is_caught() {
+    assert_caught("cap_holds_across_turns.jsonl", Invariant::Cap, IgnoresCap::new).await;
 }
 
 #[tokio::test]
