@@ -117,7 +117,10 @@ fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
     assert!(manifest.contains("git_commit: "), "{manifest}");
     let sent: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     for name in sent {
-        assert!(!manifest.contains(&format!("{name}: ")), "{name} is sent already: {manifest}");
+        assert!(
+            !manifest.contains(&format!("{name}: ")),
+            "{name} is sent already: {manifest}"
+        );
     }
     assert!(manifest.ends_with("more; call tool_search."), "{manifest}");
     let lead = "Tools tool_search can load (not sent yet): ";

@@ -918,7 +918,12 @@ async fn definitions_out_of_append_order_are_caught_by_prefix() {
 
 #[tokio::test]
 async fn a_session_past_its_cap_is_caught() {
-    assert_caught("cap_holds_across_turns.jsonl", Invariant::Cap, IgnoresCap::new).await;
+    assert_caught(
+        "cap_holds_across_turns.jsonl",
+        Invariant::Cap,
+        IgnoresCap::new,
+    )
+    .await;
 }
 
 #[tokio::test]

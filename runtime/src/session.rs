@@ -5,8 +5,10 @@
 //!
 //! 1. [`Session::begin_turn`] with the user's message: resets the per-turn search budget, forgets
 //!    discovered tools that are no longer registered and evicts the least recently used ones past
-//!    the cap, adds the tools the message names ([`named_in_message`]), runs preselection
-//!    ([`crate::preselect`]) and returns the plan: the definitions to send.
+//!    [`SessionOptions::discovered_cap`], adds the tools last turn's searches left out for the cap,
+//!    the tools the message names ([`named_in_message`]) and preselection's picks
+//!    ([`crate::preselect`]) — within the cap, see below — and returns the plan: the definitions
+//!    to send. [`TurnReport`] says what joined, what was evicted and what was left out.
 //! 2. For each model step, the host sends [`Session::plan`] (or [`Session::definitions`]) and passes
 //!    each tool call the model makes to [`Session::handle_call`], which returns exactly what the
 //!    model receives ([`CallResult::text`], or the blocks of [`CallResult::content`] when it has
@@ -40,13 +42,31 @@
 //!
 //! # The active set
 //! The tools the model may call at a step are the tools of the current plan: profile ∩ active
-//! toolsets ∩ (inline ∪ discovered ∪ named ∪ preselected), closed over `requires`, minus
-//! deprecated ([`crate::plan`]). Nothing else runs. Tools found by `tool_search` or described by
-//! `tool_describe` join it *inside* that call, so the very next step can call them; they are
-//! appended at the end of the definitions (the earlier definitions stay a prefix, for prompt
-//! caching). Discovered tools persist across turns, up to [`SessionOptions::discovered_cap`]
-//! (least recently found, described or called evicted first, at the start of a turn, never in the
-//! middle of one), and only while still registered: still in the profile and not deprecated.
+//! toolsets ∩ (inline ∪ discovered), closed over `requires`, minus deprecated ([`crate::plan`]).
+//! Nothing else runs. Tools found by `tool_search` or described by `tool_describe` join it
+//! *inside* that call, so the very next step can call them; tools the user names and
+//! preselection picks join at the turn's start. All of them are discovered tools: appended at the
+//! end of the definitions, in the order they joined, and kept across turns, so the definitions
+//! only grow and each request is a byte-identical prefix of the next (prompt caching) until a
+//! turn's start evicts. Discovered tools persist up to [`SessionOptions::discovered_cap`] (least
+//! recently found, described, named or called evicted first, at the start of a turn, never in
+//! the middle of one), and only while still registered: still in the profile and not deprecated.
+//!
+//! # The cap
+//! [`Session::max_tools`] (the preset's or profile's `max_tools` or `client`, and
+//! [`SessionOptions::max_tools`], the smallest) bounds [`Session::definitions`] at every step,
+//! discovery meta-tools included, deferred definitions not (see [`Session::max_tools`]):
+//! - inside a turn a tool that would pass it is not loaded: a `tool_search` or `tool_describe`
+//!   answers the tools it loaded in `tools` and the others in
+//!   `"leftOut":{"tools":[{"name","description"}],"message":...}` ([`left_out_message`]); a call
+//!   of one answers that message and runs nothing; with hosted search a deferred tool past the
+//!   cap is refused the same way;
+//! - those tools join at the next turn's start ([`TurnReport::carried`]), then the tools the
+//!   message names; each evicts the least recently used discovered tools that did not join this
+//!   turn until it fits ([`TurnReport::evicted`]). Preselection's picks are guesses: they take
+//!   free room only and evict nothing. A tool that cannot fit is named in
+//!   [`TurnReport::left_out`]. The core (inline tools, meta-tools and what they require) is never
+//!   evicted: a catalog's cap below it is refused at build time (`E0422`).
 //!
 //! # A call, step by step
 //! 1. The name (exported, or declared when unique) must be in the active set (or, with
