@@ -100,6 +100,35 @@ fn plan_for_coding_sends_at_most_25_openai_definitions_and_reports_token_cost() 
 }
 
 #[test]
+fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
+    let o = toolcat(&["plan", "--profile", "coding"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tools = plan["tools"].as_array().expect("MCP tools");
+    let search = tools
+        .iter()
+        .find(|t| t["name"] == "tool_search")
+        .expect("tool_search is sent");
+    let description = search["description"].as_str().expect("a description");
+    let (_, manifest) = description
+        .split_once("\n\nTools tool_search can load (not sent yet): ")
+        .expect("the manifest follows the declared description");
+    // Deferred tools only, the cut stated, within the default budget of 300 tokens.
+    assert!(manifest.contains("git_commit: "), "{manifest}");
+    let sent: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for name in sent {
+        assert!(
+            !manifest.contains(&format!("{name}: ")),
+            "{name} is sent already: {manifest}"
+        );
+    }
+    assert!(manifest.ends_with("more; call tool_search."), "{manifest}");
+    let lead = "Tools tool_search can load (not sent yet): ";
+    let tokens = toolcat::tokens::count_tokens(&format!("{lead}{manifest}"));
+    assert!(tokens <= 300, "{tokens} tokens");
+}
+
+#[test]
 fn anthropic_plan_defers_discoverable_tools() {
     let o = toolcat(&["plan", "--profile", "coding", "--format", "anthropic"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -787,4 +816,57 @@ fn gemini_plan_names_each_refused_tool_and_counts_only_declarations() {
         .as_str()
         .expect("name")
         .ends_with("read_page"));
+}
+
+#[test]
+fn call_refuses_a_deprecated_tool_naming_its_replacement_and_runs_it_with_allow_deprecated() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\n").unwrap();
+    let ws = dir.path().to_str().unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let store = store.to_str().unwrap();
+    let args = r#"{"name": "notes"}"#;
+    let o = toolcat(&[
+        "call",
+        "find_files",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        args,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "error: `find_files` is deprecated (removal 2027-03-01); call `glob` instead; nothing ran\nhelp: pass `--allow-deprecated` to run it anyway until its removal\n"
+    );
+    // Following the error works.
+    let o = toolcat(&[
+        "call",
+        "glob",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        r#"{"pattern": "*.txt"}"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
+
+    let o = toolcat(&[
+        "call",
+        "find_files",
+        "--allow-deprecated",
+        "--workspace",
+        ws,
+        "--store",
+        store,
+        "--args",
+        args,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
 }

@@ -9,8 +9,12 @@
 //!   the definitions when it was called, is owned by the profile and is not deprecated;
 //! - `budget`: no more `tool_search` calls are answered in a turn than the budget (3 unless the
 //!   transcript sets another), and the refusal is byte-exact;
-//! - `prefix`: the definitions of step N are a prefix of those of step N+1 within a turn, unless
-//!   the host changed the toolsets in between.
+//! - `prefix`: the definitions of step N are a prefix of those of step N+1, within a turn and
+//!   across turn starts, unless the host changed the toolsets in between or the turn's start
+//!   evicted or forgot a tool (reported in its `TurnReport`); the serialized export of the
+//!   session's provider is compared the same way, definition by definition, byte for byte;
+//! - `cap`: no step (and no turn start) has more definitions than the session's cap
+//!   (`Session::max_tools`).
 //!
 //! Expectations written in a transcript are checked too. The tests at the end run deliberately
 //! broken loops (test-only wrappers around a session) and assert that the harness reports each
@@ -100,6 +104,15 @@ trait Loop {
     fn set_toolsets(&mut self, toolsets: Vec<ToolsetId>);
     /// One tool call.
     async fn call(&mut self, name: &str, args: Value) -> CallResult;
+    /// The cap on the definitions of a step.
+    fn max_tools(&self) -> Option<usize> {
+        None
+    }
+    /// The definitions as the provider receives them, each serialized to compact JSON (the
+    /// deferred ones aside); `None` for a loop that has no export.
+    fn exported(&mut self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// The real thing.
@@ -135,6 +148,21 @@ impl Loop for SessionLoop {
     async fn call(&mut self, name: &str, args: Value) -> CallResult {
         self.session.handle_call(name, args).await
     }
+    fn max_tools(&self) -> Option<usize> {
+        self.session.max_tools()
+    }
+    fn exported(&mut self) -> Option<Vec<String>> {
+        let export = self.session.export().expect("the session's export");
+        let json = export.without_deferred().to_json();
+        let list = json.get("tools").unwrap_or(&json);
+        Some(
+            list.as_array()
+                .expect("an export is a list of definitions")
+                .iter()
+                .map(Value::to_string)
+                .collect(),
+        )
+    }
 }
 
 /// The invariants the harness checks.
@@ -144,6 +172,7 @@ enum Invariant {
     ActiveSet,
     Budget,
     Prefix,
+    Cap,
     /// Not an invariant: a transcript's own expectation.
     Expectation,
 }
@@ -155,6 +184,7 @@ impl Invariant {
             Invariant::ActiveSet => "active-set",
             Invariant::Budget => "budget",
             Invariant::Prefix => "prefix",
+            Invariant::Cap => "cap",
             Invariant::Expectation => "expectation",
         }
     }
@@ -254,6 +284,7 @@ async fn replay(name: &str, t: &Transcript, lp: &mut impl Loop) -> Vec<Violation
         })
     };
     let mut previous: Option<Vec<ToolIndex>> = None;
+    let mut previous_export: Option<Vec<String>> = None;
     let mut toolsets_changed = false;
     let mut pending: Vec<(String, usize)> = Vec::new();
     let mut answered = 0usize;
@@ -263,8 +294,24 @@ async fn replay(name: &str, t: &Transcript, lp: &mut impl Loop) -> Vec<Violation
         match &entry.kind {
             EntryKind::User { message, expect } => {
                 lp.begin_turn(message).await;
-                previous = None;
                 answered = 0;
+                let report = lp.turn_report();
+                let kept = !toolsets_changed
+                    && report.evicted.is_empty()
+                    && report.unregistered.is_empty();
+                let now = lp.definitions();
+                let exported_now = lp.exported();
+                check_growth(
+                    &mut out,
+                    (name, line, kept),
+                    (&previous, &now),
+                    (&previous_export, &exported_now),
+                    "the previous turn's last step",
+                );
+                check_cap(&mut out, (name, line), lp.max_tools(), &now);
+                previous = Some(now);
+                previous_export = exported_now;
+                toolsets_changed = false;
                 let defs = names(&lp.definitions());
                 for v in &expect.visible {
                     if !defs.contains(&resolve(v).as_str()) {
@@ -314,20 +361,16 @@ async fn replay(name: &str, t: &Transcript, lp: &mut impl Loop) -> Vec<Violation
             EntryKind::Step(calls) => {
                 lp.next_step();
                 let defs = lp.definitions();
-                if let Some(prev) = &previous {
-                    if !toolsets_changed && !defs.starts_with(prev) {
-                        push(
-                            &mut out,
-                            line,
-                            Invariant::Prefix,
-                            format!(
-                                "definitions {:?} do not start with the previous step's {:?}",
-                                names(&defs),
-                                names(prev)
-                            ),
-                        );
-                    }
-                }
+                let exported_now = lp.exported();
+                check_growth(
+                    &mut out,
+                    (name, line, !toolsets_changed),
+                    (&previous, &defs),
+                    (&previous_export, &exported_now),
+                    "the previous step",
+                );
+                check_cap(&mut out, (name, line), lp.max_tools(), &defs);
+                previous_export = exported_now;
                 for (found, at) in pending.drain(..) {
                     if !defs.iter().any(|&d| exported(d) == found) {
                         push(&mut out, line, Invariant::FoundCallable, format!("`{found}`, reported found at line {at}, is not among this step's definitions"));
@@ -395,6 +438,68 @@ async fn replay(name: &str, t: &Transcript, lp: &mut impl Loop) -> Vec<Violation
         }
     }
     out
+}
+
+/// `prefix`: when `kept`, the definitions `now` start with the `previous` ones, and so do the
+/// serialized exports, byte for byte.
+fn check_growth(
+    out: &mut Vec<Violation>,
+    (transcript, line, kept): (&str, usize, bool),
+    (previous, now): (&Option<Vec<ToolIndex>>, &[ToolIndex]),
+    (previous_export, exported): (&Option<Vec<String>>, &Option<Vec<String>>),
+    what: &str,
+) {
+    if !kept {
+        return;
+    }
+    let mut push = |detail: String| {
+        out.push(Violation {
+            transcript: transcript.to_string(),
+            line,
+            invariant: Invariant::Prefix,
+            detail,
+        })
+    };
+    if let Some(prev) = previous {
+        if !now.starts_with(prev) {
+            push(format!(
+                "definitions {:?} do not start with those of {what}, {:?}",
+                names(now),
+                names(prev)
+            ));
+        }
+    }
+    if let (Some(prev), Some(now)) = (previous_export, exported) {
+        if !now.starts_with(prev) {
+            let k = prev.iter().zip(now).take_while(|(a, b)| a == b).count();
+            push(format!(
+                "the export changed at definition {k} since {what}: {} became {}",
+                prev.get(k).map_or("nothing", String::as_str),
+                now.get(k).map_or("nothing", String::as_str)
+            ));
+        }
+    }
+}
+
+/// `cap`: no more definitions than the cap.
+fn check_cap(
+    out: &mut Vec<Violation>,
+    (transcript, line): (&str, usize),
+    cap: Option<usize>,
+    defs: &[ToolIndex],
+) {
+    if let Some(cap) = cap.filter(|&cap| defs.len() > cap) {
+        out.push(Violation {
+            transcript: transcript.to_string(),
+            line,
+            invariant: Invariant::Cap,
+            detail: format!(
+                "{} definitions, over the cap of {cap}: {:?}",
+                defs.len(),
+                names(defs)
+            ),
+        });
+    }
 }
 
 /// What does not match a call's expectations.
@@ -522,15 +627,37 @@ async fn the_byte_exact_messages_reach_the_model_unchanged() {
         })
         .map(|&t| exported(t))
         .collect();
+    // The search budget is spent, so the hint is the describe that still loads the tool.
     assert_eq!(
         r.text,
-        format!("Tool 'git_log' not in active set. Call tool_search(query='git_log') to discover it, or use one of: {}", inline.join(", "))
-    );
-    assert_eq!(
-        r.text,
-        not_in_active_set("git_log", inline.iter().copied(), true)
+        format!("Tool 'git_log' not in active set. Call tool_describe(name='git_log') to discover it, or use one of: {}", inline.join(", "))
     );
     assert!(r.text.ends_with("memory_recall, ask_user"), "{}", r.text);
+    let d = lp.call("tool_describe", json!({"name": "git_log"})).await;
+    assert_eq!(
+        d.outcome,
+        Outcome::Described {
+            tools: vec![catalog().tool("git_log").unwrap()]
+        }
+    );
+    let r = lp.call("git_log", json!({"max_count": 1})).await;
+    assert_ne!(r.outcome, Outcome::NotInActiveSet, "{}", r.text);
+    // With budget left, the same miss names the search (`not_in_active_set`, byte for byte).
+    lp.begin_turn("y").await;
+    let r = lp.call("git_show", json!({})).await;
+    let inline: Vec<&str> = lp
+        .definitions()
+        .iter()
+        .filter(|&&t| {
+            catalog().visibility(t) == toolcat_catalog::model::Visibility::Inline
+                && catalog().tier(t) != toolcat_catalog::model::Tier::Loop
+        })
+        .map(|&t| exported(t))
+        .collect();
+    assert_eq!(
+        r.text,
+        not_in_active_set("git_show", inline.iter().copied(), true)
+    );
 }
 
 // ---- broken loops: each must be caught by the harness ----
@@ -686,6 +813,43 @@ impl Loop for CatalogOrder {
     }
 }
 
+/// Broken: the session runs without its cap, while the cap is still reported.
+struct IgnoresCap(SessionLoop, Option<usize>);
+
+impl IgnoresCap {
+    fn new(lp: SessionLoop) -> IgnoresCap {
+        let SessionLoop { session, context } = lp;
+        let cap = session.max_tools();
+        let options = toolcat::SessionOptions {
+            max_tools: None,
+            ..session.options().clone()
+        };
+        let session = session.with_options(options);
+        IgnoresCap(SessionLoop { session, context }, cap)
+    }
+}
+
+impl Loop for IgnoresCap {
+    async fn begin_turn(&mut self, message: &str) {
+        self.0.begin_turn(message).await;
+    }
+    fn turn_report(&self) -> TurnReport {
+        self.0.turn_report()
+    }
+    fn definitions(&self) -> Vec<ToolIndex> {
+        self.0.definitions()
+    }
+    fn set_toolsets(&mut self, toolsets: Vec<ToolsetId>) {
+        self.0.set_toolsets(toolsets);
+    }
+    async fn call(&mut self, name: &str, args: Value) -> CallResult {
+        self.0.call(name, args).await
+    }
+    fn max_tools(&self) -> Option<usize> {
+        self.1
+    }
+}
+
 /// Replays `transcript` with the broken loop `wrap` makes and asserts the harness reports
 /// `invariant` there, while the real session passes the same transcript.
 async fn assert_caught<L: Loop>(
@@ -748,6 +912,16 @@ async fn definitions_out_of_append_order_are_caught_by_prefix() {
         "deferred_tool_called_with_guessed_arguments.jsonl",
         Invariant::Prefix,
         CatalogOrder,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_session_past_its_cap_is_caught() {
+    assert_caught(
+        "cap_holds_across_turns.jsonl",
+        Invariant::Cap,
+        IgnoresCap::new,
     )
     .await;
 }

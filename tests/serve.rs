@@ -4,8 +4,8 @@
 //!
 //! The expected sets are computed here from the rows of `tools.toml` (read as plain TOML), not
 //! through the runtime's tables: listed = owned by the profile ∧ (tier `loop` ∨ exposure within
-//! the scope, `read-only` ⊂ `staging` ⊂ `full`, `excluded` never); allowed = listed minus tier
-//! `loop`.
+//! the scope, `read-only` ⊂ `staging` ⊂ `full`, `excluded` never) ∧ not deprecated (without
+//! `--allow-deprecated`); allowed = listed minus tier `loop`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -35,6 +35,8 @@ struct Row {
     tier: String,
     exposure: String,
     profiles: Vec<String>,
+    /// `status = "deprecated"`.
+    deprecated: bool,
 }
 
 fn rows() -> Vec<Row> {
@@ -83,6 +85,7 @@ fn rows() -> Vec<Row> {
                 tier: t["tier"].as_str().unwrap_or_default().to_string(),
                 exposure: t["exposure"].as_str().unwrap_or_default().to_string(),
                 profiles: strings(t.get("profiles")),
+                deprecated: t.get("status").and_then(|s| s.as_str()) == Some("deprecated"),
             }
         })
         .collect()
@@ -113,8 +116,15 @@ impl Row {
     fn owned_by(&self, profile: &str) -> bool {
         profile == "full" || self.profiles.iter().any(|p| p == profile)
     }
-    fn allowed(&self, profile: &str, scope: &str) -> bool {
+    /// Owned by the profile and within the scope, deprecated or not.
+    fn in_scope(&self, profile: &str, scope: &str) -> bool {
         self.owned_by(profile)
+            && self.tier != "loop"
+            && matches!((rank(&self.exposure), rank(scope)), (Some(e), Some(s)) if e <= s)
+    }
+    fn allowed(&self, profile: &str, scope: &str) -> bool {
+        !self.deprecated
+            && self.owned_by(profile)
             && self.tier != "loop"
             && matches!((rank(&self.exposure), rank(scope)), (Some(e), Some(s)) if e <= s)
     }
@@ -123,10 +133,13 @@ impl Row {
     }
 }
 
-/// Whether `result` refuses `name` itself as outside the scope (a meta-tool may refuse the tool it
-/// was asked about instead).
+/// Whether `result` refuses `name` itself, as outside the scope or as deprecated (a meta-tool
+/// may refuse the tool it was asked about instead).
 fn refuses(result: &CallToolResult, name: &str) -> bool {
-    error_kind(result).as_deref() == Some("outside-scope") && body(result)["tool"] == name
+    matches!(
+        error_kind(result).as_deref(),
+        Some("outside-scope" | "deprecated")
+    ) && body(result)["tool"] == name
 }
 
 /// The `error` kind of a refused or failed call, `None` for a success.
@@ -308,6 +321,20 @@ async fn every_profile_and_scope_lists_and_runs_exactly_the_exposure_table() {
                         row.exported,
                         body(&direct)
                     );
+                    // A deprecated tool of the scope says so, with its replacement when that is
+                    // listed; any other name is refused alike, naming nothing outside the scope.
+                    let deprecated = row.deprecated && row.in_scope(&profile, scope_name);
+                    assert_eq!(
+                        error_kind(&direct).as_deref() == Some("deprecated"),
+                        deprecated,
+                        "`{}` for `{profile}`/`{scope_name}`: {:?}",
+                        row.exported,
+                        body(&direct)
+                    );
+                    if let Some(replacement) = body(&direct)["replacedBy"].as_str() {
+                        let r = rows.iter().find(|r| r.exported == replacement).unwrap();
+                        assert!(r.listed(&profile, scope_name), "{replacement}");
+                    }
                 }
                 if via_tool_call {
                     let nested = client
@@ -1524,4 +1551,94 @@ async fn an_archived_result_is_read_back_by_the_http_session_that_got_it_and_no_
     theirs.cancel().await.ok();
     child.kill().ok();
     child.wait().ok();
+}
+
+/// `toolcat serve` neither lists nor runs the reference catalog's deprecated `find_files`; a call
+/// answers its replacement (`glob`), which then runs; `--allow-deprecated` lists and runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_refuses_deprecated_tools_with_their_replacement_unless_allowed() {
+    let ws = workspace();
+    let w = ws.path().to_str().unwrap();
+    let store = store_in(&ws);
+    let args = [
+        "serve",
+        "--profile",
+        "full",
+        "--exposure",
+        "read-only",
+        "--workspace",
+        w,
+        "--store",
+        &store,
+    ];
+    let (transport, _stderr) = TokioChildProcess::builder(toolcat_command(&args))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(!names.iter().any(|n| n == "find_files"), "{names:?}");
+    assert!(names.iter().any(|n| n == "glob"), "{names:?}");
+    let refused = client
+        .call_tool(call("find_files", json!({"name": "a"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        body(&refused),
+        json!({
+            "error": "deprecated",
+            "tool": "find_files",
+            "message": "`find_files` is deprecated (removal 2027-03-01); call `glob` instead",
+            "removal": "2027-03-01",
+            "replacedBy": "glob",
+        })
+    );
+    let nested = client
+        .call_tool(call(
+            "tool_call",
+            json!({"name": "find_files", "arguments": {}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(body(&nested), body(&refused));
+    let glob = client
+        .call_tool(call("glob", json!({"pattern": "*.txt"})))
+        .await
+        .unwrap();
+    assert_eq!(error_kind(&glob), None, "{:?}", body(&glob));
+    assert!(
+        body(&glob).to_string().contains("a.txt"),
+        "{:?}",
+        body(&glob)
+    );
+    client.cancel().await.ok();
+
+    let mut allowing = args.to_vec();
+    allowing.push("--allow-deprecated");
+    let (transport, _stderr) = TokioChildProcess::builder(toolcat_command(&allowing))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.iter().any(|n| n == "find_files"), "{names:?}");
+    let ran = client
+        .call_tool(call("find_files", json!({"name": "a."})))
+        .await
+        .unwrap();
+    assert_eq!(error_kind(&ran), None, "{:?}", body(&ran));
+    assert!(body(&ran).to_string().contains("a.txt"), "{:?}", body(&ran));
+    client.cancel().await.ok();
 }

@@ -110,6 +110,8 @@ pub fn base(data: &Path) -> Result<CatalogFile, String> {
                 description: format!("Owns the tools of the LiveMCPBench servers of `{category}`"),
                 max_inline: None,
                 max_tools: None,
+                client: None,
+                manifest_tokens: None,
             },
         );
     }
@@ -119,6 +121,8 @@ pub fn base(data: &Path) -> Result<CatalogFile, String> {
             description: "Owns the tools of GitHub's MCP server".into(),
             max_inline: None,
             max_tools: None,
+            client: None,
+            manifest_tokens: None,
         },
     );
     merged.profile.insert(
@@ -128,6 +132,8 @@ pub fn base(data: &Path) -> Result<CatalogFile, String> {
                 .into(),
             max_inline: None,
             max_tools: None,
+            client: None,
+            manifest_tokens: None,
         },
     );
     let profiles: Vec<String> = merged.profile.keys().cloned().collect();
@@ -221,6 +227,7 @@ pub fn base(data: &Path) -> Result<CatalogFile, String> {
             .map(String::from)
             .to_vec(),
             max_tools: None,
+            client: None,
         },
     );
 

@@ -82,6 +82,24 @@ pub fn derive(loaded: &Loaded) -> Tables {
                 .filter(|_| *p != PROFILE_FULL)
         })
         .collect();
+    let profile_cap = |p: &str| {
+        file.profile
+            .get(p)
+            .filter(|_| p != PROFILE_FULL)
+            .and_then(|d| model::effective_max_tools(d.max_tools, d.client))
+    };
+    let profile_max_tools: Vec<Option<u32>> =
+        profile_names.iter().map(|p| profile_cap(p)).collect();
+    let profile_manifest_tokens: Vec<u32> = profile_names
+        .iter()
+        .map(|p| {
+            file.profile
+                .get(*p)
+                .filter(|_| *p != PROFILE_FULL)
+                .and_then(|d| d.manifest_tokens)
+                .unwrap_or(model::DEFAULT_MANIFEST_TOKENS)
+        })
+        .collect();
     let profile_bits: Vec<u64> = profile_names
         .iter()
         .flat_map(|p| bitset(&|i| owns(p, &tools[i])))
@@ -226,6 +244,8 @@ pub fn derive(loaded: &Loaded) -> Tables {
         profile_names: strs(profile_names.iter().map(|p| p.to_string())),
         profile_descriptions: strs(profile_descriptions),
         profile_max_inline: Cow::Owned(profile_max_inline),
+        profile_max_tools: Cow::Owned(profile_max_tools),
+        profile_manifest_tokens: Cow::Owned(profile_manifest_tokens),
         profile_bits: bits(profile_bits),
 
         toolset_names: strs(toolset_names.iter().map(|t| t.to_string())),
@@ -262,6 +282,18 @@ pub fn derive(loaded: &Loaded) -> Tables {
                             .map(|k| k as u32)
                             .collect(),
                     )
+                })
+                .collect(),
+        ),
+        preset_max_tools: Cow::Owned(
+            presets
+                .iter()
+                .map(|(_, p)| {
+                    let own = model::effective_max_tools(p.max_tools, p.client);
+                    match (own, profile_cap(&p.profile)) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
                 })
                 .collect(),
         ),

@@ -24,8 +24,8 @@ use toml_edit::{Array, Document, InlineTable, Item, Key, Table, Value};
 
 use crate::diagnostics::{and_list as list, did_you_mean, Diagnostic};
 use crate::model::{
-    self, CatalogFile, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span, Status,
-    Target, Tier, ToolDecl, ToolsetDecl, Visibility, PROFILE_FULL,
+    self, CatalogFile, Client, EffectKind, Exposure, McpServerDecl, PresetDecl, ProfileDecl, Span,
+    Status, Target, Tier, ToolDecl, ToolsetDecl, Visibility, PROFILE_FULL,
 };
 
 /// A parsed catalog file with the spans its diagnostics point at.
@@ -321,8 +321,9 @@ fn table_field_kind(table: &str, field: &str) -> Option<Kind> {
         ("mcp_server", "args") => Kind::StrList,
         ("mcp_server", "env" | "headers") => Kind::StrTable,
         ("mcp_server", "connect_timeout_ms") => Kind::Count,
-        ("profile", "max_inline" | "max_tools") => Kind::Count,
+        ("profile", "max_inline" | "max_tools" | "manifest_tokens") => Kind::Count,
         ("preset", "max_tools") => Kind::Count,
+        ("profile" | "preset", "client") => Kind::Enum(Client::NAMES),
         ("toolset", "includes") => Kind::StrList,
         ("preset", "profile") => Kind::Str,
         ("preset", "toolsets") => Kind::StrList,
@@ -346,6 +347,8 @@ fn example(field: &str) -> &'static str {
         "rate_limit" => "rate_limit = \"10/min\"",
         "max_inline" => "max_inline = 20",
         "max_tools" => "max_tools = 40",
+        "client" => "client = \"cursor\"",
+        "manifest_tokens" => "manifest_tokens = 300",
         "env" => "env = { API_TOKEN = \"${API_TOKEN}\" }",
         "headers" => "headers = { Authorization = \"Bearer ${API_TOKEN}\" }",
         "connect_timeout_ms" => "connect_timeout_ms = 10000",
@@ -647,6 +650,8 @@ impl Walker {
                         description: self.string(&walked, "description").unwrap_or_default(),
                         max_inline: self.count(&walked, "max_inline"),
                         max_tools: self.count(&walked, "max_tools"),
+                        client: self.client(&walked),
+                        manifest_tokens: self.count(&walked, "manifest_tokens"),
                     };
                     loaded.file.profile.insert(name.clone(), decl);
                     loaded.profiles.push(Entry { name, spans });
@@ -665,6 +670,7 @@ impl Walker {
                         profile: self.string(&walked, "profile").unwrap_or_default(),
                         toolsets: self.strings(&walked, "toolsets").unwrap_or_default(),
                         max_tools: self.count(&walked, "max_tools"),
+                        client: self.client(&walked),
                     };
                     loaded.file.preset.insert(name.clone(), decl);
                     loaded.presets.push(Entry { name, spans });
@@ -985,6 +991,11 @@ impl Walker {
             .get(field)
             .and_then(|item| item.as_str())
             .map(str::to_string)
+    }
+
+    fn client(&self, walked: &Fields<'_>) -> Option<Client> {
+        self.string(walked, "client")
+            .and_then(|s| Client::parse(&s))
     }
 
     fn strings(&self, walked: &Fields<'_>, field: &str) -> Option<Vec<String>> {

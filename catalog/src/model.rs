@@ -110,7 +110,20 @@ pub struct ProfileDecl {
     /// meta-tools included (e.g. 40, 50, 80 or 128).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tools: Option<u32>,
+    /// A known client this profile serves, whose documented cap ([`Client::max_tools`]) bounds
+    /// the tools of one request as `max_tools` does (the smaller of the two holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Client>,
+    /// Token budget (`o200k_base`) of the deferred-tool manifest appended to the `tool_search`
+    /// description: the discoverable tools the caller can reach, name and a few words each.
+    /// `0` turns it off; [`DEFAULT_MANIFEST_TOKENS`] when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_tokens: Option<u32>,
 }
+
+/// The token budget of the deferred-tool manifest of a profile that sets no `manifest_tokens`:
+/// 300 `o200k_base` tokens, about 25 tools at a name and a few words each.
+pub const DEFAULT_MANIFEST_TOKENS: u32 = 300;
 
 /// `[toolset.NAME]`: an attention group.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -137,6 +150,9 @@ pub struct PresetDecl {
     /// discovery meta-tools included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tools: Option<u32>,
+    /// A known client this deployment serves ([`Client::max_tools`], as on a profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Client>,
 }
 
 /// `[[tool]]`: one tool's whole identity.
@@ -330,6 +346,52 @@ code_enum! {
         Experimental = "experimental" => 1,
         /// On its way out: never planned into a turn; names `replaced_by` and `removal`.
         Deprecated = "deprecated" => 2,
+    }
+}
+
+code_enum! {
+    /// A client whose documented cap on the tool definitions of one request toolcat knows, for
+    /// `client = "..."` on a profile or a preset. [`Client::max_tools`] gives the cap,
+    /// [`Client::source`] where it is documented.
+    Client {
+        /// Cursor: 40 tools.
+        Cursor = "cursor" => 0,
+        /// Windsurf (Cascade): 100 tools.
+        Windsurf = "windsurf" => 1,
+        /// GitHub Copilot in VS Code: 128 tools.
+        Copilot = "copilot" => 2,
+    }
+}
+
+impl Client {
+    /// The client's cap on the tool definitions of one request.
+    pub const fn max_tools(self) -> u32 {
+        match self {
+            Client::Cursor => 40,
+            Client::Windsurf => 100,
+            Client::Copilot => 128,
+        }
+    }
+
+    /// Where the cap is stated, read 2026-12-03. Windsurf's own documentation says Cascade has
+    /// "a limit of 100 total tools that it has access to at any given time". Cursor's 40 and VS
+    /// Code's 128 are the limits their users report when the clients refuse more (their own
+    /// documentation was not found stating them); the sources below are those reports.
+    pub const fn source(self) -> &'static str {
+        match self {
+            Client::Cursor => "https://github.com/modelcontextprotocol/.github/discussions/360",
+            Client::Windsurf => "https://docs.windsurf.com/windsurf/cascade/mcp",
+            Client::Copilot => "https://github.com/postmanlabs/postman-mcp-server/pull/26",
+        }
+    }
+}
+
+/// The cap that holds for a profile or preset: the smaller of its `max_tools` and its client's
+/// cap; `None` when it declares neither.
+pub fn effective_max_tools(max_tools: Option<u32>, client: Option<Client>) -> Option<u32> {
+    match (max_tools, client.map(Client::max_tools)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

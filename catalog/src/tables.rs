@@ -117,6 +117,10 @@ tables! {
     profile_names: Strs [Profiles] " Profile names; the implicit `full` is last.",
     profile_descriptions: Strs [Profiles] " Profile descriptions.",
     profile_max_inline: OptU32s [Profiles] " Cap on the inline tools of each profile.",
+    profile_max_tools: OptU32s [Profiles]
+        " Cap on the definitions of one request of each profile: its `max_tools` or its `client`'s cap, the smaller.",
+    profile_manifest_tokens: U32s [Profiles]
+        " Token budget of each profile's deferred-tool manifest (`manifest_tokens`; 0: none).",
     profile_bits: Bits [Profiles] " Tools each profile owns: `WORDS` words per profile.",
 
     // ---- toolsets ----
@@ -131,6 +135,8 @@ tables! {
     preset_profile: U32s [Presets] " Index into `PROFILE_NAMES` of each preset's profile.",
     preset_toolsets: U32Lists [Presets]
         " Indices into `TOOLSET_NAMES` of each preset's active toolsets.",
+    preset_max_tools: OptU32s [Presets]
+        " Cap on the definitions of one request of each preset: the smallest of its own and its profile's.",
 
     // ---- MCP servers ----
     server_names: Strs [Servers] " MCP server names.",

@@ -86,7 +86,8 @@
 //!   with them.
 //! - `E0425` an MCP server `namespace` containing `__` (or empty): the exported name is
 //!   `NAMESPACE__TOOL`, so a `__` inside the namespace makes the split ambiguous.
-//! - `E0422` a client cap `max_tools` (on a profile or a preset) that one request could exceed:
+//! - `E0422` a client cap `max_tools` or `client` (on a profile or a preset; the smaller holds)
+//!   that one request could exceed:
 //!   the tools a turn sends before discovery — the inline tools of the active toolsets, the
 //!   discovery meta-tools when a discoverable tool is reachable, and the tools they `require` —
 //!   counted as toolsets are added (a preset's in its order; for a profile no preset runs under,
@@ -1696,6 +1697,10 @@ impl<'a> Checker<'a> {
             profile: String,
             cap: u32,
             cap_span: std::ops::Range<usize>,
+            /// `max_tools = N` or `client = "NAME"` (N tools): what sets the cap.
+            cap_text: String,
+            /// The field that sets it: `max_tools` or `client`.
+            cap_field: &'static str,
             whose: String,
             order: Vec<usize>,
             /// The span each toolset of `order` is pointed at.
@@ -1723,12 +1728,14 @@ impl<'a> Checker<'a> {
                 }
             }
             let subject = format!("preset `{}` (profile `{}`)", entry.name, preset.profile);
-            if let Some(cap) = preset.max_tools {
+            if let Some((cap, field, cap_text)) = cap_of(preset.max_tools, preset.client) {
                 checks.push(Check {
                     subject: subject.clone(),
                     profile: preset.profile.clone(),
                     cap,
-                    cap_span: entry.spans.value("max_tools"),
+                    cap_span: entry.spans.value(field),
+                    cap_text,
+                    cap_field: field,
                     whose: "its".to_string(),
                     order: order.clone(),
                     order_spans: order_spans.clone(),
@@ -1740,16 +1747,18 @@ impl<'a> Checker<'a> {
                 .file
                 .profile
                 .get(&preset.profile)
-                .and_then(|p| p.max_tools)
+                .and_then(|p| cap_of(p.max_tools, p.client))
                 .filter(|_| preset.profile != PROFILE_FULL);
-            if let (Some(cap), Some(spans)) =
+            if let (Some((cap, field, cap_text)), Some(spans)) =
                 (profile_cap, self.loaded.entry("profile", &preset.profile))
             {
                 checks.push(Check {
                     subject,
                     profile: preset.profile.clone(),
                     cap,
-                    cap_span: spans.value("max_tools"),
+                    cap_span: spans.value(field),
+                    cap_text,
+                    cap_field: field,
                     whose: "the profile's".to_string(),
                     order,
                     order_spans,
@@ -1761,12 +1770,12 @@ impl<'a> Checker<'a> {
             if entry.name == PROFILE_FULL || with_preset.contains(entry.name.as_str()) {
                 continue;
             }
-            let Some(cap) = self
+            let Some((cap, field, cap_text)) = self
                 .loaded
                 .file
                 .profile
                 .get(&entry.name)
-                .and_then(|p| p.max_tools)
+                .and_then(|p| cap_of(p.max_tools, p.client))
             else {
                 continue;
             };
@@ -1774,7 +1783,9 @@ impl<'a> Checker<'a> {
                 subject: format!("profile `{}`", entry.name),
                 profile: entry.name.clone(),
                 cap,
-                cap_span: entry.spans.value("max_tools"),
+                cap_span: entry.spans.value(field),
+                cap_text,
+                cap_field: field,
                 whose: "its".to_string(),
                 order: (0..self.loaded.toolsets.len()).collect(),
                 order_spans: self
@@ -1794,6 +1805,10 @@ impl<'a> Checker<'a> {
             };
             let toolset = &self.loaded.toolsets[check.order[tip.position]].name;
             let (cap, total, at_tip) = (check.cap, tip.total, tip.at_tip);
+            let raise = match check.cap_field {
+                "client" => "drop `client` and set `max_tools` if the client takes more",
+                _ => "raise `max_tools` if the client takes more",
+            };
             let fix = match &check.preset {
                 Some(preset) => format!("drop toolset `{toolset}` from preset `{preset}`, make some of its tools `visibility = \"discoverable\"`"),
                 None => format!("make tools of toolset `{toolset}` `visibility = \"discoverable\"`, take them out of profile `{}`", check.profile),
@@ -1802,8 +1817,8 @@ impl<'a> Checker<'a> {
                 Diagnostic::error(
                     "E0422",
                     format!(
-                        "{} can send {total} tools in one request, more than {} `max_tools = {cap}`",
-                        check.subject, check.whose
+                        "{} can send {total} tools in one request, more than {} {}",
+                        check.subject, check.whose, check.cap_text
                     ),
                     check.cap_span.clone(),
                 )
@@ -1813,7 +1828,7 @@ impl<'a> Checker<'a> {
                     format!("adding toolset `{toolset}` brings it to {at_tip}"),
                 )
                 .with_help(format!(
-                    "{fix}, or raise `max_tools` if the client takes more; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
+                    "{fix}, or {raise}; the count is the inline tools of the active toolsets, the discovery meta-tools when a discoverable tool is reachable, and the tools they `require`"
                 )),
             );
         }
@@ -2157,6 +2172,21 @@ fn bad_name(what: &str, name: &str, span: std::ops::Range<usize>) -> Diagnostic 
         .with_help(help)
 }
 
+/// The cap a `max_tools` and a `client` set (the smaller), the field that sets it, and how the
+/// error names it: `max_tools = N`, or `client = "NAME"` (N tools).
+fn cap_of(
+    max_tools: Option<u32>,
+    client: Option<model::Client>,
+) -> Option<(u32, &'static str, String)> {
+    let cap = model::effective_max_tools(max_tools, client)?;
+    Some(match client {
+        Some(c) if max_tools.is_none_or(|m| c.max_tools() < m) => {
+            (cap, "client", format!("`client = \"{c}\"` ({cap} tools)"))
+        }
+        _ => (cap, "max_tools", format!("`max_tools = {cap}`")),
+    })
+}
+
 fn unknown(
     code: &'static str,
     kind: &str,
@@ -2419,5 +2449,59 @@ mod tests {
             );
             assert_eq!(sprawl_pairs(&words, skip), expected, "round {round}");
         }
+    }
+}
+
+#[cfg(test)]
+mod client_caps {
+    /// A catalog whose profile `agent` shows `inline` inline tools of toolset `main`, with the
+    /// profile table's extra lines `profile`.
+    fn source(inline: usize, profile: &str) -> String {
+        let mut s = format!(
+            "[profile.agent]\ndescription = \"an agent\"\n{profile}\n[toolset.main]\ndescription = \"main\"\n\n"
+        );
+        for k in 0..inline {
+            s.push_str(&format!(
+                "[[tool]]\nname = \"tool_{k}\"\ndescription = \"Reads thing number {k} of the workspace.\"\nvisibility = \"inline\"\ntier = \"silent\"\neffect = \"read\"\nexposure = \"read-only\"\nprofiles = [\"agent\"]\ntoolsets = [\"main\"]\nowner = \"team\"\n\n"
+            ));
+        }
+        s
+    }
+
+    fn codes(source: &str) -> Vec<(String, String)> {
+        match crate::compile_str("caps.toml", source) {
+            Ok(_) => Vec::new(),
+            Err(diagnostics) => diagnostics
+                .iter()
+                .map(|d| (d.code.to_string(), d.message.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_known_client_caps_the_request_as_max_tools_does_and_the_smaller_holds() {
+        assert!(codes(&source(40, "client = \"cursor\"")).is_empty());
+        let over = codes(&source(41, "client = \"cursor\""));
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert_eq!(over[0].0, "E0422");
+        assert!(
+            over[0]
+                .1
+                .contains("more than its `client = \"cursor\"` (40 tools)"),
+            "{over:?}"
+        );
+        // `max_tools` below the client's cap is the one that holds, and is named.
+        let over = codes(&source(31, "client = \"copilot\"\nmax_tools = 30"));
+        assert!(over[0].1.contains("`max_tools = 30`"), "{over:?}");
+        assert!(codes(&source(100, "client = \"windsurf\"")).is_empty());
+        assert_eq!(codes(&source(101, "client = \"windsurf\""))[0].0, "E0422");
+    }
+
+    #[test]
+    fn an_unknown_client_is_refused_with_the_known_ones() {
+        let refused = codes(&source(1, "client = \"cursorr\""));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        let text = format!("{refused:?}");
+        assert!(text.contains("cursorr"), "{text}");
     }
 }

@@ -2290,6 +2290,7 @@ fn build(
                 profile: PROFILE_FULL.to_string(),
                 toolsets: names,
                 max_tools: None,
+                client: None,
             },
         );
     }

@@ -708,6 +708,19 @@ impl Catalog {
         self.tables.profile_max_inline[p.index()]
     }
 
+    /// The profile's cap on the tool definitions of one request: its `max_tools` or its
+    /// `client`'s documented cap ([`toolcat_catalog::model::Client::max_tools`]), the smaller;
+    /// `None` when it declares neither. A [`crate::Session`] holds every step to it.
+    pub fn profile_max_tools(&self, p: ProfileId) -> Option<u32> {
+        self.tables.profile_max_tools[p.index()]
+    }
+
+    /// The token budget (`o200k_base`) of the profile's deferred-tool manifest
+    /// ([`crate::manifest`]); `0` when it has none.
+    pub fn profile_manifest_tokens(&self, p: ProfileId) -> u32 {
+        self.tables.profile_manifest_tokens[p.index()]
+    }
+
     /// The tools the profile owns, as a bitset.
     pub fn profile_tools(&self, p: ProfileId) -> &[u64] {
         self.tables.set(&self.tables.profile_bits, p.index())
@@ -751,6 +764,12 @@ impl Catalog {
     /// The profile a preset runs under.
     pub fn preset_profile(&self, p: PresetId) -> ProfileId {
         ProfileId(self.tables.preset_profile[p.index()])
+    }
+
+    /// The preset's cap on the tool definitions of one request: the smallest of its own
+    /// (`max_tools`, `client`) and its profile's ([`Catalog::profile_max_tools`]).
+    pub fn preset_max_tools(&self, p: PresetId) -> Option<u32> {
+        self.tables.preset_max_tools[p.index()]
     }
 
     /// The toolsets a preset activates at the start of a turn.

@@ -42,6 +42,10 @@
 //!
 //! Input schemas are [`Catalog::input_schema`] without a top-level `$schema` keyword: it tells
 //! the model nothing and costs tokens on every turn.
+//!
+//! The export of a plan ([`export_plan`], [`export_plan_with`] with toolcat's own search) appends
+//! the deferred-tool manifest ([`crate::manifest`]) to the description of `tool_search`; exports
+//! of a list of tools ([`export_tools`]) carry descriptions as declared.
 
 pub mod wire;
 
@@ -263,6 +267,45 @@ impl Export {
                     .collect(),
             ),
             other => other.clone(),
+        }
+    }
+
+    /// Appends `text` to the description of the declared tool `name`, after a blank line (the
+    /// deferred-tool manifest, [`crate::manifest`]); nothing when no tool has that name.
+    fn append_description(&mut self, name: &str, text: &str) {
+        let append = |tool: &str, description: &mut String| {
+            if tool == name {
+                description.push_str("\n\n");
+                description.push_str(text);
+            }
+        };
+        match self {
+            Export::Mcp(v) => v
+                .tools
+                .iter_mut()
+                .for_each(|t| append(&t.name, &mut t.description)),
+            Export::OpenAi(v) => v
+                .iter_mut()
+                .for_each(|ChatTool::Function { function: f }| append(&f.name, &mut f.description)),
+            Export::OpenAiResponses(v) => v.iter_mut().for_each(|t| match t {
+                ResponsesTool::Function(f) => append(&f.name, &mut f.description),
+                ResponsesTool::Namespace(n) => {
+                    for NamespaceMember::Function(f) in n.tools.iter_mut() {
+                        append(&f.name, &mut f.description);
+                    }
+                }
+                ResponsesTool::ToolSearch(_) => {}
+            }),
+            Export::Anthropic(v) => v.iter_mut().for_each(|t| {
+                if let AnthropicTool::Custom(c) = t {
+                    append(&c.name, &mut c.description);
+                }
+            }),
+            Export::Gemini(g) => g
+                .tools
+                .iter_mut()
+                .flat_map(|t| t.function_declarations.iter_mut())
+                .for_each(|d| append(&d.name, &mut d.description)),
         }
     }
 
@@ -590,11 +633,28 @@ pub fn export_tools(
 pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Export {
     let catalog = plan.catalog();
     let tools = plan.tools().iter().copied();
-    match format {
+    let mut export = match format {
         ExportFormat::Anthropic => {
             Export::Anthropic(anthropic_tools(catalog, tools, plan.deferred()))
         }
         _ => export_tools(catalog, tools, format),
+    };
+    with_manifest(plan, &mut export);
+    export
+}
+
+/// Appends the plan's deferred-tool manifest ([`crate::manifest::plan_manifest`]) to the
+/// description of toolcat's `tool_search`, when the plan sends it.
+fn with_manifest(plan: &Plan<'_>, export: &mut Export) {
+    let catalog = plan.catalog();
+    let Ok(search) = catalog.tool("tool_search") else {
+        return;
+    };
+    if !plan.is_visible(search) {
+        return;
+    }
+    if let Some(text) = crate::manifest::plan_manifest(plan) {
+        export.append_description(catalog.exported_name(search), &text);
     }
 }
 
@@ -614,6 +674,7 @@ pub fn export_plan_with(
     let tools = plan.tools().iter().copied();
     let export = match (options.search, format) {
         (SearchMode::Own, _) => export_plan(plan, format),
+        // The hosted search replaces toolcat's `tool_search`, and the manifest with it.
         (SearchMode::Hosted, ExportFormat::Anthropic) => {
             Export::Anthropic(anthropic_hosted_tools(catalog, tools, plan.deferred()))
         }

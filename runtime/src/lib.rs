@@ -34,6 +34,7 @@ pub mod export;
 mod fixture;
 pub mod fusion;
 pub mod handler;
+pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod meta;

@@ -7,7 +7,9 @@
 //!   one (a session's per turn); past it the answer is exactly
 //!   `{"error":"search-budget-exhausted","budgetCap":CAP}` ([`budget_exhausted`]). A query that is
 //!   a tool's exported or declared name returns that tool only; `select:A,B` returns exactly the
-//!   named tools; anything else is BM25 ([`Catalog::search_in`] over the reachable set), fused
+//!   named tools; the exact name of a deprecated tool (or, in a session, one of a toolset that
+//!   is not active) returns no such tool but its replacement, when reachable, and the words of
+//!   `hint` in `message`; anything else is BM25 ([`Catalog::search_in`] over the reachable set), fused
 //!   with sentence-embedding cosines when the caller has them. `limit` defaults to the caller's
 //!   ([`DEFAULT_SEARCH_LIMIT`] unless configured) and is clamped to 1..=[`MAX_SEARCH_LIMIT`].
 //!   Hits answer `{"tools":[{"name","description"}],"searchesLeft":N}` (the description is
@@ -18,8 +20,15 @@
 //!   `tool search failed: ERROR; the search was not counted, try again`.
 //! - `tool_describe {"name"}`: `name` is one name or an array of names (`names` is accepted too);
 //!   answers `{"tools":[{"name","description","inputSchema"}]}` plus `"notFound":[{"name","message"}]`
-//!   for names outside the reachable set (unknown names alike); an error only when nothing was
-//!   found. Costs no search budget.
+//!   for names outside the reachable set, `message` being the words of `hint` (unknown names and
+//!   names outside what the caller may know alike); a deprecated tool the host allows is
+//!   described with a `deprecated` notice and does not join the active set; an error only when
+//!   nothing was found. Costs no search budget.
+//!
+//! A name a caller cannot call is classified once, by `resolve` (`Unavailable`), and
+//! answered with `hint`: the one recovery that can succeed in the caller's state (load it,
+//! switch a named toolset on, call the replacement, pick one of an ambiguous name's tools), or
+//! that no tool of the name is available — never a search that would find something else.
 //! - `tool_call {"name","arguments"?}`: the caller runs the named tool exactly as a direct call
 //!   (arguments default to `{}`); inside it, `tool_call` answers
 //!   ``` `tool_call` cannot call `tool_call`; pass the tool to run as `name` ```.
@@ -34,11 +43,11 @@
 //! `{"error":"invalid-arguments","tool":NAME,"errors":[{"instancePath","message"}],"inputSchema":{...}}`.
 
 use serde_json::{json, Map, Value};
-use toolcat_catalog::model::{Status, Tier};
+use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
-use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolSource};
+use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolSource, ToolsetId};
 use crate::coordinator::Coordinator;
 use crate::export::exported_schema;
 
@@ -256,6 +265,17 @@ pub(crate) struct Scope<'a, 'c> {
     pub search_limit: usize,
     /// The search budget; `None`: searches are not counted.
     pub budget: Option<Budget>,
+    /// The tools a refusal may name: a session's profile, an MCP server's profile ∩ scope
+    /// (deprecated tools and meta-tools included). A name outside it is answered exactly as an
+    /// unknown one ([`Unavailable::NotAvailable`]).
+    pub known: &'a [u64],
+    /// The tools callable right now (a session's active set; an MCP server's listed set).
+    pub active: &'a [u64],
+    /// The active toolsets; `None`: the caller has no toolsets to switch (an MCP server).
+    pub toolsets: Option<&'a [ToolsetId]>,
+    /// Whether deprecated tools of the caller's reach are described and run (the host's
+    /// opt-in); never returned by a search either way.
+    pub allow_deprecated: bool,
 }
 
 /// The cosines of a `tool_search` query with every tool and the weight to fuse them with BM25 at,
@@ -365,19 +385,58 @@ fn tool_search(
             usize::try_from(l).unwrap_or(MAX_SEARCH_LIMIT)
         })
         .clamp(1, MAX_SEARCH_LIMIT);
-    let hits: Vec<ToolIndex> = match query.trim().strip_prefix("select:") {
-        Some(names) => {
+    // Deprecated tools named exactly: never hits, answered with their notices, their
+    // replacements (when reachable) as hits. A tool of an inactive toolset named exactly: no
+    // hits, the notice names the toolset to switch on.
+    let mut notices: Vec<String> = Vec::new();
+    let named_hit = |name: &str, hits: &mut Vec<ToolIndex>, notices: &mut Vec<String>| {
+        let push = |t: ToolIndex, hits: &mut Vec<ToolIndex>| {
+            if bit(scope.reachable, t.index()) && !hits.contains(&t) && hits.len() < limit {
+                hits.push(t);
+            }
+        };
+        match resolve(scope, name) {
+            Ok(t) if catalog.status(t) == Status::Deprecated => {
+                notices.push(deprecation(scope, t, true));
+                if let Some(r) = catalog.replaced_by(t) {
+                    push(r, hits);
+                }
+            }
+            Err(Unavailable::Deprecated(t)) => {
+                notices.push(deprecation(scope, t, true));
+                if let Some(r) = catalog.replaced_by(t) {
+                    push(r, hits);
+                }
+            }
+            Err(why @ Unavailable::InactiveToolset { .. }) => {
+                notices.push(hint(scope, name, &why));
+            }
+            Ok(t) | Err(Unavailable::NotLoaded(t)) => push(t, hits),
+            Err(_) => return false,
+        }
+        true
+    };
+    let exact = {
+        let mut hits = Vec::new();
+        let q = query.trim();
+        let answered = !q.starts_with("select:")
+            && catalog.tool(q).is_ok_and(|t| {
+                bit(scope.known, t.index())
+                    && (catalog.status(t) == Status::Deprecated || !bit(scope.reachable, t.index()))
+            })
+            && named_hit(q, &mut hits, &mut notices);
+        answered.then_some(hits)
+    };
+    let hits: Vec<ToolIndex> = match (exact, query.trim().strip_prefix("select:")) {
+        (Some(hits), _) => hits,
+        (None, Some(names)) => {
             let mut hits = Vec::new();
             for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                if let Ok(t) = catalog.tool(name) {
-                    if bit(scope.reachable, t.index()) && !hits.contains(&t) && hits.len() < limit {
-                        hits.push(t);
-                    }
-                }
+                named_hit(name, &mut hits, &mut notices);
             }
             hits
         }
-        None => match match &dense {
+        (None, None) => match match &dense {
             Some(Ok((cosines, weight))) => {
                 catalog.search_fused_in(query, scope.reachable, limit, cosines, *weight)
             }
@@ -405,7 +464,12 @@ fn tool_search(
         if let Some(left) = left {
             answer.insert("searchesLeft".into(), json!(left));
         }
-        answer.insert("message".into(), json!(format!("no tool this session can reach matches `{}`; the capability may be in a toolset that is not active (see `toolsets`), or try other words", query.trim())));
+        let message = if notices.is_empty() {
+            format!("no tool this session can reach matches `{}`; the capability may be in a toolset that is not active (see `toolsets`), or try other words", query.trim())
+        } else {
+            notices.join("; ")
+        };
+        answer.insert("message".into(), json!(message));
         answer.insert("toolsets".into(), Value::Array(toolsets(scope)));
     } else {
         let tools: Vec<Value> = hits
@@ -415,6 +479,9 @@ fn tool_search(
         answer.insert("tools".into(), Value::Array(tools));
         if let Some(left) = left {
             answer.insert("searchesLeft".into(), json!(left));
+        }
+        if !notices.is_empty() {
+            answer.insert("message".into(), json!(notices.join("; ")));
         }
         if let Some(Err(notice)) = dense {
             answer.insert("notice".into(), json!(notice));
@@ -466,21 +533,30 @@ fn tool_describe(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -> C
     let mut tools = Vec::new();
     let mut found = Vec::new();
     let mut missing = Vec::new();
+    let mut described = Vec::new();
     for name in &names {
-        match catalog.tool(name).ok().filter(|t| bit(scope.reachable, t.index())) {
-            Some(t) => {
-                if !found.contains(&t) {
-                    found.push(t);
-                    tools.push(json!({
+        match resolve(scope, name) {
+            Ok(t) | Err(Unavailable::NotLoaded(t)) => {
+                if !described.contains(&t) {
+                    described.push(t);
+                    let mut tool = json!({
                         "name": catalog.exported_name(t),
                         "description": catalog.description(t),
                         "inputSchema": exported_schema(catalog, t),
-                    }));
+                    });
+                    // A deprecated tool the host allows is described, with its notice, but
+                    // never joins the active set (no plan shows it).
+                    if catalog.status(t) == Status::Deprecated {
+                        tool["deprecated"] = json!(deprecation(scope, t, false));
+                    } else {
+                        found.push(t);
+                    }
+                    tools.push(tool);
                 }
             }
-            None => missing.push(json!({
+            Err(why) => missing.push(json!({
                 "name": name,
-                "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do"),
+                "message": hint(scope, name, &why),
             })),
         }
     }
@@ -492,7 +568,7 @@ fn tool_describe(scope: &Scope<'_, '_>, meta: ToolIndex, arguments: &Value) -> C
     CallResult {
         text: Value::Object(answer).to_string(),
         content: Vec::new(),
-        is_error: found.is_empty(),
+        is_error: described.is_empty(),
         outcome: Outcome::Described { tools: found },
         ran: None,
     }
@@ -575,4 +651,258 @@ fn describe_names(arguments: &Value) -> Option<Vec<String>> {
         _ => return None,
     };
     (!names.is_empty()).then_some(names)
+}
+
+/// Why a name is not callable by a caller, each with the one recovery that can succeed in the
+/// caller's current state ([`hint`]). Classified within a [`Scope`]: nothing outside
+/// [`Scope::known`] is ever named, so an unknown name and a name outside the caller's profile
+/// (or an MCP server's scope) are answered alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unavailable {
+    /// Reachable but not loaded (a discoverable tool not found yet): a search or describe by
+    /// name loads it.
+    NotLoaded(ToolIndex),
+    /// Known, but in none of the active toolsets: the host switches one of `toolsets` on.
+    InactiveToolset {
+        tool: ToolIndex,
+        toolsets: Vec<ToolsetId>,
+    },
+    /// Deprecated, and the host did not opt in: answered with its `replaced_by` and `removal`.
+    Deprecated(ToolIndex),
+    /// A declared name that several known tools share (in catalog order): each is called by
+    /// its exported name.
+    Ambiguous(Vec<ToolIndex>),
+    /// Unknown, or outside what the caller may know.
+    NotAvailable,
+}
+
+/// The tool `name` names for the caller of `scope` if it is callable now: in
+/// [`Scope::active`], or a deprecated tool within reach (profile ∩ active toolsets, or an MCP
+/// server's scope) that the host allows ([`Scope::allow_deprecated`]). Otherwise why not.
+/// `name` is exported, or declared: a declared name several known tools share is
+/// [`Unavailable::Ambiguous`], one that only one known tool has names that tool.
+pub(crate) fn resolve(scope: &Scope<'_, '_>, name: &str) -> Result<ToolIndex, Unavailable> {
+    let c = scope.catalog;
+    let t = match c.tool(name) {
+        Ok(t) => t,
+        Err(crate::error::NameError::Ambiguous { candidates, .. }) => {
+            let choices: Vec<ToolIndex> = candidates
+                .iter()
+                .filter_map(|n| c.tool(n).ok())
+                .filter(|t| bit(scope.known, t.index()))
+                .collect();
+            match choices.as_slice() {
+                [] => return Err(Unavailable::NotAvailable),
+                [one] => *one,
+                _ => return Err(Unavailable::Ambiguous(choices)),
+            }
+        }
+        Err(_) => return Err(Unavailable::NotAvailable),
+    };
+    let i = t.index();
+    if i >= c.len() || !bit(scope.known, i) {
+        return Err(Unavailable::NotAvailable);
+    }
+    let deprecated = c.status(t) == Status::Deprecated;
+    if deprecated && !scope.allow_deprecated {
+        return Err(Unavailable::Deprecated(t));
+    }
+    if bit(scope.active, i) {
+        return Ok(t);
+    }
+    // A meta-tool the caller was not given is not offered.
+    if c.tier(t) == Tier::Loop {
+        return Err(Unavailable::NotAvailable);
+    }
+    if bit(scope.reachable, i) {
+        return Err(Unavailable::NotLoaded(t));
+    }
+    let Some(active) = scope.toolsets else {
+        return Err(Unavailable::NotAvailable);
+    };
+    if active.iter().any(|&s| bit(c.toolset_tools(s), i)) {
+        // In reach: a deprecated tool the host allows; anything else in reach but not
+        // reachable is one the caller cannot be sent (a provider's unsendable schema).
+        return if deprecated {
+            Ok(t)
+        } else {
+            Err(Unavailable::NotAvailable)
+        };
+    }
+    let toolsets: Vec<ToolsetId> = c
+        .toolsets()
+        .filter(|&s| bit(c.toolset_tools(s), i))
+        .collect();
+    if toolsets.is_empty() {
+        return Err(Unavailable::NotAvailable);
+    }
+    Err(Unavailable::InactiveToolset { tool: t, toolsets })
+}
+
+/// Where the caller is, for the words of a hint: `this session`, or `this server` (no toolsets).
+fn place(scope: &Scope<'_, '_>) -> &'static str {
+    if scope.toolsets.is_some() {
+        "this session"
+    } else {
+        "this server"
+    }
+}
+
+/// The meta-tool call that loads `name` (a reachable tool not loaded yet) in the caller's
+/// current state: `tool_search(query='NAME')` while the search budget lasts, else
+/// `tool_describe(name='NAME')` (no budget); `None` when the caller has neither.
+fn load_call(scope: &Scope<'_, '_>, name: &str) -> Option<String> {
+    let c = scope.catalog;
+    let has = |m: MetaTool| {
+        c.tool(m.name())
+            .is_ok_and(|t| MetaTool::of(c, t) == Some(m) && bit(scope.active, t.index()))
+    };
+    let budget_left = scope.budget.is_none_or(|b| b.used < b.cap);
+    if has(MetaTool::Search) && budget_left {
+        Some(format!("tool_search(query='{name}')"))
+    } else if has(MetaTool::Describe) {
+        Some(format!("tool_describe(name='{name}')"))
+    } else {
+        None
+    }
+}
+
+/// The words of `why` for a name `name` the caller gave (see [`Unavailable`]); each names a
+/// step that can succeed in the caller's current state, and nothing outside [`Scope::known`]:
+/// - not loaded: `Call tool_search(query='NAME') to discover it` (or `tool_describe` once the
+///   search budget is spent);
+/// - inactive toolset: `` `NAME` is in toolset `git`, which is not active in this session: the
+///   host can switch it on `` … (then the load call, for a discoverable tool);
+/// - deprecated: [`deprecation`];
+/// - ambiguous: `` `NAME` names several tools; call one by its exported name: `a`, `b` ``;
+/// - otherwise: `` No tool named `NAME` is available to this session `` (`this server` for an
+///   MCP server).
+pub(crate) fn hint(scope: &Scope<'_, '_>, name: &str, why: &Unavailable) -> String {
+    let c = scope.catalog;
+    match why {
+        Unavailable::NotLoaded(_) => match load_call(scope, name) {
+            Some(call) => format!("Call {call} to discover it"),
+            None => format!(
+                "`{name}` is not loaded, and this turn's search budget is spent: call tool_search(query='{name}') next turn to load it"
+            ),
+        },
+        Unavailable::InactiveToolset { tool, toolsets } => {
+            let names: Vec<String> = toolsets
+                .iter()
+                .map(|&s| format!("`{}`", c.toolset_name(s)))
+                .collect();
+            let which = if names.len() == 1 {
+                format!("toolset {}, which is not active", names[0])
+            } else {
+                format!("toolsets {}, none of them active", names.join(", "))
+            };
+            let then = if c.visibility(*tool) == Visibility::Discoverable {
+                format!(", then call tool_search(query='{name}') to load it")
+            } else {
+                String::new()
+            };
+            format!(
+                "`{name}` is in {which} in {}: the host can switch {} on (a session's toolsets; ask the user){then}",
+                place(scope),
+                if names.len() == 1 { "it" } else { "one of them" },
+            )
+        }
+        Unavailable::Deprecated(t) => deprecation(scope, *t, false),
+        Unavailable::Ambiguous(choices) => {
+            let names: Vec<String> = choices
+                .iter()
+                .map(|&t| format!("`{}`", c.exported_name(t)))
+                .collect();
+            let load = choices
+                .iter()
+                .any(|&t| !bit(scope.active, t.index()))
+                .then(|| load_call(scope, name))
+                .flatten()
+                .map(|call| format!(" ({call} loads them)"))
+                .unwrap_or_default();
+            format!(
+                "`{name}` names several tools; call one by its exported name: {}{load}",
+                names.join(", ")
+            )
+        }
+        Unavailable::NotAvailable => {
+            format!("No tool named `{name}` is available to {}", place(scope))
+        }
+    }
+}
+
+/// The answer to a deprecated tool `t`, in words a model can act on:
+/// `` `old` is deprecated (removal 2027-01-31); call `new` instead `` — the removal clause when
+/// the row has a date; the replacement (`replaced_by`) only when the caller may know it, with
+/// the step that makes it callable when it is not yet (`loaded`: this answer loads it itself);
+/// otherwise `` `old` is deprecated (…) and has no replacement available to this session ``.
+pub(crate) fn deprecation(scope: &Scope<'_, '_>, t: ToolIndex, loaded: bool) -> String {
+    let c = scope.catalog;
+    let replacement = c
+        .replaced_by(t)
+        .filter(|r| bit(scope.known, r.index()) && c.status(*r) != Status::Deprecated)
+        .and_then(|r| {
+            let new = c.exported_name(r);
+            if loaded {
+                return Some((r, String::new()));
+            }
+            match resolve(scope, new) {
+                Ok(_) => Some((r, String::new())),
+                Err(why @ (Unavailable::NotLoaded(_) | Unavailable::InactiveToolset { .. })) => {
+                    Some((
+                        r,
+                        format!(" ({})", lowercase_first(&hint(scope, new, &why))),
+                    ))
+                }
+                Err(_) => None,
+            }
+        });
+    deprecation_words(c, t, replacement, place(scope))
+}
+
+/// The notice of a deprecated tool `t` for a caller that may run any tool of the catalog
+/// (`toolcat call`): `` `old` is deprecated (removal 2027-01-31); call `new` instead ``, or
+/// `` … and has no replacement available to this catalog `` (the words of every refusal of a
+/// deprecated tool). `None` when `t` is not deprecated.
+pub fn deprecation_notice(catalog: &Catalog, t: ToolIndex) -> Option<String> {
+    if catalog.status(t) != Status::Deprecated {
+        return None;
+    }
+    let replacement = catalog
+        .replaced_by(t)
+        .filter(|r| catalog.status(*r) != Status::Deprecated)
+        .map(|r| (r, String::new()));
+    Some(deprecation_words(catalog, t, replacement, "this catalog"))
+}
+
+/// The words of [`deprecation`]: `replacement` is the tool to call instead and the step that
+/// makes it callable (empty when it is), `place` where the caller is.
+fn deprecation_words(
+    c: &Catalog,
+    t: ToolIndex,
+    replacement: Option<(ToolIndex, String)>,
+    place: &str,
+) -> String {
+    let old = c.exported_name(t);
+    let removal = c
+        .removal(t)
+        .map(|d| format!(" (removal {d})"))
+        .unwrap_or_default();
+    match replacement {
+        Some((r, then)) => format!(
+            "`{old}` is deprecated{removal}; call `{}` instead{then}",
+            c.exported_name(r)
+        ),
+        None => {
+            format!("`{old}` is deprecated{removal} and has no replacement available to {place}")
+        }
+    }
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }

@@ -72,6 +72,8 @@ pub struct Plan<'p> {
     catalog: &'p Catalog,
     profile: ProfileId,
     tools: &'p [ToolIndex],
+    /// How many of `tools` are the catalog-ordered part (see [`Plan::core`]).
+    core: usize,
     visible: &'p [u64],
     reachable: &'p [u64],
     counts: PlanCounts,
@@ -91,6 +93,14 @@ impl<'p> Plan<'p> {
     /// The visible tools, in the order their definitions go out.
     pub fn tools(&self) -> &'p [ToolIndex] {
         self.tools
+    }
+
+    /// The catalog-ordered part of [`Plan::tools`], its first tools: what is visible without
+    /// discovery — the inline tools of the active toolsets, the named tools, the discovery
+    /// meta-tools when a discoverable tool is reachable, and what they require. Without named
+    /// tools it depends on the profile and the active toolsets only.
+    pub fn core(&self) -> &'p [ToolIndex] {
+        &self.tools[..self.core]
     }
 
     /// The visible tools as a bitset.
@@ -182,6 +192,7 @@ impl TurnPlanner {
                 catalog,
                 profile: input.profile,
                 tools: &self.order,
+                core: 0,
                 visible: &self.visible[..w],
                 reachable: &self.reachable[..w],
                 counts,
@@ -269,6 +280,7 @@ impl TurnPlanner {
             catalog,
             profile: input.profile,
             tools: &self.order,
+            core: prefix,
             visible: &self.visible[..w],
             reachable: &self.reachable[..w],
             counts,

@@ -5,8 +5,10 @@
 //!
 //! 1. [`Session::begin_turn`] with the user's message: resets the per-turn search budget, forgets
 //!    discovered tools that are no longer registered and evicts the least recently used ones past
-//!    the cap, adds the tools the message names ([`named_in_message`]), runs preselection
-//!    ([`crate::preselect`]) and returns the plan: the definitions to send.
+//!    [`SessionOptions::discovered_cap`], adds the tools last turn's searches left out for the cap,
+//!    the tools the message names ([`named_in_message`]) and preselection's picks
+//!    ([`crate::preselect`]) — within the cap, see below — and returns the plan: the definitions
+//!    to send. [`TurnReport`] says what joined, what was evicted and what was left out.
 //! 2. For each model step, the host sends [`Session::plan`] (or [`Session::definitions`]) and passes
 //!    each tool call the model makes to [`Session::handle_call`], which returns exactly what the
 //!    model receives ([`CallResult::text`], or the blocks of [`CallResult::content`] when it has
@@ -40,22 +42,49 @@
 //!
 //! # The active set
 //! The tools the model may call at a step are the tools of the current plan: profile ∩ active
-//! toolsets ∩ (inline ∪ discovered ∪ named ∪ preselected), closed over `requires`, minus
-//! deprecated ([`crate::plan`]). Nothing else runs. Tools found by `tool_search` or described by
-//! `tool_describe` join it *inside* that call, so the very next step can call them; they are
-//! appended at the end of the definitions (the earlier definitions stay a prefix, for prompt
-//! caching). Discovered tools persist across turns, up to [`SessionOptions::discovered_cap`]
-//! (least recently found, described or called evicted first, at the start of a turn, never in the
-//! middle of one), and only while still registered: still in the profile and not deprecated.
+//! toolsets ∩ (inline ∪ discovered), closed over `requires`, minus deprecated ([`crate::plan`]).
+//! Nothing else runs. Tools found by `tool_search` or described by `tool_describe` join it
+//! *inside* that call, so the very next step can call them; tools the user names and
+//! preselection picks join at the turn's start. All of them are discovered tools: appended at the
+//! end of the definitions, in the order they joined, and kept across turns, so the definitions
+//! only grow and each request is a byte-identical prefix of the next (prompt caching) until a
+//! turn's start evicts. Discovered tools persist up to [`SessionOptions::discovered_cap`] (least
+//! recently found, described, named or called evicted first, at the start of a turn, never in
+//! the middle of one), and only while still registered: still in the profile and not deprecated.
+//!
+//! # The cap
+//! [`Session::max_tools`] (the preset's or profile's `max_tools` or `client`, and
+//! [`SessionOptions::max_tools`], the smallest) bounds [`Session::definitions`] at every step,
+//! discovery meta-tools included, deferred definitions not (see [`Session::max_tools`]):
+//! - inside a turn a tool that would pass it is not loaded: a `tool_search` or `tool_describe`
+//!   answers the tools it loaded in `tools` and the others in
+//!   `"leftOut":{"tools":[{"name","description"}],"message":...}` ([`left_out_message`]); a call
+//!   of one answers that message and runs nothing; with hosted search a deferred tool past the
+//!   cap is refused the same way;
+//! - those tools join at the next turn's start ([`TurnReport::carried`]), then the tools the
+//!   message names; each evicts the least recently used discovered tools that did not join this
+//!   turn until it fits ([`TurnReport::evicted`]). Preselection's picks are guesses: they take
+//!   free room only and evict nothing. A tool that cannot fit is named in
+//!   [`TurnReport::left_out`]. The core (inline tools, meta-tools and what they require) is never
+//!   evicted: a catalog's cap below it is refused at build time (`E0422`).
 //!
 //! # A call, step by step
-//! 1. The name (exported, or declared when unique) must be in the active set; otherwise nothing
-//!    runs and the model reads [`not_in_active_set`]:
-//!    `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
-//!    of: a, b, c` — the list holds the exported names of the inline tools of the current plan
-//!    (meta-tools aside), in plan order, separated by `, `. Without inline tools the clause
-//!    `, or use one of: ...` is left out; when `tool_search` is not in the plan the message is
-//!    `Tool 'NAME' not in active set. Use one of: a, b, c`.
+//! 1. The name (exported, or declared when unique) must be in the active set (or, with
+//!    [`SessionOptions::allow_deprecated`], be a deprecated tool of profile ∩ active toolsets);
+//!    otherwise nothing runs and the model reads `Tool 'NAME' not in active set. HINT`, the hint
+//!    of [`crate::meta`] for why, one that can succeed now:
+//!    - a reachable tool not loaded yet: exactly [`not_in_active_set`],
+//!      `Tool 'NAME' not in active set. Call tool_search(query='NAME') to discover it, or use one
+//!      of: a, b, c` — the list holds the exported names of the inline tools of the current plan
+//!      (meta-tools aside), in plan order, separated by `, `, left out without inline tools;
+//!      `tool_describe(name='NAME')` in place of the search once the turn's budget is spent;
+//!    - a tool of the profile in no active toolset: `` `NAME` is in toolset `git`, which is not
+//!      active in this session: the host can switch it on (...) `` (then the search that loads a
+//!      discoverable one);
+//!    - a deprecated tool: `` `old` is deprecated (removal 2027-01-31); call `new` instead ``;
+//!    - a bare name several tools of the profile share: their exported names;
+//!    - anything else (unknown, another profile's, a meta-tool not in the plan):
+//!      `` No tool named `NAME` is available to this session; use one of: a, b, c ``.
 //! 2. Meta-tools (source `loop`) are answered by [`crate::meta`], as the MCP server answers them,
 //!    within the session's reachable set, search budget and archive owner:
 //!    - `tool_search {"query", "limit"?}`: counts against the per-turn budget
@@ -167,6 +196,16 @@ pub struct SessionOptions {
     /// deprecated) is accepted and the tool joins the discovered tools. Only for those two
     /// providers; `false` by default.
     pub hosted_search: bool,
+    /// A cap on the tool definitions of every step, on top of the profile's or preset's
+    /// ([`Catalog::profile_max_tools`], [`Catalog::preset_max_tools`]; the smaller holds). `None`
+    /// by default: the catalog's cap alone.
+    pub max_tools: Option<usize>,
+    /// Whether deprecated tools within reach (profile ∩ active toolsets) are described and run
+    /// when called by name, directly or through `tool_call` (the host's opt-in, for models and
+    /// transcripts that still use an old name). `false` by default: such a call runs nothing
+    /// and answers the tool's `replaced_by` ([`crate::meta`]). Either way no plan lists a
+    /// deprecated tool and no search returns one.
+    pub allow_deprecated: bool,
 }
 
 impl Default for SessionOptions {
@@ -180,6 +219,8 @@ impl Default for SessionOptions {
             dense_weight: crate::fusion::DenseWeight::default(),
             provider: ExportFormat::Mcp,
             hosted_search: false,
+            max_tools: None,
+            allow_deprecated: false,
         }
     }
 }
@@ -207,8 +248,18 @@ pub struct TurnReport {
     pub named_unreachable: Vec<ToolIndex>,
     /// The preselection, when a preselector is set.
     pub preselect: Option<PreselectReport>,
-    /// Exported names of discovered tools evicted as least recently used.
+    /// The cap on the definitions of every step of this turn ([`Session::max_tools`]).
+    pub max_tools: Option<usize>,
+    /// Exported names of tools a search or a description found last turn that did not fit
+    /// under the cap then, and joined at this turn's start.
+    pub carried: Vec<String>,
+    /// Exported names of discovered tools evicted as least recently used: past
+    /// [`SessionOptions::discovered_cap`], or to make room under the cap for the tools that join
+    /// at this turn's start (carried, named, preselected).
     pub evicted: Vec<String>,
+    /// Exported names of tools that were to join at this turn's start (carried, named,
+    /// preselected) but did not fit under the cap even after every evictable tool was evicted.
+    pub left_out: Vec<String>,
     /// Exported names of discovered tools forgotten because they are no longer registered (left
     /// the profile or became deprecated).
     pub unregistered: Vec<String>,
@@ -234,8 +285,11 @@ pub struct Session<'c> {
     /// Recency stamps of the discovered tools, for LRU eviction.
     last_used: HashMap<ToolIndex, u64>,
     clock: u64,
-    /// Named by the user or preselected, this turn only.
-    named: Vec<ToolIndex>,
+    /// Found or described this turn but left out for the cap: offered again at the next turn's
+    /// start.
+    pending: Vec<ToolIndex>,
+    /// The preset the session runs, when it was built from one (its cap holds).
+    preset: Option<PresetId>,
     searches: usize,
     report: TurnReport,
     /// The cosines `tool_search` fuses with BM25 (a sentence-embedding model), when given one.
@@ -248,6 +302,8 @@ pub struct Session<'c> {
     /// cannot express, [`crate::export::gemini_declaration`]): never reachable, so neither
     /// `tool_search` nor a call finds them. One bit per tool.
     unsendable: Vec<u64>,
+    /// The tools a refusal may name: the profile's, minus the unsendable ones.
+    known: Vec<u64>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -284,7 +340,8 @@ impl<'c> Session<'c> {
             discovered: Vec::new(),
             last_used: HashMap::new(),
             clock: 0,
-            named: Vec::new(),
+            pending: Vec::new(),
+            preset: None,
             searches: 0,
             report: TurnReport::default(),
             semantic: None,
@@ -292,6 +349,7 @@ impl<'c> Session<'c> {
             reachable: Vec::new(),
             definitions: Vec::new(),
             unsendable: Vec::new(),
+            known: catalog.profile_tools(profile).to_vec(),
         };
         session.refresh();
         session
@@ -300,13 +358,42 @@ impl<'c> Session<'c> {
     /// A session of a preset: its profile and toolsets.
     pub fn for_preset(catalog: &'c Catalog, preset: PresetId, context: ToolContext) -> Self {
         let toolsets: Vec<ToolsetId> = catalog.preset_toolsets(preset).collect();
-        Session::new(catalog, catalog.preset_profile(preset), toolsets, context)
+        let mut session = Session::new(catalog, catalog.preset_profile(preset), toolsets, context);
+        session.preset = Some(preset);
+        session
+    }
+
+    /// The cap on the tool definitions of every step: the smallest of the preset's (when the
+    /// session runs one, [`Catalog::preset_max_tools`]), the profile's
+    /// ([`Catalog::profile_max_tools`]) and [`SessionOptions::max_tools`]; `None` when none is
+    /// set. It counts the definitions of [`Session::definitions`] — discovery meta-tools
+    /// included, deferred definitions not: an Anthropic export's `defer_loading` tools and an
+    /// OpenAI Responses export's deferred namespace members stay out of the model's context
+    /// until loaded, and the capped clients (Cursor, Windsurf, Copilot) list no deferred tools.
+    pub fn max_tools(&self) -> Option<usize> {
+        let c = self.catalog;
+        let caps = [
+            self.preset.and_then(|p| c.preset_max_tools(p)),
+            c.profile_max_tools(self.profile),
+        ];
+        caps.into_iter()
+            .flatten()
+            .map(|cap| cap as usize)
+            .chain(self.options.max_tools)
+            .min()
+    }
+
+    /// Whether the definitions pass the cap.
+    fn over_cap(&self) -> bool {
+        self.max_tools()
+            .is_some_and(|cap| self.definitions.len() > cap)
     }
 
     /// Replaces the options.
     pub fn with_options(mut self, options: SessionOptions) -> Self {
         self.options = options;
         self.unsendable = unsendable(self.catalog, self.options.provider);
+        self.known = known(self.catalog, self.profile, &self.unsendable);
         self.refresh();
         self
     }
@@ -440,7 +527,7 @@ impl<'c> Session<'c> {
             profile: self.profile,
             toolsets: &self.toolsets,
             discovered: &self.discovered,
-            named: &self.named,
+            named: &[],
         };
         self.planner.plan(self.catalog, &input)
     }
@@ -498,12 +585,16 @@ impl<'c> Session<'c> {
             .iter()
             .filter_map(|(&t, &stamp)| remap(t).map(|n| (n, stamp)))
             .collect();
-        self.named = self.named.iter().filter_map(|&t| remap(t)).collect();
+        self.pending = self.pending.iter().filter_map(|&t| remap(t)).collect();
+        self.preset = self
+            .preset
+            .and_then(|p| catalog.preset(old.preset_name(p)).ok());
         self.catalog = catalog;
         self.profile = profile;
         self.toolsets = toolsets;
         self.coordinator = self.coordinator.for_catalog(catalog);
         self.unsendable = unsendable(catalog, self.options.provider);
+        self.known = known(catalog, profile, &self.unsendable);
         self.refresh();
         Ok(dropped)
     }
@@ -512,27 +603,38 @@ impl<'c> Session<'c> {
     pub async fn begin_turn(&mut self, user_message: &str) -> Plan<'_> {
         let mut report = TurnReport {
             turn: self.report.turn + 1,
+            max_tools: self.max_tools(),
             ..TurnReport::default()
         };
         self.searches = 0;
-        self.named.clear();
         self.forget_unregistered(&mut report);
-        self.evict(&mut report);
+        self.evict(&mut report, &[]);
         self.refresh();
 
-        let meta = self.catalog.tier_tools(Tier::Loop);
-        for t in named_in_message(self.catalog, user_message) {
-            if bit(meta, t.index()) || self.named.contains(&t) {
-                continue;
-            }
-            if bit(&self.reachable, t.index()) {
-                self.named.push(t);
-                report.named.push(t);
-            } else {
-                report.named_unreachable.push(t);
+        // The tools that join now, in this order: carried from last turn, named, preselected.
+        let mut fresh: Vec<ToolIndex> = Vec::new();
+        for t in std::mem::take(&mut self.pending) {
+            if bit(&self.reachable, t.index())
+                && !self.is_active(t)
+                && self.join(t, true, &mut fresh, &mut report)
+            {
+                report
+                    .carried
+                    .push(self.catalog.exported_name(t).to_string());
             }
         }
-        self.refresh();
+        let meta = self.catalog.tier_tools(Tier::Loop);
+        for t in named_in_message(self.catalog, user_message) {
+            if bit(meta, t.index()) || report.named.contains(&t) {
+                continue;
+            }
+            if !bit(&self.reachable, t.index()) {
+                report.named_unreachable.push(t);
+            } else if self.is_active(t) || self.join(t, true, &mut fresh, &mut report) {
+                self.touch(t);
+                report.named.push(t);
+            }
+        }
 
         if let Some(preselector) = self.preselector.as_deref() {
             let request = PreselectRequest {
@@ -542,13 +644,74 @@ impl<'c> Session<'c> {
                 visible: &self.active,
                 budget: self.options.preselect_budget,
             };
-            let pre = preselect::run(preselector, &request, self.options.preselect_timeout).await;
-            self.named.extend(pre.added.iter().copied());
+            let mut pre =
+                preselect::run(preselector, &request, self.options.preselect_timeout).await;
+            // Picks are guesses: they take free room only, and evict nothing.
+            pre.added
+                .retain(|&t| self.join(t, false, &mut fresh, &mut report));
             report.preselect = Some(pre);
-            self.refresh();
         }
+        self.evict(&mut report, &fresh);
+        self.refresh();
         self.report = report;
         self.plan()
+    }
+
+    /// Adds `t` at a turn's start: appended to the discovered tools, then, while the definitions
+    /// pass the cap and `may_evict`, the least recently used discovered tool that did not join
+    /// this turn (and is not visible anyway) is evicted. When nothing is left to evict (or
+    /// `!may_evict`), `t` is taken out again and reported in [`TurnReport::left_out`]; returns
+    /// whether it stayed.
+    fn join(
+        &mut self,
+        t: ToolIndex,
+        may_evict: bool,
+        fresh: &mut Vec<ToolIndex>,
+        report: &mut TurnReport,
+    ) -> bool {
+        if self.discovered.contains(&t) {
+            return true;
+        }
+        self.discovered.push(t);
+        self.touch(t);
+        fresh.push(t);
+        self.refresh();
+        while self.over_cap() {
+            let core = self.core();
+            let victim = self
+                .discovered
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| may_evict && !fresh.contains(d) && !core.contains(d))
+                .min_by_key(|(_, d)| self.last_used.get(d).copied().unwrap_or(0))
+                .map(|(k, _)| k);
+            match victim {
+                Some(k) => {
+                    let v = self.discovered.remove(k);
+                    self.last_used.remove(&v);
+                    report
+                        .evicted
+                        .push(self.catalog.exported_name(v).to_string());
+                }
+                None => {
+                    self.discovered.retain(|&d| d != t);
+                    self.last_used.remove(&t);
+                    fresh.retain(|&d| d != t);
+                    report
+                        .left_out
+                        .push(self.catalog.exported_name(t).to_string());
+                    self.refresh();
+                    return false;
+                }
+            }
+            self.refresh();
+        }
+        true
+    }
+
+    /// The tools visible without discovery ([`Plan::core`]): never evicted.
+    fn core(&mut self) -> Vec<ToolIndex> {
+        self.plan().core().to_vec()
     }
 
     /// Handles one tool call of the model (see the module docs for the steps and the answers).
@@ -608,6 +771,12 @@ impl<'c> Session<'c> {
         if let Some(t) = self.resolve_active(name) {
             return Some(t);
         }
+        // A deprecated tool within reach, when the host opted in.
+        if self.options.allow_deprecated {
+            if let Ok(t) = meta::resolve(&self.scope(), name) {
+                return Some(t);
+            }
+        }
         if !self.hosted_search() {
             return None;
         }
@@ -617,17 +786,15 @@ impl<'c> Session<'c> {
             && c.visibility(t) == Visibility::Discoverable
             && c.status(t) != Status::Deprecated
             && c.tier(t) != Tier::Loop;
-        if !deferred {
+        if !deferred || !self.activate(t) {
             return None;
         }
-        self.activate(t);
-        self.refresh();
         self.is_active(t).then_some(t)
     }
 
     async fn call(&mut self, name: &str, mut arguments: Value, nested: bool) -> CallResult {
         let Some(t) = self.resolve_callable(name) else {
-            return CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet);
+            return self.not_callable(name);
         };
         if matches!(
             self.options.provider,
@@ -655,7 +822,7 @@ impl<'c> Session<'c> {
         };
         match answer {
             Answer::Done(mut result) => {
-                self.discover(&result.outcome);
+                self.discover(&mut result);
                 if self.options.provider == ExportFormat::Anthropic {
                     self.reference_hits(&mut result);
                 }
@@ -678,13 +845,19 @@ impl<'c> Session<'c> {
                 cap: self.options.search_budget,
                 used: self.searches,
             }),
+            known: &self.known,
+            active: &self.active,
+            toolsets: Some(&self.toolsets),
+            allow_deprecated: self.options.allow_deprecated,
         }
     }
 
     /// After a meta-tool's answer: a search is counted, and the tools found or described join
-    /// the active set.
-    fn discover(&mut self, outcome: &Outcome) {
-        let tools = match outcome {
+    /// the active set within the cap ([`Session::activate`]). Hits that do not fit are taken
+    /// out of the outcome and of the answer's `tools`, and listed in its `leftOut`
+    /// (`{"tools":[{"name","description"}],"message"}`) with the reason.
+    fn discover(&mut self, result: &mut CallResult) {
+        let tools = match &mut result.outcome {
             Outcome::Found { tools } => {
                 self.searches += 1;
                 tools
@@ -692,10 +865,68 @@ impl<'c> Session<'c> {
             Outcome::Described { tools } => tools,
             _ => return,
         };
-        for &t in tools {
-            self.activate(t);
+        let mut left_out = Vec::new();
+        let found = std::mem::take(tools);
+        let mut loaded = Vec::with_capacity(found.len());
+        for t in found {
+            if self.activate(t) {
+                loaded.push(t);
+            } else {
+                left_out.push(t);
+            }
         }
-        self.refresh();
+        if let Outcome::Found { tools } | Outcome::Described { tools } = &mut result.outcome {
+            *tools = loaded;
+        }
+        if !left_out.is_empty() {
+            self.state_left_out(result, &left_out);
+        }
+    }
+
+    /// Rewrites a search or description answer for hits the cap left out (see
+    /// [`Session::discover`]).
+    fn state_left_out(&self, result: &mut CallResult, left_out: &[ToolIndex]) {
+        let c = self.catalog;
+        let Ok(Value::Object(mut answer)) = serde_json::from_str::<Value>(&result.text) else {
+            return;
+        };
+        let names: Vec<&str> = left_out.iter().map(|&t| c.exported_name(t)).collect();
+        if let Some(Value::Array(tools)) = answer.get_mut("tools") {
+            tools.retain(|v| !names.contains(&v["name"].as_str().unwrap_or_default()));
+            if tools.is_empty() {
+                result.is_error = true;
+            }
+        }
+        let cap = self.max_tools().unwrap_or_default();
+        let listed: Vec<Value> = left_out
+            .iter()
+            .map(
+                |&t| json!({"name": c.exported_name(t), "description": one_line(c.description(t))}),
+            )
+            .collect();
+        answer.insert(
+            "leftOut".into(),
+            json!({
+                "tools": listed,
+                "message": left_out_message(&names, cap),
+            }),
+        );
+        result.text = Value::Object(answer).to_string();
+    }
+
+    /// The answer to a call of `name` when it is not callable: for a tool left out for the cap
+    /// this turn, [`left_out_message`]; otherwise the not-in-active-set answer.
+    fn not_callable(&self, name: &str) -> CallResult {
+        match self.catalog.tool(name) {
+            Ok(t) if self.pending.contains(&t) => CallResult::error(
+                left_out_message(
+                    &[self.catalog.exported_name(t)],
+                    self.max_tools().unwrap_or_default(),
+                ),
+                Outcome::NotInActiveSet,
+            ),
+            _ => CallResult::error(self.not_in_active_set_text(name), Outcome::NotInActiveSet),
+        }
     }
 
     /// An Anthropic session's `tool_search` hits as content blocks: a short text block, then one
@@ -713,15 +944,19 @@ impl<'c> Session<'c> {
             .iter()
             .map(|&t| self.catalog.exported_name(t))
             .collect();
-        let mut content = vec![ContentBlock::Text {
-            text: format!(
-                "{} tool{} found and loaded: {}. Searches left this turn: {}.",
-                names.len(),
-                if names.len() == 1 { "" } else { "s" },
-                names.join(", "),
-                self.searches_left(),
-            ),
-        }];
+        let mut text = format!(
+            "{} tool{} found and loaded: {}. Searches left this turn: {}.",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            self.searches_left(),
+        );
+        if let Ok(answer) = serde_json::from_str::<Value>(&result.text) {
+            if let Some(message) = answer["leftOut"]["message"].as_str() {
+                text.push_str(&format!(" Other hits {message}."));
+            }
+        }
+        let mut content = vec![ContentBlock::Text { text }];
         content.extend(names.iter().map(|n| ContentBlock::ToolReference {
             tool_name: (*n).to_string(),
         }));
@@ -733,25 +968,55 @@ impl<'c> Session<'c> {
         self.catalog.tool(name).ok().filter(|&t| self.is_active(t))
     }
 
+    /// The answer to a call of `name`, which is not callable: `Tool 'NAME' not in active set.
+    /// HINT`, the hint of [`crate::meta`] for why (an inactive toolset, a deprecated tool's
+    /// replacement, the choices of an ambiguous name), followed by `, or use one of: a, b` (a
+    /// tool a search loads: exactly [`not_in_active_set`]) or `; use one of: a, b` (a name no
+    /// tool of the session has) when the plan has inline tools.
     fn not_in_active_set_text(&self, name: &str) -> String {
-        let inline = self
-            .definitions
+        let scope = self.scope();
+        // Callable after all: a deprecated tool the host allows, refused by the coordinator.
+        let why = meta::resolve(&scope, name)
+            .err()
+            .unwrap_or(meta::Unavailable::NotAvailable);
+        let hint = meta::hint(&scope, name, &why);
+        let inline = self.inline_names();
+        match why {
+            meta::Unavailable::NotLoaded(_) if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}, or use one of: {}",
+                inline.join(", ")
+            ),
+            meta::Unavailable::NotAvailable if !inline.is_empty() => format!(
+                "Tool '{name}' not in active set. {hint}; use one of: {}",
+                inline.join(", ")
+            ),
+            _ => format!("Tool '{name}' not in active set. {hint}"),
+        }
+    }
+
+    /// The exported names of the plan's inline tools, meta-tools aside, in plan order.
+    fn inline_names(&self) -> Vec<&'c str> {
+        self.definitions
             .iter()
             .filter(|&&t| {
                 self.catalog.visibility(t) == Visibility::Inline
                     && self.catalog.tier(t) != Tier::Loop
             })
-            .map(|&t| self.catalog.exported_name(t));
-        let search = self
-            .definitions
-            .iter()
-            .any(|&t| MetaTool::of(self.catalog, t) == Some(MetaTool::Search));
-        not_in_active_set(name, inline, search)
+            .map(|&t| self.catalog.exported_name(t))
+            .collect()
     }
 
     async fn run_tool(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
-        let request = CallRequest::new(t, arguments, &self.active).with_owner(self.owner);
+        // The active set; a deprecated tool the host allows is added for this call alone.
+        let mut allowed = std::borrow::Cow::Borrowed(self.active.as_slice());
+        if !self.is_active(t) && self.options.allow_deprecated {
+            if let Some(w) = allowed.to_mut().get_mut(t.index() / 64) {
+                *w |= 1 << (t.index() % 64);
+            }
+        }
+        let request = CallRequest::new(t, arguments, &allowed).with_owner(self.owner);
         let outcome = self.coordinator.call(request).await;
+        drop(allowed);
         let ran = outcome.ran.then_some(t);
         let dispatched = outcome.ran || matches!(outcome.result, Err(CallError::Tool(_)));
         if dispatched {
@@ -833,12 +1098,24 @@ impl<'c> Session<'c> {
     }
 
     /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and
-    /// marks it used.
-    fn activate(&mut self, t: ToolIndex) {
+    /// marks it used, within the cap: a tool whose definitions would pass it is not added but
+    /// kept for the next turn's start ([`TurnReport::carried`]); returns whether it was added.
+    /// Re-plans.
+    fn activate(&mut self, t: ToolIndex) -> bool {
         if self.catalog.visibility(t) == Visibility::Discoverable && !self.discovered.contains(&t) {
             self.discovered.push(t);
+            self.refresh();
+            if self.over_cap() {
+                self.discovered.pop();
+                self.refresh();
+                if !self.pending.contains(&t) {
+                    self.pending.push(t);
+                }
+                return false;
+            }
         }
         self.touch(t);
+        true
     }
 
     /// Marks a discovered tool as just used.
@@ -866,13 +1143,16 @@ impl<'c> Session<'c> {
         });
     }
 
-    /// Evicts the least recently used discovered tools past the cap.
-    fn evict(&mut self, report: &mut TurnReport) {
+    /// Evicts the least recently used discovered tools past
+    /// [`SessionOptions::discovered_cap`], sparing those in `keep` (the tools that joined at this
+    /// turn's start).
+    fn evict(&mut self, report: &mut TurnReport, keep: &[ToolIndex]) {
         while self.discovered.len() > self.options.discovered_cap {
             let oldest = self
                 .discovered
                 .iter()
                 .enumerate()
+                .filter(|(_, t)| !keep.contains(t))
                 .min_by_key(|(_, t)| self.last_used.get(t).copied().unwrap_or(0))
                 .map(|(k, _)| k);
             let Some(k) = oldest else { break };
@@ -890,7 +1170,7 @@ impl<'c> Session<'c> {
             profile: self.profile,
             toolsets: &self.toolsets,
             discovered: &self.discovered,
-            named: &self.named,
+            named: &[],
         };
         let plan = self.planner.plan(self.catalog, &input);
         self.active.clear();
@@ -912,6 +1192,17 @@ impl<'c> Session<'c> {
     }
 }
 
+/// Why tools were left out for the cap, byte for byte: `not loaded: this session already sends
+/// CAP tool definitions, its cap (max_tools); a, b join at the start of the next turn, in place
+/// of the least recently used discovered tools, and cannot be called before`.
+pub fn left_out_message(names: &[&str], cap: usize) -> String {
+    format!(
+        "not loaded: this session already sends {cap} tool definitions, its cap (max_tools); {} join{} at the start of the next turn, in place of the least recently used discovered tools, and cannot be called before",
+        names.join(", "),
+        if names.len() == 1 { "s" } else { "" },
+    )
+}
+
 /// One bit per tool of `catalog` that `provider` cannot be sent: for Gemini the tools whose
 /// input schema [`crate::export::gemini_declaration`] refuses; none for the other providers.
 fn unsendable(catalog: &Catalog, provider: ExportFormat) -> Vec<u64> {
@@ -924,6 +1215,14 @@ fn unsendable(catalog: &Catalog, provider: ExportFormat) -> Vec<u64> {
         }
     }
     bits
+}
+
+/// The tools of `profile` a session may name in a refusal: the profile's, minus `unsendable`.
+fn known(catalog: &Catalog, profile: ProfileId, unsendable: &[u64]) -> Vec<u64> {
+    let profile = catalog.profile_tools(profile);
+    (0..profile.len())
+        .map(|k| profile[k] & !unsendable.get(k).copied().unwrap_or(0))
+        .collect()
 }
 
 /// The answer to a call outside the active set, byte for byte (see the module docs):

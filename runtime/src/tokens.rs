@@ -149,8 +149,19 @@ mod tests {
             let s = plan_stats(&plan, format);
             assert_eq!(s.definitions, plan.tools().len());
             assert_eq!(s.refused, 0);
-            let exported = export_tools(&c, plan.tools().iter().copied(), format);
+            // The plan's export: its definitions, the manifest in `tool_search` included.
+            let exported = export_plan(&plan, format).without_deferred();
             assert_eq!(s.tokens, count_json_tokens(&exported));
+            let plain = export_tools(&c, plan.tools().iter().copied(), format);
+            let manifest = crate::manifest::plan_manifest(&plan).expect("coder has deferred tools");
+            assert!(
+                s.tokens > count_json_tokens(&plain),
+                "the manifest costs tokens"
+            );
+            assert!(
+                s.tokens <= count_json_tokens(&plain) + crate::tokens::count_tokens(&manifest) + 4,
+                "{s:?}"
+            );
             let owned = fixture::rows()
                 .iter()
                 .filter(|r| r.profiles.contains(&"coder") && r.status != Status::Deprecated)

@@ -27,6 +27,10 @@ pub struct CallArgs {
     /// fingerprints) is printed to stderr, then it runs. Without it gated tools are refused.
     #[arg(long)]
     pub approve: bool,
+    /// Run a deprecated tool (`status = "deprecated"`). Without it the call runs nothing and
+    /// the error names the tool's `replaced_by` and removal date.
+    #[arg(long)]
+    pub allow_deprecated: bool,
     /// The call store the call is recorded in before it runs (`toolcat calls` lists it).
     #[command(flatten)]
     pub store: StoreArg,
@@ -39,6 +43,13 @@ pub struct CallArgs {
 pub fn run(a: &CallArgs) -> anyhow::Result<ExitCode> {
     let c = catalog(&a.catalog)?;
     let tool = c.tool(&a.name)?;
+    if !a.allow_deprecated {
+        if let Some(notice) = toolcat::meta::deprecation_notice(&c, tool) {
+            eprintln!("error: {notice}; nothing ran");
+            eprintln!("help: pass `--allow-deprecated` to run it anyway until its removal");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     let args: serde_json::Value = serde_json::from_str(&a.args).with_context(|| {
         format!(
             "`--args` is not JSON: `{}`; pass an object such as '{{\"path\": \"README.md\"}}'",

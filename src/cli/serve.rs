@@ -46,6 +46,11 @@ pub struct ServeArgs {
     /// Where every call is recorded and large results are archived for `read_tool_result`.
     #[command(flatten)]
     pub store: StoreArg,
+    /// List and run the deprecated tools of the scope (`status = "deprecated"`). Without it they
+    /// are neither listed nor run: a call answers `{"error":"deprecated"}` with the tool's
+    /// `replaced_by` and removal date. Kept across reloads.
+    #[arg(long)]
+    pub allow_deprecated: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; serving
     /// begins after at most `--wait`, and calls of a server still connecting answer that it is
     /// not connected.
@@ -122,7 +127,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         coordinator = coordinator.with_servers(Arc::clone(pool));
     }
-    let table = ScopeTable::new(coordinator, &a.profile, exposure)?;
+    let table = ScopeTable::with_deprecated(coordinator, &a.profile, exposure, a.allow_deprecated)?;
     eprintln!(
         "toolcat serve: profile `{}`, exposure `{}`: {} tools listed",
         a.profile,

@@ -41,6 +41,10 @@ pub struct SessionArgs {
     /// Start turns without BM25 preselection.
     #[arg(long)]
     pub no_preselect: bool,
+    /// A cap on the tool definitions of every step, on top of the preset's or profile's
+    /// (`max_tools`, `client`; the smaller holds).
+    #[arg(long, value_name = "N")]
+    pub max_tools: Option<usize>,
     /// The workspace local tools run in (default: the current directory). Gated tools never run:
     /// this command has no approval step.
     #[arg(long, value_name = "DIR")]
@@ -59,6 +63,11 @@ pub struct SessionArgs {
     /// deferred tools are accepted, as the provider loads them itself.
     #[arg(long, requires = "format")]
     pub hosted_search: bool,
+    /// Run a deprecated tool within reach when the script calls it by name (plans and searches
+    /// still leave deprecated tools out). Without it such a call answers the tool's
+    /// `replaced_by` and runs nothing.
+    #[arg(long)]
+    pub allow_deprecated: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.
     #[command(flatten)]
@@ -86,6 +95,7 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
         toolsets: (!a.toolsets.is_empty()).then(|| a.toolsets.clone()),
         budget: Some(a.search_budget),
         discovered_cap: None,
+        max_tools: a.max_tools,
         preselect: Some(if a.no_preselect {
             Preselect::None
         } else {
@@ -103,6 +113,13 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
         let options = toolcat::SessionOptions {
             provider: format,
             hosted_search: a.hosted_search,
+            ..s.options().clone()
+        };
+        s = s.with_options(options);
+    }
+    if a.allow_deprecated {
+        let options = toolcat::SessionOptions {
+            allow_deprecated: true,
             ..s.options().clone()
         };
         s = s.with_options(options);
@@ -190,7 +207,10 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                             v
                         }),
                         "preselected": preselected,
+                        "maxTools": report.max_tools,
+                        "carried": report.carried,
                         "evicted": report.evicted,
+                        "leftOut": report.left_out,
                         "unregistered": report.unregistered,
                     });
                     writeln!(out, "{line}")?;
@@ -219,7 +239,12 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                     _ => {}
                 }
                 for (what, list) in [
+                    ("joined (left out for the cap last turn)", &report.carried),
                     ("evicted (least recently used)", &report.evicted),
+                    (
+                        "left out (over the cap of the definitions)",
+                        &report.left_out,
+                    ),
                     ("forgotten (no longer registered)", &report.unregistered),
                 ] {
                     if !list.is_empty() {

@@ -5,8 +5,9 @@
 //! `tools/list` answers the **listed set** of a [`ScopeTable`]: every tool the profile owns whose
 //! `exposure` falls within the scope (`read-only` ⊂ `staging` ⊂ `full`; `excluded` never,
 //! [`Catalog::scope_tools`]), plus the discovery meta-tools (tier `loop`) the profile owns, in
-//! catalog order. Deprecated tools in the scope are listed, as the exposure table lists them
-//! (clients that use them keep working until the removal date). Definitions are
+//! catalog order. Deprecated tools are left out unless the host opts in
+//! ([`ScopeTable::with_deprecated`], `toolcat serve --allow-deprecated`): then the scope's
+//! deprecated tools are listed and run too. Definitions are
 //! [`crate::export::mcp_tool`], the JSON `toolcat plan --format mcp` prints, with annotations
 //! derived from `effect`. Pages hold [`PAGE_SIZE`] tools; `nextCursor` is opaque
 //! (`GENERATION:OFFSET`), and a cursor issued before the listed set changed is refused with
@@ -17,7 +18,13 @@
 //! execution coordinator ([`crate::coordinator`]) with the allowed set, which refuses a tool
 //! outside it before anything else, then validates the arguments, asks for approval, applies the
 //! rate limit, runs and records. A name the catalog does not know is refused the same way
-//! (`outside-scope`), so a client cannot tell unknown tools from tools outside its scope.
+//! (`outside-scope`, its `message` the same words), so a client cannot tell unknown tools from
+//! tools outside its scope. A name that is not listed is answered by [`crate::meta`]'s hint,
+//! naming nothing outside the scope: a deprecated tool of the scope (without the opt-in) answers
+//! `{"error":"deprecated","tool","message","removal"?,"replacedBy"?}` (`replacedBy` only when the
+//! replacement is listed; `message` e.g. `` `old` is deprecated (removal 2027-01-31); call `new`
+//! instead ``); a bare declared name several listed tools share answers
+//! `{"error":"ambiguous-name","tool","message","choices":[...]}`.
 //! The meta-tools give the answers of [`crate::meta`], as a [`crate::Session`] does, within the
 //! listed set and with no search budget (an MCP session has no turns): `tool_search` and
 //! `tool_describe` find and describe listed tools only (an unlisted name is `notFound`, like an
@@ -85,7 +92,7 @@ use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
-use toolcat_catalog::model::{Exposure, Tier};
+use toolcat_catalog::model::{Exposure, Status, Tier};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
@@ -115,6 +122,11 @@ pub struct ScopeTable {
     listed_bits: Vec<u64>,
     /// The `tools/list` definitions, one per listed tool.
     definitions: Vec<Tool>,
+    /// Bitset: (scope ∪ tier `loop`) ∩ profile, deprecated tools included. What a refusal may
+    /// name.
+    known: Vec<u64>,
+    /// Whether deprecated tools of the scope are listed and run ([`ScopeTable::with_deprecated`]).
+    allow_deprecated: bool,
     coordinator: Coordinator<'static>,
 }
 
@@ -144,13 +156,33 @@ impl ScopeTable {
         profile: &str,
         exposure: Exposure,
     ) -> Result<ScopeTable, ScopeError> {
+        ScopeTable::with_deprecated(coordinator, profile, exposure, false)
+    }
+
+    /// [`ScopeTable::new`], with the deprecated tools of the scope listed and run when
+    /// `allow_deprecated` (the host's opt-in, `toolcat serve --allow-deprecated`); without it a
+    /// call of one runs nothing and answers its `replaced_by` (see the module docs).
+    ///
+    /// # Errors
+    /// As [`ScopeTable::new`].
+    pub fn with_deprecated(
+        coordinator: Coordinator<'static>,
+        profile: &str,
+        exposure: Exposure,
+        allow_deprecated: bool,
+    ) -> Result<ScopeTable, ScopeError> {
         let catalog = coordinator.catalog();
         let p = catalog.profile(profile).map_err(ScopeError::Profile)?;
         let scope = catalog.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
         let owned = catalog.profile_tools(p);
         let meta = catalog.tier_tools(Tier::Loop);
+        let deprecated = catalog.status_tools(Status::Deprecated);
+        let hidden = |k: usize| if allow_deprecated { 0 } else { deprecated[k] };
+        let known: Vec<u64> = (0..catalog.words())
+            .map(|k| (scope[k] | meta[k]) & owned[k])
+            .collect();
         let allowed: Vec<u64> = (0..catalog.words())
-            .map(|k| scope[k] & owned[k] & !meta[k])
+            .map(|k| known[k] & !meta[k] & !hidden(k))
             .collect();
         let listed_bits: Vec<u64> = (0..catalog.words())
             .map(|k| allowed[k] | (meta[k] & owned[k]))
@@ -175,8 +207,15 @@ impl ScopeTable {
             listed,
             listed_bits,
             definitions,
+            known,
+            allow_deprecated,
             coordinator,
         })
+    }
+
+    /// Whether deprecated tools of the scope are listed and run.
+    pub fn allows_deprecated(&self) -> bool {
+        self.allow_deprecated
     }
 
     /// The catalog.
@@ -224,27 +263,62 @@ impl ScopeTable {
         self.listed.binary_search(&t).is_ok()
     }
 
-    /// The tool `name` names and the meta-tool it is; `None` for an unknown name and for a
-    /// meta-tool outside the listed set (both answered [`ScopeTable::outside_scope`]).
-    fn resolve(&self, name: &str) -> Option<(ToolIndex, Option<MetaTool>)> {
-        let t = self.catalog.tool(name).ok()?;
-        match MetaTool::of(self.catalog, t) {
-            Some(_) if !self.is_listed(t) => None,
-            m => Some((t, m)),
-        }
-    }
-
     /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
     /// (the name refused), `profile` and `exposure`, whether or not the catalog knows the name.
     fn outside_scope(&self, name: &str) -> CallToolResult {
+        self.outside_scope_with(name, None)
+    }
+
+    /// [`ScopeTable::outside_scope`] with `message` in place of the coordinator's.
+    fn outside_scope_with(&self, name: &str, message: Option<String>) -> CallToolResult {
         let mut body = CallError::OutsideScope {
             tool: name.to_string(),
         }
         .to_json();
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
         body["tool"] = json!(name);
         body["profile"] = json!(self.catalog.profile_name(self.profile));
         body["exposure"] = json!(self.exposure.as_str());
         refusal(body)
+    }
+}
+
+/// The answer to a call of `name` that is not listed, within `scope` (see the module docs):
+/// `deprecated` (`message`, `removal`, `replacedBy` when listed), `ambiguous-name` (`choices`),
+/// else `outside-scope` ([`ScopeTable::outside_scope`], its `message` the hint of
+/// [`crate::meta`]).
+fn unlisted(table: &ScopeTable, scope: &Scope<'_, 'static>, name: &str) -> CallToolResult {
+    let c = table.catalog();
+    let why = meta::resolve(scope, name)
+        .err()
+        .unwrap_or(meta::Unavailable::NotAvailable);
+    let message = meta::hint(scope, name, &why);
+    match why {
+        meta::Unavailable::Deprecated(t) => {
+            let mut body =
+                json!({"error": "deprecated", "tool": c.exported_name(t), "message": message});
+            if let Some(d) = c.removal(t) {
+                body["removal"] = json!(d);
+            }
+            if let Some(r) = c.replaced_by(t).filter(|r| table.is_listed(*r)) {
+                body["replacedBy"] = json!(c.exported_name(r));
+            }
+            refusal(body)
+        }
+        meta::Unavailable::Ambiguous(choices) => {
+            let choices: Vec<&str> = choices.iter().map(|&t| c.exported_name(t)).collect();
+            refusal(
+                json!({"error": "ambiguous-name", "tool": name, "message": message, "choices": choices}),
+            )
+        }
+        _ => table.outside_scope_with(
+            name,
+            Some(format!(
+                "{message}; nothing ran; call a tool of `tools/list`"
+            )),
+        ),
     }
 }
 
@@ -373,25 +447,23 @@ impl McpServer {
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
         let table = self.shared.table();
-        let Some((t, m)) = table.resolve(name) else {
-            return table.outside_scope(name);
+        let scope = self.scope(&table);
+        let t = match meta::resolve(&scope, name) {
+            Ok(t) => t,
+            Err(_) => return unlisted(&table, &scope, name),
         };
-        let Some(m) = m else {
+        let Some(m) = MetaTool::of(table.catalog(), t) else {
             return run(&table, t, arguments, self.owner, cancel).await;
         };
-        match meta::answer(&self.scope(&table), m, t, &arguments, None) {
+        match meta::answer(&scope, m, t, &arguments, None) {
             Answer::Done(result) => answered(result),
             // `tool_call`: the named tool is called exactly as by `tools/call`.
-            Answer::Call { name, arguments } => match table.resolve(&name) {
-                None => table.outside_scope(&name),
-                Some((d, None)) => run(&table, d, arguments, self.owner, cancel).await,
-                Some((d, Some(m))) => answered(meta::answer_nested(
-                    &self.scope(&table),
-                    m,
-                    d,
-                    &arguments,
-                    None,
-                )),
+            Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
+                Err(_) => unlisted(&table, &scope, &name),
+                Ok(d) => match MetaTool::of(table.catalog(), d) {
+                    None => run(&table, d, arguments, self.owner, cancel).await,
+                    Some(m) => answered(meta::answer_nested(&scope, m, d, &arguments, None)),
+                },
             },
         }
     }
@@ -407,6 +479,10 @@ impl McpServer {
             owner: self.owner,
             search_limit: DEFAULT_SEARCH_LIMIT,
             budget: None,
+            known: &table.known,
+            active: &table.listed_bits,
+            toolsets: None,
+            allow_deprecated: table.allow_deprecated,
         }
     }
 }
@@ -1128,7 +1204,12 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
         let catalog: &'static Catalog = Box::leak(Box::new(catalog));
         let coordinator = old.coordinator().for_catalog(catalog);
         let profile = old.catalog().profile_name(old.profile()).to_string();
-        match ScopeTable::new(coordinator, &profile, old.exposure()) {
+        match ScopeTable::with_deprecated(
+            coordinator,
+            &profile,
+            old.exposure(),
+            old.allows_deprecated(),
+        ) {
             Ok(table) => {
                 let n = table.listed().len();
                 if shared.replace(table).await {
@@ -1477,7 +1558,7 @@ mod tests {
         assert_eq!(names(&body), ["read_file"]);
         let keys: Vec<&String> = body["tools"][0].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["name", "description", "inputSchema"]);
-        let missing = |name: &str| json!({"name": name, "message": format!("no tool named `{name}` in this session; call tool_search to find tools by what they do")});
+        let missing = |name: &str| json!({"name": name, "message": format!("No tool named `{name}` is available to this server")});
         assert_eq!(
             body["notFound"],
             json!([missing("write_file"), missing("nope")])
@@ -1499,6 +1580,100 @@ mod tests {
         assert_eq!(body["tool"], "tool_describe");
         assert!(body.get("message").is_none(), "{text}");
         assert_eq!(body["errors"][0]["instancePath"], "/name");
+    }
+
+    /// Deprecated tools are neither listed nor run without the opt-in: a call, a `tool_call`, a
+    /// describe or an exact-name search answers the replacement (named only when listed), and
+    /// following the answer works; a search by words never returns one. With the opt-in they
+    /// are listed and run, and still never found by words.
+    #[tokio::test]
+    async fn deprecated_tools_answer_their_replacement_unless_allowed() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let c = catalog;
+        let old = c.tool("old_grep").unwrap();
+        let s = server_with(
+            coordinator(c, std::env::temp_dir()),
+            "coder",
+            Exposure::Full,
+        );
+        let table = s.shared.table();
+        assert!(!table.is_listed(old) && !table.is_allowed(old));
+        let notice = "`old_grep` is deprecated (removal 2030-01-01); call `search_text` instead";
+        for (name, args) in [
+            ("old_grep", json!({})),
+            ("tool_call", json!({"name": "old_grep"})),
+        ] {
+            let (err, text) = answer(&s, name, args).await;
+            assert!(err, "{text}");
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                body,
+                json!({"error": "deprecated", "tool": "old_grep", "message": notice,
+                       "removal": "2030-01-01", "replacedBy": "search_text"})
+            );
+        }
+        // The replacement named is callable as named.
+        let (err, text) = answer(&s, "search_text", json!({"pattern": "x"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_ne!(body["error"], "outside-scope", "{text}");
+        assert_ne!(body["error"], "deprecated", "{err} {text}");
+
+        let (err, text) = answer(&s, "tool_describe", json!({"name": "old_grep"})).await;
+        assert!(err);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap()["notFound"][0]["message"],
+            notice
+        );
+        let (_, text) = answer(&s, "tool_search", json!({"query": "old_grep"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(names(&body), ["search_text"], "{text}");
+        assert_eq!(body["message"], notice);
+        for query in ["grep find text", "select:old_grep,read_file"] {
+            let (_, text) = answer(&s, "tool_search", json!({"query": query})).await;
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert!(!names(&body).contains(&"old_grep"), "{query}: {text}");
+        }
+
+        // Opted in: listed and run (the coordinator reaches its handler), never found by words.
+        let allowing = McpServer::new(Shared::new(
+            ScopeTable::with_deprecated(
+                coordinator(c, std::env::temp_dir()),
+                "coder",
+                Exposure::Full,
+                true,
+            )
+            .unwrap(),
+        ));
+        let table = allowing.shared.table();
+        assert!(table.is_listed(old) && table.is_allowed(old));
+        let (_, text) = answer(&allowing, "old_grep", json!({})).await;
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_ne!(body["error"], "deprecated", "{text}");
+        assert_ne!(body["error"], "outside-scope", "{text}");
+        let (_, text) = answer(&allowing, "tool_search", json!({"query": "grep find text"})).await;
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert!(!names(&body).contains(&"old_grep"), "{text}");
+    }
+
+    /// An unlisted name is refused without naming tools outside the scope, and an ambiguous
+    /// bare name lists the listed choices.
+    #[tokio::test]
+    async fn unlisted_names_leak_nothing_and_ambiguous_names_list_their_choices() {
+        let s = server("full", Exposure::Full);
+        let (err, text) = answer(&s, "list_branches", json!({})).await;
+        assert!(err);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["error"], "ambiguous-name", "{text}");
+        assert_eq!(
+            body["choices"],
+            json!(["github__list_branches", "gitlab__list_branches"])
+        );
+        // A read-only client: `write_file` (staging) and an unknown name answer alike.
+        let s = server("coder", Exposure::ReadOnly);
+        let (_, a) = answer(&s, "write_file", json!({})).await;
+        let (_, b) = answer(&s, "nope", json!({})).await;
+        assert_eq!(a.replace("write_file", "X"), b.replace("nope", "X"));
+        assert!(!a.contains("tool_search"), "{a}");
     }
 
     /// `tool_call` runs a listed meta-tool as a direct call would, refuses a nested `tool_call`

@@ -173,18 +173,15 @@ async fn not_in_active_set_message_is_byte_exact_and_names_the_inline_tools() {
         .handle_call("tool_call", json!({"name": "git_commit", "arguments": {}}))
         .await;
     assert_eq!(r.text, expected);
-    // Deprecated, outside the profile, or no tool at all: the same rejection.
-    for name in [
-        "old_grep",
-        "run_shell",
-        "gitlab__list_branches",
-        "no_such_tool",
-    ] {
+    // Outside the profile, or no tool at all: the same rejection, and no search hint (a search
+    // would find something else).
+    for name in ["run_shell", "gitlab__list_branches", "no_such_tool"] {
         let r = s.handle_call(name, json!({})).await;
         assert_eq!(r.outcome, Outcome::NotInActiveSet, "{name}");
-        assert!(r.text.starts_with(&format!(
-            "Tool '{name}' not in active set. Call tool_search(query='{name}')"
-        )));
+        assert_eq!(
+            r.text,
+            format!("Tool '{name}' not in active set. No tool named `{name}` is available to this session; use one of: read_file, list_dir, write_file, search_text, git_status")
+        );
     }
 
     // Nothing discoverable reachable: no tool_search in the plan, so the message does not name it.
@@ -200,7 +197,7 @@ async fn not_in_active_set_message_is_byte_exact_and_names_the_inline_tools() {
     let r = s.handle_call("write_file", json!({})).await;
     assert_eq!(
         r.text,
-        "Tool 'write_file' not in active set. Use one of: read_file, list_dir, search_text"
+        "Tool 'write_file' not in active set. No tool named `write_file` is available to this session; use one of: read_file, list_dir, search_text"
     );
     assert_eq!(
         not_in_active_set("x", [], true),
@@ -519,7 +516,7 @@ async fn tool_call_is_the_same_path_and_does_not_nest() {
 }
 
 #[tokio::test]
-async fn named_tools_join_the_turn_only() {
+async fn named_tools_join_and_stay_appended() {
     let c = catalog();
     let named = |m: &str| -> Vec<&str> {
         named_in_message(c, m)
@@ -554,9 +551,20 @@ async fn named_tools_join_the_turn_only() {
     assert_eq!(s.turn_report().named, [tool("git_commit")]);
     assert_eq!(s.turn_report().named_unreachable, [tool("run_shell")]);
     assert!(s.is_active(tool("git_commit")));
-    assert!(s.discovered().is_empty(), "named tools are not discovered");
+    assert_eq!(
+        s.discovered(),
+        [tool("git_commit")],
+        "appended as discovered"
+    );
+    let before = names(&s);
+    assert_eq!(
+        before.last().map(String::as_str),
+        Some("git_diff"),
+        "{before:?}"
+    );
     s.begin_turn("something else").await;
-    assert!(!s.is_active(tool("git_commit")), "named for one turn only");
+    assert!(s.is_active(tool("git_commit")), "definitions only grow");
+    assert!(names(&s).starts_with(&before));
 }
 
 #[tokio::test]
@@ -1065,4 +1073,457 @@ async fn a_whole_chat_response_is_answered_in_order() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("missing field `choices`"), "{e}");
+}
+
+/// A session of `coder` with `toolsets` active and a cap of `cap` definitions.
+fn capped(toolsets: &[&str], cap: usize) -> Session<'static> {
+    session(toolsets).with_options(SessionOptions {
+        max_tools: Some(cap),
+        ..SessionOptions::default()
+    })
+}
+
+#[tokio::test]
+async fn a_search_past_the_cap_loads_hits_up_to_it_and_the_rest_join_next_turn() {
+    // coder with core + github sends 8 definitions before discovery; the cap leaves room for 2.
+    let mut s = capped(&["core", "github"], 10);
+    s.begin_turn("one").await;
+    assert_eq!(s.max_tools(), Some(10));
+    assert_eq!(s.turn_report().max_tools, Some(10));
+    assert_eq!(s.definitions().len(), 8, "{:?}", names(&s));
+    let r = s
+        .handle_call(
+            "tool_search",
+            json!({"query": "select:git_diff,delete_file,github__list_branches"}),
+        )
+        .await;
+    // git_diff and delete_file (list_dir is visible anyway) fill the room; the third is left out.
+    assert_eq!(
+        r.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_diff"), tool("delete_file")]
+        }
+    );
+    let answer = json_of(&r);
+    let found: Vec<&str> = answer["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(found, ["git_diff", "delete_file"]);
+    assert_eq!(
+        answer["leftOut"]["tools"][0]["name"],
+        "github__list_branches"
+    );
+    let message = left_out_message(&["github__list_branches"], 10);
+    assert_eq!(answer["leftOut"]["message"], message.as_str());
+    assert_eq!(s.definitions().len(), 10);
+    assert!(!s.is_active(tool("github__list_branches")));
+    // Called anyway: nothing runs, and the answer says why and when it joins.
+    let r = s.handle_call("github__list_branches", json!({})).await;
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    assert_eq!(r.text, message);
+    // git_diff used again: delete_file is the least recently used and makes room next turn.
+    s.handle_call("tool_describe", json!({"name": "git_diff"}))
+        .await;
+    let before = names(&s);
+    s.begin_turn("two").await;
+    let report = s.turn_report().clone();
+    assert_eq!(report.carried, ["github__list_branches"]);
+    assert_eq!(report.evicted, ["delete_file"]);
+    assert!(report.left_out.is_empty());
+    assert!(s.is_active(tool("github__list_branches")));
+    assert!(!s.is_active(tool("delete_file")));
+    assert_eq!(s.definitions().len(), 10);
+    let after = names(&s);
+    assert_eq!(
+        &after[..9],
+        &before[..9],
+        "only the evicted tool's place changed"
+    );
+    assert_eq!(
+        after.last().map(String::as_str),
+        Some("github__list_branches")
+    );
+}
+
+#[tokio::test]
+async fn named_tools_evict_to_make_room_and_preselected_ones_take_free_room_only() {
+    let picks = |names: &'static [&'static str]| {
+        from_fn(move |_q: crate::preselect::PreselectQuery| async move {
+            Ok::<_, String>(names.iter().map(|n| n.to_string()).collect())
+        })
+    };
+    let mut s = capped(&["core", "github"], 9).with_preselector(picks(&["git_diff"]));
+    s.begin_turn("one").await;
+    assert_eq!(s.discovered(), [tool("git_diff")]);
+    // Full: a preselected tool evicts nothing and is reported left out.
+    let mut s = s.with_preselector(picks(&["delete_file"]));
+    s.begin_turn("two").await;
+    assert_eq!(s.turn_report().left_out, ["delete_file"]);
+    assert!(s.turn_report().evicted.is_empty());
+    assert!(s.is_active(tool("git_diff")));
+    // A tool the user names evicts the least recently used one.
+    s.begin_turn("now use delete_file").await;
+    assert_eq!(s.turn_report().named, [tool("delete_file")]);
+    assert_eq!(s.turn_report().evicted, ["git_diff"]);
+    assert_eq!(s.definitions().len(), 9);
+    // A tool whose definitions alone pass the cap is left out, not squeezed in.
+    let mut s = capped(&["core", "github"], 9);
+    s.begin_turn("open one with github__createPullRequest")
+        .await;
+    assert_eq!(s.turn_report().left_out, ["github__createPullRequest"]);
+    assert!(s.turn_report().named.is_empty());
+    assert!(s.definitions().len() <= 9);
+}
+
+/// The serialized definitions of the session's export (deferred ones aside).
+fn exported(s: &mut Session<'_>) -> Vec<String> {
+    let json = s.export().expect("exports").without_deferred().to_json();
+    let list = json.get("tools").cloned().unwrap_or(json);
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(Value::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn definitions_only_grow_between_evictions_and_never_pass_the_cap() {
+    let c = catalog();
+    let sets: Vec<ToolsetId> = ["core", "github"]
+        .iter()
+        .map(|s| c.toolset(s).expect("known"))
+        .collect();
+    let messages = [
+        "commit the staged changes",
+        "open a pull request for this branch",
+        "delete the old file",
+        "list the branches",
+        "show the diff",
+        "thanks",
+    ];
+    let queries = [
+        "select:git_commit",
+        "select:delete_file",
+        "select:github__createPullRequest",
+        "branches",
+        "diff of the working tree",
+        "select:git_diff,github__list_branches,delete_file",
+    ];
+    let mut checked_prefixes = 0;
+    for provider in [ExportFormat::Mcp, ExportFormat::Anthropic] {
+        for cap in [None, Some(9), Some(10), Some(12)] {
+            for seed in 1..=12u64 {
+                let mut s = Session::new(
+                    c,
+                    c.profile("coder").expect("known"),
+                    sets.clone(),
+                    ToolContext::new("."),
+                )
+                .with_options(SessionOptions {
+                    max_tools: cap,
+                    discovered_cap: 4,
+                    provider,
+                    ..SessionOptions::default()
+                });
+                let mut rng = seed;
+                let mut next = |n: usize| {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (rng >> 33) as usize % n
+                };
+                let mut previous: Vec<String> = Vec::new();
+                for turn in 0..6 {
+                    s.begin_turn(messages[next(messages.len())]).await;
+                    let report = s.turn_report().clone();
+                    let now = exported(&mut s);
+                    let kept = report.evicted.is_empty() && report.unregistered.is_empty();
+                    if kept && turn > 0 {
+                        assert!(
+                            now.starts_with(&previous),
+                            "seed {seed} cap {cap:?} turn {turn}: {report:?}"
+                        );
+                        checked_prefixes += 1;
+                    }
+                    previous = now;
+                    for _step in 0..3 {
+                        let q = queries[next(queries.len())];
+                        s.handle_call("tool_search", json!({"query": q})).await;
+                        let now = exported(&mut s);
+                        if let Some(cap) = cap {
+                            assert!(s.definitions().len() <= cap, "{:?}", names(&s));
+                            assert!(now.len() <= cap);
+                        }
+                        assert!(now.starts_with(&previous), "seed {seed} within turn {turn}");
+                        checked_prefixes += 1;
+                        previous = now;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked_prefixes > 500, "{checked_prefixes}");
+}
+
+#[test]
+fn the_catalog_caps_and_clients_bound_the_session() {
+    let rows = fixture::rows();
+    let source = fixture::source_of(&rows)
+        .replace(
+            "[profile.coder]\ndescription = \"the coder profile\"\n",
+            "[profile.coder]\ndescription = \"the coder profile\"\nmax_tools = 60\nclient = \"cursor\"\nmanifest_tokens = 0\n",
+        )
+        + "[preset.capped]\ndescription = \"a capped deployment\"\nprofile = \"coder\"\ntoolsets = [\"core\"]\nmax_tools = 9\n";
+    let loaded = toolcat_catalog::load::parse("capped.toml", &source).expect("loads");
+    let c = Catalog::from_tables(toolcat_catalog::derive::derive(&loaded)).expect("a catalog");
+    let coder = c.profile("coder").expect("known");
+    assert_eq!(
+        c.profile_max_tools(coder),
+        Some(40),
+        "cursor's 40 under max_tools = 60"
+    );
+    assert_eq!(c.profile_manifest_tokens(coder), 0);
+    assert_eq!(
+        c.profile_max_tools(c.profile("reader").expect("known")),
+        None
+    );
+    assert_eq!(
+        c.profile_manifest_tokens(c.profile("reader").expect("known")),
+        toolcat_catalog::model::DEFAULT_MANIFEST_TOKENS
+    );
+    let preset = c.preset("capped").expect("known");
+    assert_eq!(c.preset_max_tools(preset), Some(9));
+    let s = Session::for_preset(&c, preset, ToolContext::new("."));
+    assert_eq!(s.max_tools(), Some(9));
+    let s = s.with_options(SessionOptions {
+        max_tools: Some(5),
+        ..SessionOptions::default()
+    });
+    assert_eq!(s.max_tools(), Some(5), "the smaller cap holds");
+    let sets: Vec<ToolsetId> = c.toolsets().collect();
+    assert_eq!(
+        Session::new(&c, coder, sets, ToolContext::new(".")).max_tools(),
+        Some(40)
+    );
+}
+
+/// A session of the fixture's `profile` with `toolsets` active, no preselection.
+fn session_of(profile: &str, toolsets: &[&str]) -> Session<'static> {
+    let c = catalog();
+    let sets: Vec<ToolsetId> = toolsets
+        .iter()
+        .map(|s| c.toolset(s).expect("fixture toolset"))
+        .collect();
+    Session::new(
+        c,
+        c.profile(profile).expect("fixture profile"),
+        sets,
+        ToolContext::new("."),
+    )
+    .without_preselection()
+}
+
+/// Whether a call got past the active-set check (it ran, or was refused by a later step).
+fn reached(r: &CallResult) -> bool {
+    r.outcome != Outcome::NotInActiveSet
+}
+
+#[tokio::test]
+async fn a_tool_of_an_inactive_toolset_names_the_toolset_and_switching_it_on_works() {
+    let c = catalog();
+    let mut s = session(&["files"]);
+    s.begin_turn("hello").await;
+    // Inline: switching the toolset on is enough.
+    let r = s.handle_call("git_status", json!({})).await;
+    assert_eq!(
+        r.text,
+        "Tool 'git_status' not in active set. `git_status` is in toolsets `core`, `git`, none of them active in this session: the host can switch one of them on (a session's toolsets; ask the user)"
+    );
+    assert!(!r.text.contains("tool_search"), "{}", r.text);
+    // Discoverable: switch it on, then load it as the hint says.
+    let r = s.handle_call("git_diff", json!({})).await;
+    assert!(
+        r.text
+            .ends_with("then call tool_search(query='git_diff') to load it"),
+        "{}",
+        r.text
+    );
+    // The same words in `tool_describe`'s `notFound`; an exact-name search says so too.
+    let d = s
+        .handle_call("tool_describe", json!({"name": "git_status"}))
+        .await;
+    assert_eq!(
+        json_of(&d)["notFound"][0]["message"],
+        "`git_status` is in toolsets `core`, `git`, none of them active in this session: the host can switch one of them on (a session's toolsets; ask the user)"
+    );
+    let q = s
+        .handle_call("tool_search", json!({"query": "git_diff"}))
+        .await;
+    assert_eq!(q.outcome, Outcome::Found { tools: vec![] });
+    assert!(
+        json_of(&q)["message"].as_str().unwrap().contains("`git`"),
+        "{}",
+        q.text
+    );
+
+    s.set_toolsets([c.toolset("files").unwrap(), c.toolset("git").unwrap()]);
+    assert!(reached(&s.handle_call("git_status", json!({})).await));
+    let q = s
+        .handle_call("tool_search", json!({"query": "git_diff"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("git_diff")]
+        }
+    );
+    assert!(reached(&s.handle_call("git_diff", json!({})).await));
+}
+
+#[tokio::test]
+async fn a_tool_not_loaded_yet_is_loaded_by_the_hint_even_when_the_budget_is_spent() {
+    let mut s = session(&["core"]).with_options(SessionOptions {
+        search_budget: 1,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("hello").await;
+    s.handle_call("tool_search", json!({"query": "delete_file"}))
+        .await;
+    assert_eq!(s.searches_left(), 0);
+    let r = s.handle_call("git_diff", json!({})).await;
+    assert!(
+        r.text.starts_with("Tool 'git_diff' not in active set. Call tool_describe(name='git_diff') to discover it, or use one of: "),
+        "{}",
+        r.text
+    );
+    let d = s
+        .handle_call("tool_describe", json!({"name": "git_diff"}))
+        .await;
+    assert_eq!(
+        d.outcome,
+        Outcome::Described {
+            tools: vec![tool("git_diff")]
+        }
+    );
+    assert!(reached(&s.handle_call("git_diff", json!({})).await));
+}
+
+#[tokio::test]
+async fn an_ambiguous_name_lists_its_choices_and_the_search_it_names_loads_them() {
+    let mut s = session_of("full", &["github"]);
+    s.begin_turn("hello").await;
+    let r = s.handle_call("list_branches", json!({})).await;
+    assert_eq!(
+        r.text,
+        "Tool 'list_branches' not in active set. `list_branches` names several tools; call one by its exported name: `github__list_branches`, `gitlab__list_branches` (tool_search(query='list_branches') loads them)"
+    );
+    let q = s
+        .handle_call("tool_search", json!({"query": "list_branches"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("github__list_branches"), tool("gitlab__list_branches")]
+        }
+    );
+    assert!(reached(
+        &s.handle_call("gitlab__list_branches", json!({})).await
+    ));
+    // A profile that knows one of them: the bare name is that tool.
+    let mut s = session(&["github"]);
+    s.begin_turn("hello").await;
+    let r = s.handle_call("list_branches", json!({})).await;
+    assert!(
+        r.text.starts_with("Tool 'list_branches' not in active set. Call tool_search(query='list_branches') to discover it"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("gitlab"), "{}", r.text);
+}
+
+#[tokio::test]
+async fn deprecated_tools_answer_their_replacement_everywhere_unless_the_host_opts_in() {
+    let notice = "`old_grep` is deprecated (removal 2030-01-01); call `search_text` instead";
+    let mut s = session(&["files"]);
+    s.begin_turn("use old_grep").await;
+    for (name, args) in [
+        ("old_grep", json!({})),
+        ("tool_call", json!({"name": "old_grep"})),
+    ] {
+        let r = s.handle_call(name, args).await;
+        assert_eq!(r.outcome, Outcome::NotInActiveSet);
+        assert_eq!(r.ran, None);
+        assert_eq!(
+            r.text,
+            format!("Tool 'old_grep' not in active set. {notice}")
+        );
+    }
+    let d = s
+        .handle_call("tool_describe", json!({"name": "old_grep"}))
+        .await;
+    assert!(d.is_error);
+    assert_eq!(json_of(&d)["notFound"][0]["message"], notice);
+    // An exact-name search answers the notice and loads the replacement; words never find it.
+    let q = s
+        .handle_call("tool_search", json!({"query": "old_grep"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("search_text")]
+        }
+    );
+    assert_eq!(json_of(&q)["message"], notice);
+    let q = s
+        .handle_call("tool_search", json!({"query": "grep find text pattern"}))
+        .await;
+    let Outcome::Found { tools } = &q.outcome else {
+        panic!("{q:?}")
+    };
+    assert!(!tools.contains(&tool("old_grep")), "{}", q.text);
+    // Following the notice works.
+    assert!(reached(&s.handle_call("search_text", json!({})).await));
+
+    // Opted in: calls and describes are answered; plans and searches still leave it out.
+    let mut s = session(&["files"]).with_options(SessionOptions {
+        allow_deprecated: true,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("use old_grep").await;
+    assert!(!s.definitions().contains(&tool("old_grep")));
+    for (name, args) in [
+        ("old_grep", json!({})),
+        ("tool_call", json!({"name": "old_grep"})),
+    ] {
+        let r = s.handle_call(name, args).await;
+        assert!(reached(&r), "{name}: {}", r.text);
+        assert!(!r.text.contains("deprecated"), "{name}: {}", r.text);
+    }
+    let d = s
+        .handle_call("tool_describe", json!({"name": "old_grep"}))
+        .await;
+    assert!(!d.is_error, "{}", d.text);
+    assert_eq!(json_of(&d)["tools"][0]["deprecated"], notice);
+    assert_eq!(d.outcome, Outcome::Described { tools: vec![] });
+    let q = s
+        .handle_call("tool_search", json!({"query": "old_grep"}))
+        .await;
+    assert_eq!(
+        q.outcome,
+        Outcome::Found {
+            tools: vec![tool("search_text")]
+        }
+    );
+    // Out of reach (no active toolset holds it) it is refused even so, naming the toolset.
+    let mut s = session(&["git"]).with_options(SessionOptions {
+        allow_deprecated: true,
+        ..SessionOptions::default()
+    });
+    s.begin_turn("hello").await;
+    let r = s.handle_call("old_grep", json!({})).await;
+    assert_eq!(r.outcome, Outcome::NotInActiveSet);
+    assert!(r.text.contains("toolsets `core`, `files`"), "{}", r.text);
 }

@@ -16,8 +16,10 @@
 //! takes them from its flags): `"preset"`, `"profile"` (default: the preset's, else `full`),
 //! `"toolsets"` (the active toolsets; default: the preset's, else those of the first preset of the
 //! profile, else every toolset), `"budget"` (searches per turn, default 3), `"discovered_cap"`
-//! (default 20) and `"preselect"` (`"bm25"`, the default, or `"none"`). [`Settings::session`]
-//! builds the session they describe.
+//! (default 20), `"max_tools"` (a cap on the definitions of every step, on top of the preset's
+//! or profile's, [`SessionOptions::max_tools`]) and `"preselect"` (`"bm25"`, the default, or
+//! `"none"`). [`Settings::session`] builds the session they describe; with a preset, the
+//! preset's cap holds too ([`Session::max_tools`]).
 //!
 //! Expected outcomes (checked by the replay tests, ignored by `toolcat session`) go in an
 //! `"expect"` object:
@@ -65,6 +67,8 @@ pub struct Settings {
     pub budget: Option<usize>,
     /// Discovered tools kept across turns.
     pub discovered_cap: Option<usize>,
+    /// A cap on the definitions of every step.
+    pub max_tools: Option<usize>,
     /// `bm25` or `none`.
     pub preselect: Option<Preselect>,
 }
@@ -135,9 +139,11 @@ impl Settings {
         let options = SessionOptions {
             search_budget: self.budget.unwrap_or(defaults.search_budget),
             discovered_cap: self.discovered_cap.unwrap_or(defaults.discovered_cap),
+            max_tools: self.max_tools,
             ..defaults
         };
-        let session = Session::new(catalog, profile, toolsets, context).with_options(options);
+        let mut session = Session::new(catalog, profile, toolsets, context).with_options(options);
+        session.preset = preset;
         Ok(match self.preselect {
             Some(Preselect::None) => session.without_preselection(),
             Some(Preselect::Bm25) | None => session,
