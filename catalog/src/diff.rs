@@ -255,10 +255,38 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
 
     let mut tables = Vec::new();
     let profile = |t: &Tables, k: usize| profile_fields(t, k);
-    entries(&mut tables, "profile", old, new, |t| &t.profile_names, profile);
-    entries(&mut tables, "toolset", old, new, |t| &t.toolset_names, toolset_fields);
-    entries(&mut tables, "preset", old, new, |t| &t.preset_names, preset_fields);
-    entries(&mut tables, "mcp_server", old, new, |t| &t.server_names, server_fields);
+    entries(
+        &mut tables,
+        "profile",
+        old,
+        new,
+        |t| &t.profile_names,
+        profile,
+    );
+    entries(
+        &mut tables,
+        "toolset",
+        old,
+        new,
+        |t| &t.toolset_names,
+        toolset_fields,
+    );
+    entries(
+        &mut tables,
+        "preset",
+        old,
+        new,
+        |t| &t.preset_names,
+        preset_fields,
+    );
+    entries(
+        &mut tables,
+        "mcp_server",
+        old,
+        new,
+        |t| &t.server_names,
+        server_fields,
+    );
 
     let widenings = widenings(old, new, &matched);
     Diff {
@@ -376,7 +404,10 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
         ),
         ("pair", Val::One(tool_name(t, t.pair[i]))),
         ("rate_limit", Val::One(rate_text(t.rate_limit[i]))),
-        ("status", Val::One(enum_text(t.status[i], Status::from_code))),
+        (
+            "status",
+            Val::One(enum_text(t.status[i], Status::from_code)),
+        ),
         ("replaced_by", Val::One(tool_name(t, t.replaced_by[i]))),
         (
             "removal",
@@ -461,7 +492,11 @@ fn profile_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
         ),
         (
             "max_inline",
-            Val::One(t.profile_max_inline[k].map(|m| m.to_string()).unwrap_or_default()),
+            Val::One(
+                t.profile_max_inline[k]
+                    .map(|m| m.to_string())
+                    .unwrap_or_default(),
+            ),
         ),
         ("tools owned", Val::One(owned.len().to_string())),
         ("inline tools owned", Val::One(inline.to_string())),
@@ -487,7 +522,10 @@ fn toolset_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
 
 fn preset_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
     vec![
-        ("description", Val::One(t.preset_descriptions[k].to_string())),
+        (
+            "description",
+            Val::One(t.preset_descriptions[k].to_string()),
+        ),
         (
             "profile",
             Val::One(t.profile_names[t.preset_profile[k] as usize].to_string()),
@@ -509,7 +547,10 @@ fn server_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
         Val::One(v.as_deref().unwrap_or_default().to_string())
     };
     vec![
-        ("description", Val::One(t.server_descriptions[k].to_string())),
+        (
+            "description",
+            Val::One(t.server_descriptions[k].to_string()),
+        ),
         ("namespace", opt(&t.server_namespaces[k])),
         ("command", opt(&t.server_commands[k])),
         (
@@ -552,7 +593,10 @@ fn entries(
             });
         }
     }
-    for name in names(old).iter().filter(|n| !new_by_name.contains_key(&***n)) {
+    for name in names(old)
+        .iter()
+        .filter(|n| !new_by_name.contains_key(&***n))
+    {
         out.push(TableChange {
             table,
             name: name.to_string(),
@@ -666,7 +710,11 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
             };
             if loosened {
                 let after = rate_text(new.rate_limit[j]);
-                let after = if after.is_empty() { "none".into() } else { after };
+                let after = if after.is_empty() {
+                    "none".into()
+                } else {
+                    after
+                };
                 push(
                     WideningKind::RateLimitLoosened,
                     name,
@@ -794,7 +842,10 @@ removal = "2027-01-01"
     fn tables(source: &str) -> Tables {
         match crate::compile_str("tools.toml", source) {
             Ok(c) => c.tables,
-            Err(d) => panic!("{}", crate::diagnostics::render_all(&d, "tools.toml", source)),
+            Err(d) => panic!(
+                "{}",
+                crate::diagnostics::render_all(&d, "tools.toml", source)
+            ),
         }
     }
 
@@ -815,7 +866,11 @@ removal = "2027-01-01"
             .collect()
     }
 
-    fn one(kind: WideningKind, subject: &str, detail: Option<&str>) -> Vec<(WideningKind, String, Option<String>)> {
+    fn one(
+        kind: WideningKind,
+        subject: &str,
+        detail: Option<&str>,
+    ) -> Vec<(WideningKind, String, Option<String>)> {
         vec![(kind, subject.to_string(), detail.map(str::to_string))]
     }
 
@@ -915,9 +970,7 @@ effect = "read""#),
 
     #[test]
     fn a_removed_and_an_added_row_equal_in_all_else_are_a_rename() {
-        let d = edit(&[
-            (r#"name = "write_file""#, r#"name = "save_file""#),
-        ]);
+        let d = edit(&[(r#"name = "write_file""#, r#"name = "save_file""#)]);
         assert_eq!(d.tools.len(), 1, "{d:#?}");
         assert_eq!(d.tools[0].change, ChangeKind::Renamed);
         assert_eq!(d.tools[0].tool, "save_file");
@@ -932,10 +985,17 @@ effect = "read""#),
             (r#"name = "write_file""#, r#"name = "save_file""#),
             (r#"rate_limit = "10/min""#, r#"rate_limit = "5/min""#),
         ]);
-        let changes: Vec<_> = d.tools.iter().map(|t| (t.tool.as_str(), t.change)).collect();
+        let changes: Vec<_> = d
+            .tools
+            .iter()
+            .map(|t| (t.tool.as_str(), t.change))
+            .collect();
         assert_eq!(
             changes,
-            [("save_file", ChangeKind::Added), ("write_file", ChangeKind::Removed)]
+            [
+                ("save_file", ChangeKind::Added),
+                ("write_file", ChangeKind::Removed)
+            ]
         );
     }
 
@@ -943,18 +1003,34 @@ effect = "read""#),
     fn field_changes_name_old_and_new() {
         let d = edit(&[
             (r#"exposure = "staging""#, r#"exposure = "full""#),
-            (r#"profiles = ["review"]"#, r#"profiles = ["review", "minimal"]"#),
+            (
+                r#"profiles = ["review"]"#,
+                r#"profiles = ["review", "minimal"]"#,
+            ),
         ]);
         let t = &d.tools[0];
-        assert_eq!((t.tool.as_str(), t.change), ("write_file", ChangeKind::Changed));
+        assert_eq!(
+            (t.tool.as_str(), t.change),
+            ("write_file", ChangeKind::Changed)
+        );
         let fields: Vec<_> = t.fields.iter().map(|f| f.field).collect();
         assert_eq!(fields, ["profiles", "exposure"]);
         assert_eq!(t.fields[0].added, ["minimal"]);
         assert_eq!(t.fields[1].old, "staging (scopes staging, full)");
         assert_eq!(t.fields[1].new, "full (scopes full)");
         // The profile now owns one tool more.
-        let minimal = d.tables.iter().find(|c| c.name == "minimal").expect("minimal changed");
+        let minimal = d
+            .tables
+            .iter()
+            .find(|c| c.name == "minimal")
+            .expect("minimal changed");
         assert_eq!(minimal.fields[0].field, "tools owned");
-        assert_eq!((minimal.fields[0].old.as_str(), minimal.fields[0].new.as_str()), ("1", "2"));
+        assert_eq!(
+            (
+                minimal.fields[0].old.as_str(),
+                minimal.fields[0].new.as_str()
+            ),
+            ("1", "2")
+        );
     }
 }
