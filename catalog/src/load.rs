@@ -10,7 +10,8 @@
 //! - E0102 an unknown enum value, with a did-you-mean naming the closest valid value;
 //! - E0103 a value of the wrong type;
 //! - E0104 a missing required field;
-//! - E0105 an unknown top-level table.
+//! - E0105 an unknown top-level table;
+//! - E0106 bytes that are not UTF-8 ([`decode`], before parsing: the file's bytes to its text).
 //!
 //! The one top-level key, `targets`, is read here too: a list of [`Target`] names (E0103 when it
 //! is not a list of strings, E0102 for an unknown target).
@@ -197,6 +198,58 @@ impl Loaded {
             index.declared.entry(tool.name.clone()).or_default().push(i);
         }
         index
+    }
+}
+
+/// A `tools.toml` whose bytes are not UTF-8 (E0106): the error, and the text it points into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// The file's text with each invalid sequence replaced by U+FFFD: identical to the file up to
+    /// the first bad byte, so the diagnostic's line and column are the file's.
+    pub text: String,
+    /// The error, spanning the replacement of the first bad byte.
+    pub diagnostic: Diagnostic,
+}
+
+/// The text of a `tools.toml` read as `bytes`, without a leading UTF-8 byte order mark (it is not
+/// part of the TOML text: columns on line 1 count from after it).
+///
+/// # Errors
+/// [`NotUtf8`] (E0106) when the bytes are not UTF-8, pointing at the first bad byte (TOML files
+/// are UTF-8, TOML 1.0 "Spec"); the help says to save the file as UTF-8.
+pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            // `None`: a sequence cut off by the end of the file.
+            let len = e.utf8_error().error_len();
+            let bytes = e.into_bytes();
+            let end = len.map_or(bytes.len(), |n| at + n);
+            let bad: Vec<String> = bytes[at..end]
+                .iter()
+                .map(|b| format!("0x{b:02X}"))
+                .collect();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            // The replacement character U+FFFD is 3 bytes in the lossy text.
+            let diagnostic = Diagnostic::error(
+                "E0106",
+                format!(
+                    "the file is not UTF-8: `{}` here is not a UTF-8 character",
+                    bad.join(" ")
+                ),
+                at..at + '\u{fffd}'.len_utf8(),
+            )
+            .with_label("not UTF-8 (shown as \u{fffd})")
+            .with_help(
+                "save the file as UTF-8 (TOML files are UTF-8 text); an editor's \"save with encoding\", or `iconv -f LATIN1 -t UTF-8`, converts one written in another encoding",
+            );
+            Err(NotUtf8 { text, diagnostic })
+        }
     }
 }
 

@@ -13,6 +13,8 @@
 //! - `E0104` missing required field — the legend's required fields (this includes a missing
 //!   `owner`; an empty one is `E0401`).
 //! - `E0105` unknown top-level table — `[profiles.x]` for `[profile.x]` would drop a whole table.
+//! - `E0106` the file is not UTF-8 (reported by [`crate::load::decode`] at the first bad byte,
+//!   before parsing) — TOML is UTF-8 text; the fix is saving the file as UTF-8.
 //!
 //! **Names**
 //! - `E0201` duplicate tool name, compared on exported names (`NS__name` when the source server
@@ -155,6 +157,7 @@ pub const RULES: &[Rule] = &[
     error("E0103", "value of the wrong type"),
     error("E0104", "missing required field"),
     error("E0105", "unknown top-level table"),
+    error("E0106", "the file is not UTF-8"),
     error("E0201", "duplicate tool name (exported names compared)"),
     error(
         "E0202",
