@@ -985,3 +985,40 @@ fn check_locates_the_first_byte_that_is_not_utf8() {
     );
     assert!(err.contains("help: save the file as UTF-8"), "{err}");
 }
+
+/// `toolcat generate --catalog` on an edited copy of the reference catalog attaches the
+/// reference handlers by name: the exports keep the handlers' input schemas, so they differ from
+/// `generated/` only where the rows do (here: not at all, as exposure and profiles are not part
+/// of a provider definition), while the lists show the edit.
+#[test]
+fn generate_from_an_edited_copy_keeps_the_handlers_schemas() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let edited = widened_reference(dir.path());
+    let out = dir.path().join("generated");
+    let o = toolcat(&[
+        "generate",
+        "--catalog",
+        edited.to_str().expect("UTF-8 path"),
+        "--dir",
+        out.to_str().expect("UTF-8 path"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let checked_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated");
+    for export in [
+        "anthropic-tools.json",
+        "openai-tools.json",
+        "mcp-tools-list.json",
+    ] {
+        let read =
+            |d: &Path| std::fs::read_to_string(d.join("exports").join(export)).expect("export");
+        assert!(
+            read(&out) == read(&checked_in),
+            "exports/{export} differs from generated/"
+        );
+    }
+    let tools_md = std::fs::read_to_string(out.join("tools.md")).expect("tools.md");
+    assert_ne!(
+        tools_md,
+        std::fs::read_to_string(checked_in.join("tools.md")).expect("tools.md")
+    );
+}
