@@ -13,8 +13,8 @@
 //! - E0105 an unknown top-level table;
 //! - E0106 bytes that are not UTF-8 ([`decode`], before parsing: the file's bytes to its text).
 //!
-//! The one top-level key, `targets`, is read here too: a list of [`Target`] names (E0103 when it
-//! is not a list of strings, E0102 for an unknown target).
+//! The top-level keys are read here too: `targets`, a list of [`Target`] names (E0103 when it is
+//! not a list of strings, E0102 for an unknown target), and `review_inline`, a count (E0103).
 //!
 //! Rules between rows and tables are checked afterwards in [`crate::validate`], which needs the
 //! spans kept here in [`Loaded`].
@@ -50,6 +50,8 @@ pub struct Loaded {
     pub presets: Vec<Entry>,
     /// The value of the top-level `targets` key; `0..0` when the file does not write it.
     pub targets_span: Span,
+    /// The value of the top-level `review_inline` key; `0..0` when the file does not write it.
+    pub review_inline_span: Span,
 }
 
 /// One side-table entry (`[profile.NAME]` and friends): its name and spans.
@@ -272,6 +274,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         source: source.to_string(),
         file: CatalogFile {
             targets: Vec::new(),
+            review_inline: None,
             mcp_server: BTreeMap::new(),
             profile: BTreeMap::new(),
             toolset: BTreeMap::new(),
@@ -284,6 +287,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         toolsets: Vec::new(),
         presets: Vec::new(),
         targets_span: 0..0,
+        review_inline_span: 0..0,
     };
     walker.document(document.as_table(), &mut loaded);
     if walker.diagnostics.is_empty() {
@@ -397,6 +401,7 @@ fn example(field: &str) -> &'static str {
         "removal" => "removal = \"2030-01-31\"",
         "rate_limit" => "rate_limit = \"10/min\"",
         "max_inline" => "max_inline = 20",
+        "review_inline" => "review_inline = 20",
         "max_tools" => "max_tools = 40",
         "env" => "env = { API_TOKEN = \"${API_TOKEN}\" }",
         "headers" => "headers = { Authorization = \"Bearer ${API_TOKEN}\" }",
@@ -494,6 +499,20 @@ impl Walker {
                 "toolset" => self.side_table("toolset", item, key_span, loaded),
                 "preset" => self.side_table("preset", item, key_span, loaded),
                 "targets" => self.targets(item, key_span, loaded),
+                "review_inline" => {
+                    let span = item.span().unwrap_or(key_span);
+                    if self.check_kind(
+                        "the catalog",
+                        "review_inline",
+                        Kind::Count,
+                        item,
+                        span.clone(),
+                    ) {
+                        loaded.review_inline_span = span;
+                        loaded.file.review_inline =
+                            item.as_integer().and_then(|n| u32::try_from(n).ok());
+                    }
+                }
                 _ => {
                     let suggestion = did_you_mean(
                         name,
@@ -514,6 +533,9 @@ impl Walker {
                         }
                         Some("targets") => {
                             "did you mean `targets`? write `targets = [\"openai\", \"mcp\"]` before the first table".to_string()
+                        }
+                        Some("review_inline") => {
+                            "did you mean `review_inline`? write `review_inline = 20` before the first table".to_string()
                         }
                         Some(s) => format!("did you mean `{s}`? entries are written `[{s}.NAME]`"),
                         None => format!(

@@ -2298,6 +2298,7 @@ fn build(
 
     let catalog = CatalogFile {
         targets: Vec::new(),
+        review_inline: None,
         mcp_server,
         profile: BTreeMap::new(),
         toolset: toolsets,
