@@ -219,7 +219,7 @@ pub struct NotUtf8 {
 /// # Errors
 /// [`NotUtf8`] (E0106) when the bytes are not UTF-8, pointing at the first bad byte (TOML files
 /// are UTF-8, TOML 1.0 "Spec"); the help says to save the file as UTF-8.
-pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+pub fn decode(bytes: Vec<u8>) -> Result<String, Box<NotUtf8>> {
     let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => rest.to_vec(),
         None => bytes,
@@ -250,7 +250,7 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
             .with_help(
                 "save the file as UTF-8 (TOML files are UTF-8 text); an editor's \"save with encoding\", or `iconv -f LATIN1 -t UTF-8`, converts one written in another encoding",
             );
-            Err(NotUtf8 { text, diagnostic })
+            Err(Box::new(NotUtf8 { text, diagnostic }))
         }
     }
 }
