@@ -870,3 +870,237 @@ fn call_refuses_a_deprecated_tool_naming_its_replacement_and_runs_it_with_allow_
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("notes.txt"), "{}", stdout(&o));
 }
+
+/// The reference catalog with `write_file` given to profile `minimal` and its exposure widened
+/// from `full` to `staging`: a two-line change, two widenings.
+fn widened_reference(dir: &Path) -> PathBuf {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tools.toml"))
+        .expect("the reference catalog");
+    let row = source
+        .find("name = \"write_file\"")
+        .expect("write_file row");
+    let (head, tail) = source.split_at(row);
+    let tail = tail
+        .replacen("exposure = \"full\"", "exposure = \"staging\"", 1)
+        .replacen(
+            "profiles = [\"coding\"]",
+            "profiles = [\"coding\", \"minimal\"]",
+            1,
+        );
+    let path = dir.join("tools.toml");
+    std::fs::write(&path, format!("{head}{tail}")).expect("write the edited catalog");
+    path
+}
+
+#[test]
+fn diff_flags_widening_in_text_markdown_and_json_and_deny_widening_exits_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let edited = widened_reference(dir.path());
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let edited = edited.to_str().expect("UTF-8 path");
+
+    let o = toolcat(&["diff", reference, edited]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("2 widening changes"), "{text}");
+    assert!(
+        text.contains("! profile_gained: `write_file` is now owned by profile `minimal`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("! scope_gained: `write_file` is now listed by MCP scope `staging`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("exposure: full (scopes full) → staging (scopes staging, full)"),
+        "{text}"
+    );
+
+    let o = toolcat(&[
+        "diff",
+        reference,
+        edited,
+        "--format",
+        "markdown",
+        "--deny-widening",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let md = stdout(&o);
+    assert!(md.contains("| `profile_gained` | `write_file` |"), "{md}");
+    assert!(
+        md.contains("| `write_file` | changed | profiles | +minimal |"),
+        "{md}"
+    );
+    assert!(
+        stderr(&o).contains("2 widening changes (`--deny-widening`)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = toolcat(&["diff", reference, edited, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    assert_eq!(json["widening"], true);
+    let kinds: Vec<&str> = json["widenings"]
+        .as_array()
+        .expect("widenings")
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["profile_gained", "scope_gained"]);
+    assert_eq!(json["tools"][0]["tool"], "write_file");
+
+    // No change: exit 0 with `--deny-widening`, and says so.
+    let o = toolcat(&["diff", reference, reference, "--deny-widening"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no answer changes"), "{}", stdout(&o));
+}
+
+#[test]
+fn diff_reports_an_invalid_side_with_located_diagnostics_and_names_missing_arguments() {
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let invalid = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/invalid/18-silent-writes.toml"
+    );
+    let o = toolcat(&["diff", reference, invalid]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("18-silent-writes.toml:") && stderr(&o).contains("error[E0402]"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let not_utf8 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/invalid/58-not-utf8.toml"
+    );
+    let o = toolcat(&["diff", not_utf8, reference]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("58-not-utf8.toml:9:37: error[E0106]"),
+        "{}",
+        stderr(&o)
+    );
+    let o = toolcat(&["diff", reference]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("pass `OLD NEW`, or `--base GIT_REV [NEW]`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn diff_base_reads_the_old_catalog_from_git_and_names_a_missing_parent() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("git runs");
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml"),
+        dir.path().join("tools.toml"),
+    )
+    .expect("copy the catalog");
+    git(&["add", "tools.toml"]);
+    git(&["commit", "-q", "-m", "catalog"]);
+    widened_reference(dir.path());
+    let new = dir.path().join("tools.toml");
+    let o = toolcat(&[
+        "diff",
+        "--base",
+        "HEAD",
+        new.to_str().expect("UTF-8 path"),
+        "--deny-widening",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains(" at HEAD → "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("! scope_gained: `write_file`"),
+        "{}",
+        stdout(&o)
+    );
+    // One commit: no parent to compare with.
+    let o = toolcat(&[
+        "diff",
+        "--base",
+        "HEAD~1",
+        new.to_str().expect("UTF-8 path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("check that `HEAD~1` names a commit that has the file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn check_locates_the_first_byte_that_is_not_utf8() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/invalid/58-not-utf8.toml"
+    );
+    let o = toolcat(&["check", "--catalog", path]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!("{path}:9:37: error[E0106]: the file is not UTF-8")),
+        "{err}"
+    );
+    assert!(err.contains("help: save the file as UTF-8"), "{err}");
+}
+
+/// `toolcat generate --catalog` on an edited copy of the reference catalog attaches the
+/// reference handlers by name: the exports keep the handlers' input schemas, so they differ from
+/// `generated/` only where the rows do (here: not at all, as exposure and profiles are not part
+/// of a provider definition), while the lists show the edit.
+#[test]
+fn generate_from_an_edited_copy_keeps_the_handlers_schemas() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let edited = widened_reference(dir.path());
+    let out = dir.path().join("generated");
+    let o = toolcat(&[
+        "generate",
+        "--catalog",
+        edited.to_str().expect("UTF-8 path"),
+        "--dir",
+        out.to_str().expect("UTF-8 path"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let checked_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated");
+    for export in [
+        "anthropic-tools.json",
+        "openai-tools.json",
+        "mcp-tools-list.json",
+    ] {
+        let read =
+            |d: &Path| std::fs::read_to_string(d.join("exports").join(export)).expect("export");
+        assert!(
+            read(&out) == read(&checked_in),
+            "exports/{export} differs from generated/"
+        );
+    }
+    let tools_md = std::fs::read_to_string(out.join("tools.md")).expect("tools.md");
+    assert_ne!(
+        tools_md,
+        std::fs::read_to_string(checked_in.join("tools.md")).expect("tools.md")
+    );
+}

@@ -21,6 +21,16 @@ fn compile(path: &str, source: &str) -> (Vec<Diagnostic>, bool) {
     }
 }
 
+/// The text of a fixture and, for one that is not UTF-8, its E0106 diagnostic (the text then has
+/// U+FFFD for each bad sequence, as [`toolcat_catalog::load::decode`] gives it).
+fn read_fixture(path: &Path) -> (String, Option<Diagnostic>) {
+    let bytes = std::fs::read(path).expect("fixture is readable");
+    match toolcat_catalog::load::decode(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => (e.text, Some(e.diagnostic)),
+    }
+}
+
 /// The codes named on a fixture's `# expect: ...` first line.
 fn expected_codes(path: &str, source: &str) -> BTreeSet<String> {
     let first = source.lines().next().unwrap_or_default();
@@ -51,9 +61,12 @@ fn fixture_path(path: &Path) -> String {
 fn invalid_catalogs_report_their_codes() {
     insta::glob!("fixtures/invalid/*.toml", |path| {
         let shown = fixture_path(path);
-        let source = std::fs::read_to_string(path).expect("fixture is readable");
+        let (source, not_utf8) = read_fixture(path);
         let expected = expected_codes(&shown, &source);
-        let (diagnostics, compiled) = compile(&shown, &source);
+        let (diagnostics, compiled) = match not_utf8 {
+            Some(d) => (vec![d], false),
+            None => compile(&shown, &source),
+        };
         let found: BTreeSet<String> = diagnostics.iter().map(|d| d.code.to_string()).collect();
         assert_eq!(
             found, expected,
@@ -106,7 +119,7 @@ fn every_rule_has_a_fixture() {
     for entry in std::fs::read_dir(&dir).expect("fixture directory") {
         let path = entry.expect("directory entry").path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let source = std::fs::read_to_string(&path).expect("fixture is readable");
+            let (source, _) = read_fixture(&path);
             covered.extend(expected_codes(&fixture_path(&path), &source));
         }
     }
@@ -166,4 +179,23 @@ fn damaged_catalogs_never_panic() {
         "damage should mostly be caught ({failing} of {})",
         variants.len()
     );
+}
+
+/// A `tools.toml` that is not UTF-8, read through the runtime's loader (what `toolcat check
+/// --catalog` and every other command read): a located E0106 naming the path, the line and
+/// column of the first bad byte, and the fix.
+#[test]
+fn a_catalog_that_is_not_utf8_is_located() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invalid/58-not-utf8.toml");
+    let err = toolcat::catalog::read_catalog_source(&path).expect_err("not UTF-8");
+    let text = err.to_string();
+    // Line 9 is `description = "Lit le fichier demandé"`; the byte 0xE9 is its 37th character.
+    let headline = format!(
+        "{}:9:37: error[E0106]: the file is not UTF-8: `0xE9` here is not a UTF-8 character",
+        path.display()
+    );
+    assert!(text.starts_with(&headline), "{text}");
+    assert!(text.contains("save the file as UTF-8"), "{text}");
+    assert!(!text.contains("permissions"), "{text}");
 }

@@ -7,6 +7,8 @@
 //! - [`validate`] checks every rule, collecting all [`diagnostics`]; the name and schema rules of
 //!   the export targets live in [`targets`];
 //! - [`derive`](mod@derive) builds the [`tables`], the one representation the runtime reads;
+//! - [`diff`](mod@diff) compares two catalogs' tables: what a change does to each answer, and
+//!   which changes widen what callers can reach;
 //! - [`index`] (feature `index`) builds and opens the BM25 search index of those tables.
 //!
 //! Emitting Rust source from the tables and the build-script helper are the build-time crate's
@@ -16,6 +18,7 @@
 
 pub mod derive;
 pub mod diagnostics;
+pub mod diff;
 pub mod generated;
 #[cfg(feature = "index")]
 pub mod index;

@@ -10,10 +10,11 @@
 //! - E0102 an unknown enum value, with a did-you-mean naming the closest valid value;
 //! - E0103 a value of the wrong type;
 //! - E0104 a missing required field;
-//! - E0105 an unknown top-level table.
+//! - E0105 an unknown top-level table;
+//! - E0106 bytes that are not UTF-8 ([`decode`], before parsing: the file's bytes to its text).
 //!
-//! The one top-level key, `targets`, is read here too: a list of [`Target`] names (E0103 when it
-//! is not a list of strings, E0102 for an unknown target).
+//! The top-level keys are read here too: `targets`, a list of [`Target`] names (E0103 when it is
+//! not a list of strings, E0102 for an unknown target), and `review_inline`, a count (E0103).
 //!
 //! Rules between rows and tables are checked afterwards in [`crate::validate`], which needs the
 //! spans kept here in [`Loaded`].
@@ -49,6 +50,8 @@ pub struct Loaded {
     pub presets: Vec<Entry>,
     /// The value of the top-level `targets` key; `0..0` when the file does not write it.
     pub targets_span: Span,
+    /// The value of the top-level `review_inline` key; `0..0` when the file does not write it.
+    pub review_inline_span: Span,
 }
 
 /// One side-table entry (`[profile.NAME]` and friends): its name and spans.
@@ -200,6 +203,58 @@ impl Loaded {
     }
 }
 
+/// A `tools.toml` whose bytes are not UTF-8 (E0106): the error, and the text it points into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// The file's text with each invalid sequence replaced by U+FFFD: identical to the file up to
+    /// the first bad byte, so the diagnostic's line and column are the file's.
+    pub text: String,
+    /// The error, spanning the replacement of the first bad byte.
+    pub diagnostic: Diagnostic,
+}
+
+/// The text of a `tools.toml` read as `bytes`, without a leading UTF-8 byte order mark (it is not
+/// part of the TOML text: columns on line 1 count from after it).
+///
+/// # Errors
+/// [`NotUtf8`] (E0106) when the bytes are not UTF-8, pointing at the first bad byte (TOML files
+/// are UTF-8, TOML 1.0 "Spec"); the help says to save the file as UTF-8.
+pub fn decode(bytes: Vec<u8>) -> Result<String, Box<NotUtf8>> {
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            // `None`: a sequence cut off by the end of the file.
+            let len = e.utf8_error().error_len();
+            let bytes = e.into_bytes();
+            let end = len.map_or(bytes.len(), |n| at + n);
+            let bad: Vec<String> = bytes[at..end]
+                .iter()
+                .map(|b| format!("0x{b:02X}"))
+                .collect();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            // The replacement character U+FFFD is 3 bytes in the lossy text.
+            let diagnostic = Diagnostic::error(
+                "E0106",
+                format!(
+                    "the file is not UTF-8: `{}` here is not a UTF-8 character",
+                    bad.join(" ")
+                ),
+                at..at + '\u{fffd}'.len_utf8(),
+            )
+            .with_label("not UTF-8 (shown as \u{fffd})")
+            .with_help(
+                "save the file as UTF-8 (TOML files are UTF-8 text); an editor's \"save with encoding\", or `iconv -f LATIN1 -t UTF-8`, converts one written in another encoding",
+            );
+            Err(Box::new(NotUtf8 { text, diagnostic }))
+        }
+    }
+}
+
 /// Parses `source`; `path` names it in diagnostics.
 ///
 /// # Errors
@@ -219,6 +274,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         source: source.to_string(),
         file: CatalogFile {
             targets: Vec::new(),
+            review_inline: None,
             mcp_server: BTreeMap::new(),
             profile: BTreeMap::new(),
             toolset: BTreeMap::new(),
@@ -231,6 +287,7 @@ pub fn parse(path: &str, source: &str) -> Result<Loaded, Vec<Diagnostic>> {
         toolsets: Vec::new(),
         presets: Vec::new(),
         targets_span: 0..0,
+        review_inline_span: 0..0,
     };
     walker.document(document.as_table(), &mut loaded);
     if walker.diagnostics.is_empty() {
@@ -346,6 +403,7 @@ fn example(field: &str) -> &'static str {
         "removal" => "removal = \"2030-01-31\"",
         "rate_limit" => "rate_limit = \"10/min\"",
         "max_inline" => "max_inline = 20",
+        "review_inline" => "review_inline = 20",
         "max_tools" => "max_tools = 40",
         "client" => "client = \"cursor\"",
         "manifest_tokens" => "manifest_tokens = 300",
@@ -447,6 +505,20 @@ impl Walker {
                 "toolset" => self.side_table("toolset", item, key_span, loaded),
                 "preset" => self.side_table("preset", item, key_span, loaded),
                 "targets" => self.targets(item, key_span, loaded),
+                "review_inline" => {
+                    let span = item.span().unwrap_or(key_span);
+                    if self.check_kind(
+                        "the catalog",
+                        "review_inline",
+                        Kind::Count,
+                        item,
+                        span.clone(),
+                    ) {
+                        loaded.review_inline_span = span;
+                        loaded.file.review_inline =
+                            item.as_integer().and_then(|n| u32::try_from(n).ok());
+                    }
+                }
                 _ => {
                     let suggestion = did_you_mean(
                         name,
@@ -467,6 +539,9 @@ impl Walker {
                         }
                         Some("targets") => {
                             "did you mean `targets`? write `targets = [\"openai\", \"mcp\"]` before the first table".to_string()
+                        }
+                        Some("review_inline") => {
+                            "did you mean `review_inline`? write `review_inline = 20` before the first table".to_string()
                         }
                         Some(s) => format!("did you mean `{s}`? entries are written `[{s}.NAME]`"),
                         None => format!(

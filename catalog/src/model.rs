@@ -47,6 +47,11 @@ pub struct CatalogFile {
     /// are not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Target>,
+    /// The most inline tools one turn of a preset (or of a profile no preset runs under, with
+    /// every toolset active) may send before `toolcat check` warns (W0504); 20 when absent
+    /// ([`crate::validate::DEFAULT_REVIEW_INLINE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_inline: Option<u32>,
     /// Remote MCP servers that tool rows may name as their `source`.
     #[serde(default)]
     pub mcp_server: BTreeMap<String, McpServerDecl>,
@@ -517,7 +522,7 @@ pub fn catalog_tables() -> Vec<String> {
 
 /// The top-level keys of `tools.toml` that are plain values rather than tables; written before
 /// the first table.
-pub const CATALOG_KEYS: &[&str] = &["targets"];
+pub const CATALOG_KEYS: &[&str] = &["targets", "review_inline"];
 
 /// Fields a `[[tool]]` row must write (those without a default), in legend order.
 pub fn required_tool_fields() -> Vec<String> {

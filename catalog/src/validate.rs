@@ -13,6 +13,8 @@
 //! - `E0104` missing required field — the legend's required fields (this includes a missing
 //!   `owner`; an empty one is `E0401`).
 //! - `E0105` unknown top-level table — `[profiles.x]` for `[profile.x]` would drop a whole table.
+//! - `E0106` the file is not UTF-8 (reported by [`crate::load::decode`] at the first bad byte,
+//!   before parsing) — TOML is UTF-8 text; the fix is saving the file as UTF-8.
 //!
 //! **Names**
 //! - `E0201` duplicate tool name, compared on exported names (`NS__name` when the source server
@@ -116,6 +118,17 @@
 //!   overlaps its sibling, and on LiveMCPBench (527 tools) 8, 7 of them word-for-word identical.
 //! - `W0502` the same name listed twice in one list (`profiles`, `toolsets`, `requires`, ...).
 //! - `W0503` a toolset with no tools, even after expanding `includes`.
+//! - `W0504` a turn that sends more inline tools than the catalog's `review_inline` (default
+//!   [`DEFAULT_REVIEW_INLINE`], 20): each preset's live inline tools in its toolsets under its
+//!   profile, and, for a declared profile no preset runs under, its live inline tools in every
+//!   toolset — counted as the turn plan sends them, discovery meta-tools included when inline.
+//!   Past about 20 definitions a model picks the wrong tool more often: OpenAI's function-calling
+//!   guide ("Best practices for defining functions", platform.openai.com/docs/guides/function-calling)
+//!   suggests fewer than 20 functions available at the start of a turn, as a soft limit;
+//!   Anthropic's tool-search documentation (platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool)
+//!   reports Claude's tool selection degrading past 30–50 available tools. A warning, not an
+//!   error: a reviewed catalog may pass it deliberately (raise `review_inline`), and the fix is
+//!   usually `visibility = "discoverable"` on the tools rarely needed.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -160,6 +173,7 @@ pub const RULES: &[Rule] = &[
     error("E0103", "value of the wrong type"),
     error("E0104", "missing required field"),
     error("E0105", "unknown top-level table"),
+    error("E0106", "the file is not UTF-8"),
     error("E0201", "duplicate tool name (exported names compared)"),
     error(
         "E0202",
@@ -240,10 +254,19 @@ pub const RULES: &[Rule] = &[
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
     warning("W0503", "toolset with no tools"),
+    warning(
+        "W0504",
+        "a turn's inline tools pass the review threshold (`review_inline`, 20)",
+    ),
 ];
 
 /// The discovery meta-tools a profile needs to reach its discoverable tools.
 pub const DISCOVERY_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
+
+/// The inline tools one turn may send before W0504 warns, when the catalog sets no
+/// `review_inline`: the "fewer than 20 functions" of OpenAI's function-calling guide (see the
+/// module documentation for the sources).
+pub const DEFAULT_REVIEW_INLINE: u32 = 20;
 
 /// Jaccard index of description words at or above which two tools are reported as sprawl (W0501).
 pub const SPRAWL_THRESHOLD: f64 = 0.9;
@@ -1545,6 +1568,7 @@ impl<'a> Checker<'a> {
             self.discovery(profile, spans.as_ref(), &live);
         }
         self.client_caps(&expanded);
+        self.review_inline(&expanded);
         for (i, tool) in self.tools.iter().enumerate() {
             for (k, required) in tool.requires.iter().enumerate() {
                 let Some(j) = self.index.get(required) else {
@@ -1683,6 +1707,79 @@ impl<'a> Checker<'a> {
             }
         }
         sent
+    }
+
+    // ---- W0504 ----
+
+    /// Each preset's inline tools (its toolsets under its profile), then each declared profile no
+    /// preset runs under with every toolset, against `review_inline`.
+    fn review_inline(&mut self, expanded: &[HashSet<&str>]) {
+        let max = self
+            .loaded
+            .file
+            .review_inline
+            .unwrap_or(DEFAULT_REVIEW_INLINE);
+        let toolset_index = |name: &str| self.loaded.toolsets.iter().position(|e| e.name == name);
+        let inline = |profile: &str, active: &[usize]| {
+            (0..self.tools.len())
+                .filter(|&i| {
+                    let t = &self.tools[i];
+                    owns(profile, t)
+                        && t.status != Status::Deprecated
+                        && t.visibility == Visibility::Inline
+                        && self.in_toolsets(i, active, expanded)
+                })
+                .count()
+        };
+        let mut findings = Vec::new();
+        let mut with_preset: HashSet<&str> = HashSet::new();
+        for entry in &self.loaded.presets {
+            let Some(preset) = self.loaded.file.preset.get(&entry.name) else {
+                continue;
+            };
+            if !self.profile_exists(&preset.profile) {
+                continue; // E0301
+            }
+            with_preset.insert(preset.profile.as_str());
+            let active: Vec<usize> = preset
+                .toolsets
+                .iter()
+                .filter_map(|n| toolset_index(n))
+                .collect();
+            let n = inline(&preset.profile, &active);
+            if n > max as usize {
+                findings.push((
+                    format!("preset `{}` sends {n} inline tools in one turn (profile `{}`), more than the review threshold of {max}", entry.name, preset.profile),
+                    entry.spans.header.clone(),
+                    format!("make the tools it rarely needs `visibility = \"discoverable\"`, drop a toolset from preset `{}`", entry.name),
+                ));
+            }
+        }
+        let every: Vec<usize> = (0..self.loaded.toolsets.len()).collect();
+        for entry in &self.loaded.profiles {
+            if entry.name == PROFILE_FULL || with_preset.contains(entry.name.as_str()) {
+                continue;
+            }
+            let n = inline(&entry.name, &every);
+            if n > max as usize {
+                findings.push((
+                    format!("profile `{}` sends {n} inline tools in one turn with every toolset active, more than the review threshold of {max}", entry.name),
+                    entry.spans.header.clone(),
+                    format!("make the tools it rarely needs `visibility = \"discoverable\"`, or take them out of profile `{}`", entry.name),
+                ));
+            }
+        }
+        let threshold = self.loaded.review_inline_span.clone();
+        for (message, span, fix) in findings {
+            self.out.push(
+                Diagnostic::warning("W0504", message, span)
+                    .with_label("past the review threshold")
+                    .with_related(threshold.clone(), "the catalog's threshold")
+                    .with_help(format!(
+                        "{fix}, or set a higher `review_inline` at the top of `tools.toml` if the set was reviewed; model tool selection degrades past about 20 definitions (OpenAI's function-calling guide, Anthropic's tool-search docs)"
+                    )),
+            );
+        }
     }
 
     // ---- E0422 ----
@@ -2503,5 +2600,57 @@ mod client_caps {
         assert_eq!(refused.len(), 1, "{refused:?}");
         let text = format!("{refused:?}");
         assert!(text.contains("cursorr"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod review_threshold {
+    /// A catalog whose one preset sends `inline` inline tools, with `review_inline` written
+    /// when given.
+    fn catalog(inline: usize, review_inline: Option<u32>) -> String {
+        let mut s = review_inline.map_or_else(String::new, |n| format!("review_inline = {n}\n"));
+        s.push_str(
+            "[profile.chat]\ndescription = \"Chat\"\n[toolset.core]\ndescription = \"Core\"\n",
+        );
+        s.push_str(
+            "[preset.chat]\ndescription = \"Chat\"\nprofile = \"chat\"\ntoolsets = [\"core\"]\n",
+        );
+        for i in 0..inline {
+            s.push_str(&format!(
+                "[[tool]]\nname = \"read_{i}\"\ndescription = \"Reads record number {i} of the ledger\"\nvisibility = \"inline\"\ntier = \"silent\"\neffect = \"read\"\nexposure = \"read-only\"\nprofiles = [\"chat\"]\ntoolsets = [\"core\"]\nowner = \"ledger\"\n"
+            ));
+        }
+        s
+    }
+
+    fn w0504(source: &str) -> usize {
+        let compiled = crate::compile_str("tools.toml", source).expect("compiles");
+        compiled
+            .warnings
+            .iter()
+            .filter(|d| d.code == "W0504")
+            .count()
+    }
+
+    #[test]
+    fn the_default_threshold_is_20_and_review_inline_moves_it() {
+        assert_eq!(super::DEFAULT_REVIEW_INLINE, 20);
+        assert_eq!(w0504(&catalog(20, None)), 0);
+        // Preset `chat` and nothing else: profile `chat` has a preset, so it is not counted twice.
+        assert_eq!(w0504(&catalog(21, None)), 1);
+        assert_eq!(w0504(&catalog(21, Some(21))), 0);
+        assert_eq!(w0504(&catalog(5, Some(4))), 1);
+    }
+
+    #[test]
+    fn review_inline_must_be_a_count() {
+        let source = catalog(1, None).replacen("[profile", "review_inline = \"many\"\n[profile", 1);
+        let errors = crate::compile_str("tools.toml", &source).expect_err("not a count");
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.code == "E0103" && d.message.contains("review_inline")),
+            "{errors:?}"
+        );
     }
 }

@@ -10,8 +10,9 @@
 //! - every diagnostic has a position: a span inside the text, not `0..0`, so its headline is
 //!   `PATH:LINE:COL`. The pipeline has no diagnostic without one: a fault of the text always has
 //!   a place in it. What has no position is reported outside it, before there is a text: a file
-//!   that cannot be read (missing, a directory, too large, not UTF-8) is an I/O error of the
-//!   caller (`toolcat::catalog::read_catalog_source`, `toolcat_codegen::build::generate`).
+//!   that cannot be read (missing, a directory, too large) is an I/O error of the caller
+//!   (`toolcat::catalog::read_catalog_source`, `toolcat_codegen::build::generate`); bytes that are
+//!   not UTF-8 are E0106 at the first bad byte (`toolcat_catalog::load::decode`).
 //!
 //! The mutations work on lines, tokens and characters: delete, duplicate or swap lines; delete a
 //! `[[tool]]` row or repeat one; flip a value's type; change an enum value; break a quote or a

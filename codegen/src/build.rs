@@ -113,11 +113,16 @@ pub fn generate(manifest_dir: &Path, catalog: &Path, out_dir: &Path) -> Vec<Dire
     let shown = catalog_path.display().to_string();
     let mut out = vec![Directive::RerunIfChanged(catalog_path.clone())];
 
-    let source = match std::fs::read_to_string(&catalog_path) {
-        // A UTF-8 byte order mark is not TOML: columns on line 1 count from after it.
-        Ok(source) => match source.strip_prefix('\u{feff}') {
-            Some(rest) => rest.to_string(),
-            None => source,
+    let source = match std::fs::read(&catalog_path) {
+        Ok(bytes) => match toolcat_catalog::load::decode(bytes) {
+            Ok(source) => source,
+            Err(e) => {
+                out.extend(Directive::errors(&e.diagnostic.render(&shown, &e.text)));
+                out.push(Directive::Error(format!(
+                    "`{shown}` is not UTF-8; save it as UTF-8 and build again"
+                )));
+                return out;
+            }
         },
         Err(e) => {
             out.push(Directive::Error(format!(

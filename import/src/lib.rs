@@ -2323,6 +2323,7 @@ fn build(
 
     let catalog = CatalogFile {
         targets: Vec::new(),
+        review_inline: None,
         mcp_server,
         profile: BTreeMap::new(),
         toolset: toolsets,

@@ -1028,7 +1028,8 @@ pub const MAX_CATALOG_BYTES: u64 = 64 * 1024 * 1024;
 ///
 /// # Errors
 /// [`CatalogError::Read`], naming the path, when it does not exist, is not a regular file, is
-/// larger than [`MAX_CATALOG_BYTES`], is not UTF-8 or cannot be read.
+/// larger than [`MAX_CATALOG_BYTES`] or cannot be read; [`CatalogError::Invalid`] (E0106, at the
+/// line and column of the first bad byte) when it is not UTF-8.
 pub fn read_catalog_source(path: &Path) -> Result<String, CatalogError> {
     use std::io::Read as _;
     let fail = |source: std::io::Error| CatalogError::Read {
@@ -1054,17 +1055,22 @@ pub fn read_catalog_source(path: &Path) -> Result<String, CatalogError> {
         return Err(too_big());
     }
     let file = std::fs::File::open(path).map_err(fail)?;
-    let mut source = String::new();
+    let mut bytes = Vec::new();
     file.take(MAX_CATALOG_BYTES + 1)
-        .read_to_string(&mut source)
+        .read_to_end(&mut bytes)
         .map_err(fail)?;
-    if source.len() as u64 > MAX_CATALOG_BYTES {
+    if bytes.len() as u64 > MAX_CATALOG_BYTES {
         return Err(too_big());
     }
-    // A UTF-8 byte order mark is not part of the TOML text: columns on line 1 count from after it.
-    if let Some(rest) = source.strip_prefix('\u{feff}') {
-        source = rest.to_string();
-    }
+    let source = toolcat_catalog::load::decode(bytes).map_err(|e| {
+        let shown = path.display().to_string();
+        let diagnostics = vec![e.diagnostic];
+        CatalogError::Invalid {
+            rendered: render_all(&diagnostics, &shown, &e.text),
+            path: shown,
+            diagnostics,
+        }
+    })?;
     Ok(source)
 }
 

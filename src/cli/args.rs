@@ -156,10 +156,24 @@ impl std::ops::Deref for CatalogRef {
 
 /// The catalog of `--catalog`, or the reference catalog compiled into this binary.
 pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
+    catalog_with(arg, &[])
+}
+
+/// [`catalog`], with the reference agent's `#[tool]` handlers attached to the local tools of a
+/// `--catalog` file that have their names (`Catalog::load_with_handlers`), so those tools have
+/// their handlers' input schemas, as in the compiled-in catalog.
+pub(crate) fn catalog_with_handlers(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
+    catalog_with(arg, &crate::toolcat_generated::HANDLERS)
+}
+
+fn catalog_with(
+    arg: &CatalogArg,
+    handlers: &[Option<toolcat::ErasedHandler>],
+) -> anyhow::Result<CatalogRef> {
     match &arg.catalog {
         None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
         Some(path) => {
-            let c = match Catalog::load(path) {
+            let c = match Catalog::load_with_handlers(path, handlers) {
                 Ok(c) => c,
                 Err(e @ toolcat::CatalogError::Invalid { .. }) => {
                     eprint!("{e}");

@@ -87,12 +87,15 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             REFERENCE_LABEL.to_string(),
             Cow::Borrowed(crate::REFERENCE_SOURCE),
         ),
-        Some(p) => (
-            p.display().to_string(),
-            Cow::Owned(
-                toolcat::catalog::read_catalog_source(p).map_err(|e| anyhow::anyhow!("{e}"))?,
-            ),
-        ),
+        Some(p) => match toolcat::catalog::read_catalog_source(p) {
+            Ok(source) => (p.display().to_string(), Cow::Owned(source)),
+            // Not UTF-8 (E0106): located like every diagnostic of the file.
+            Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+                eprint!("{e}");
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(e) => return Err(anyhow::anyhow!("{e}")),
+        },
     };
     let targets: Option<Vec<Target>> =
         (!a.targets.is_empty()).then(|| a.targets.iter().map(|&t| t.into()).collect());

@@ -6,11 +6,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::args::{catalog, note_reference_catalog, CatalogArg};
+use super::args::{catalog_with_handlers, note_reference_catalog, CatalogArg};
 use crate::generate;
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
+    /// With `--catalog`, local tools named as one of the reference agent's `#[tool]` handlers
+    /// get that handler (and its input schema); other local tools have none.
     #[command(flatten)]
     pub catalog: CatalogArg,
     /// Only compare; exit 1 naming each stale file.
@@ -24,7 +26,10 @@ pub struct GenerateArgs {
 /// Runs `toolcat generate`.
 pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
     note_reference_catalog(&a.catalog);
-    let c = catalog(&a.catalog)?;
+    // A `--catalog` file's local tools get the reference agent's handlers by name, so an edited
+    // copy of the reference catalog exports the same schemas and its files differ only where
+    // the rows do.
+    let c = catalog_with_handlers(&a.catalog)?;
     let files = generate::files(&c)?;
     if a.check {
         let stale = generate::stale(&a.dir, &files);

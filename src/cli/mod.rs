@@ -8,7 +8,7 @@
 //!
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
 //! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
-//! [`export`], [`import`], [`generate`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! [`export`], [`import`], [`generate`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
 
@@ -20,6 +20,7 @@ pub mod args;
 pub mod call;
 pub mod calls;
 pub mod check;
+pub mod diff;
 pub mod eval;
 pub mod export;
 pub mod generate;
@@ -58,6 +59,10 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
     Generate(generate::GenerateArgs),
+    /// What a change to a `tools.toml` does to each answer (`OLD NEW`, or `--base GIT_REV [NEW]`),
+    /// with the changes that widen what callers can reach flagged; `--deny-widening` exits 1 on
+    /// any (`toolcat_catalog::diff` lists the kinds).
+    Diff(diff::DiffArgs),
     /// Run one tool with JSON arguments through the execution coordinator and print its JSON
     /// result; `gated` tools run only with `--approve`; each call is recorded in the call store.
     Call(call::CallArgs),
@@ -129,6 +134,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Export(a) => export::run(&a),
         Command::Import(a) => import::run(&a),
         Command::Generate(a) => generate::run(&a),
+        Command::Diff(a) => diff::run(&a),
         Command::Call(a) => call::run(&a),
         Command::Session(a) => session::run(&a),
         Command::Calls(a) => calls::run(&a),
