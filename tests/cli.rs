@@ -972,12 +972,12 @@ fn diff_reports_an_invalid_side_with_located_diagnostics_and_names_missing_argum
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
     let not_utf8 = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/invalid/58-not-utf8.toml"
+        "/tests/fixtures/invalid/60-not-utf8.toml"
     );
     let o = toolcat(&["diff", not_utf8, reference]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("58-not-utf8.toml:9:37: error[E0106]"),
+        stderr(&o).contains("60-not-utf8.toml:9:37: error[E0106]"),
         "{}",
         stderr(&o)
     );
@@ -1056,7 +1056,7 @@ fn diff_base_reads_the_old_catalog_from_git_and_names_a_missing_parent() {
 fn check_locates_the_first_byte_that_is_not_utf8() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/invalid/58-not-utf8.toml"
+        "/tests/fixtures/invalid/60-not-utf8.toml"
     );
     let o = toolcat(&["check", "--catalog", path]);
     assert_eq!(o.status.code(), Some(1));

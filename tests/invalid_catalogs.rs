@@ -187,7 +187,7 @@ fn damaged_catalogs_never_panic() {
 #[test]
 fn a_catalog_that_is_not_utf8_is_located() {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invalid/58-not-utf8.toml");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/invalid/60-not-utf8.toml");
     let err = toolcat::catalog::read_catalog_source(&path).expect_err("not UTF-8");
     let text = err.to_string();
     // Line 9 is `description = "Lit le fichier demandé"`; the byte 0xE9 is its 37th character.
