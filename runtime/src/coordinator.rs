@@ -183,7 +183,7 @@ pub struct CallValue {
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     /// The tool is outside the caller's allowed set; nothing ran.
-    #[error("tool `{tool}` is outside the scope of this caller; nothing ran; call a tool the scope allows (its profile, active set or exposure), or widen the scope")]
+    #[error("tool `{tool}` is outside the scope of this caller; nothing ran; call a tool this caller was offered (its plan, or the server's tools/list)")]
     OutsideScope { tool: String },
     /// The arguments do not fit the input JSON Schema; nothing ran.
     #[error("invalid arguments for `{tool}`: {}; nothing ran; fix the arguments to fit the tool's input schema", summary(.errors))]

@@ -268,7 +268,7 @@ pub enum ToolError {
     #[error("invalid arguments for `{tool}`: {message}")]
     InvalidArguments { tool: String, message: String },
     /// The named tool is not in the catalog.
-    #[error("unknown tool `{0}`; run `tool_search` to find the right name")]
+    #[error("unknown tool `{0}`; call a tool this caller was offered (its plan, or the server's tools/list)")]
     UnknownTool(String),
     /// The tool's remote MCP server has no live connection.
     #[error("tool `{tool}` is served by MCP server `{server}`, which is not connected; connect the server or pick a local tool")]
