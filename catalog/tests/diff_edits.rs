@@ -1,4 +1,5 @@
-//! Property test of `toolcat_catalog::diff`: seeded random edits of the reference catalog, each
+//! Property test of `toolcat_catalog::diff`: seeded random edits of the reference catalog (caps
+//! added, see [`reference`]), each
 //! compiled, diffed against the unedited catalog, and its widening changes compared with an
 //! oracle that computes them directly from the two catalogs' tables (one bitset per profile,
 //! scope, tier, effect and status) and from the edit itself (which row each new row came from).
@@ -24,9 +25,15 @@ const CASES: u64 = 300;
 
 type Found = BTreeSet<(WideningKind, String, Option<String>)>;
 
+/// The reference catalog, with a `max_tools` on profile `coding` and a `client` on preset `chat`
+/// (it declares no such cap, and only a cap there before can be raised).
 fn reference() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog")
+    let source = std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog");
+    let mut doc: DocumentMut = source.parse().expect("the reference catalog parses");
+    doc["profile"]["coding"]["max_tools"] = value(90);
+    doc["preset"]["chat"]["client"] = value("cursor");
+    doc.to_string()
 }
 
 /// One random edit of `doc`. A renamed row gets `_renamed` appended to its name, a copy a new name
@@ -494,7 +501,7 @@ fn diff_agrees_with_the_tables_over_random_edits() {
         .expect("the reference catalog compiles")
         .tables;
     let (mut valid, mut invalid, mut widening) = (0, 0, 0);
-    let mut kinds_seen = BTreeSet::new();
+    let (mut kinds_seen, mut caps_seen) = (BTreeSet::new(), BTreeSet::new());
     for case in 0..CASES {
         let mut rng = fastrand::Rng::with_seed(SEED + case);
         let mut doc: DocumentMut = source.parse().expect("the reference catalog parses");
@@ -542,11 +549,22 @@ fn diff_agrees_with_the_tables_over_random_edits() {
         );
         widening += usize::from(!found.is_empty());
         kinds_seen.extend(found.iter().map(|f| f.0));
+        caps_seen.extend(
+            found
+                .iter()
+                .filter(|f| f.0 == WideningKind::CapRaised)
+                .filter_map(|f| f.2.clone()),
+        );
     }
     eprintln!("{valid} valid cases ({widening} with a widening), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
     assert!(
         valid >= CASES as usize * 3 / 4,
         "only {valid} of {CASES} cases were valid"
+    );
+    assert_eq!(
+        caps_seen,
+        BTreeSet::from(["max_inline".to_string(), "max_tools".to_string()]),
+        "a cap no case raised"
     );
     for kind in WideningKind::ALL {
         assert!(
