@@ -963,8 +963,8 @@ fn diff_flags_a_row_that_runs_another_server_tool_and_reports_the_settings() {
     // The first GitHub row calls another server tool, and the review threshold moves.
     let edited = source
         .replacen(
-            "source = \"github\"",
-            "source = \"github\"\nremote_name = \"get_me_v2\"",
+            "\nsource = \"github\"\n",
+            "\nsource = \"github\"\nremote_name = \"get_me_v2\"\n",
             1,
         )
         .replacen("\ntargets = [", "\nreview_inline = 25\ntargets = [", 1);
