@@ -956,6 +956,55 @@ fn diff_flags_widening_in_text_markdown_and_json_and_deny_widening_exits_1() {
 }
 
 #[test]
+fn diff_flags_a_row_that_runs_another_server_tool_and_reports_the_settings() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let source = std::fs::read_to_string(reference).expect("the reference catalog");
+    // The first GitHub row calls another server tool, and the review threshold moves.
+    let edited = source
+        .replacen(
+            "\nsource = \"github\"\n",
+            "\nsource = \"github\"\nremote_name = \"get_me_v2\"\n",
+            1,
+        )
+        .replacen("\ntargets = [", "\nreview_inline = 25\ntargets = [", 1);
+    let path = dir.path().join("tools.toml");
+    std::fs::write(&path, edited).expect("write the edited catalog");
+    let edited = path.to_str().expect("UTF-8 path");
+
+    let o = toolcat(&[
+        "diff",
+        reference,
+        edited,
+        "--format",
+        "json",
+        "--deny-widening",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    let kinds: Vec<&str> = json["widenings"]
+        .as_array()
+        .expect("widenings")
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["remote_retargeted"], "{json:#}");
+    let field = &json["tools"][0]["fields"][0];
+    assert_eq!(
+        (&field["field"], &field["new"]),
+        (&"remote_name".into(), &"get_me_v2".into()),
+        "{json:#}"
+    );
+    let settings = &json["tables"][0];
+    assert_eq!(
+        (&settings["table"], &settings["fields"][0]["field"]),
+        (&"catalog".into(), &"review_inline".into()),
+        "{json:#}"
+    );
+    assert_eq!(settings["fields"][0]["new"], "25", "{json:#}");
+}
+
+#[test]
 fn diff_reports_an_invalid_side_with_located_diagnostics_and_names_missing_arguments() {
     let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
     let invalid = concat!(

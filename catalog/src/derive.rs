@@ -156,6 +156,9 @@ pub fn derive(loaded: &Loaded) -> Tables {
     Tables {
         len,
         words,
+        review_inline: file
+            .review_inline
+            .unwrap_or(crate::validate::DEFAULT_REVIEW_INLINE) as usize,
         names: strs(tools.iter().map(|t| t.name.clone())),
         exported_names: strs((0..len).map(|i| loaded.exported_name(i))),
         descriptions: strs(tools.iter().map(|t| t.description.clone())),

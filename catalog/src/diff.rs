@@ -3,11 +3,16 @@
 //!
 //! [`diff`] reports, per tool, every answer that changed (ownership per profile, toolsets,
 //! visibility, tier, effect, `idempotent`, `open_world`, exposure with the MCP scopes that list
-//! the tool, `requires`, `pair`, rate limit, lifecycle, source, owner, description, keywords and
-//! input schema), the tools added, removed and renamed, and the changes of the profile, toolset,
-//! preset and MCP server tables. Tools are matched by exported name (the name a model or MCP
-//! client calls); a removed tool and an added one whose every other field is equal are one
-//! renamed tool.
+//! the tool, `requires`, `pair`, rate limit, lifecycle, source, owner, description, keywords,
+//! input schema, `remote_name` and `timeout_ms`), the tools added, removed and renamed, and the
+//! changes of the profile (`max_inline`, effective `max_tools`, `manifest_tokens`), toolset,
+//! preset (effective `max_tools`) and MCP server tables and of the top-level settings
+//! (`review_inline`, as the entry `settings` of table `catalog`). A tool's `remote_name` is
+//! compared as the server tool its calls run: the row's `remote_name`, else its declared name
+//! (empty for a local tool). An effective `max_tools` is the cap that holds: the smaller of the
+//! entry's `max_tools` and its `client`'s cap, a preset's bounded by its profile's too. Tools are
+//! matched by exported name (the name a model or MCP client calls); a removed tool and an added
+//! one whose every other field is equal (the server tool it runs included) are one renamed tool.
 //!
 //! **Widening** is a change that lets more callers reach or run a tool with less in the way.
 //! A *restricted* profile is any profile but the implicit `full` (which owns every tool by
@@ -25,15 +30,21 @@
 //!   a restricted MCP scope (a new tool reaching only `full` and the `full` scope is what adding a
 //!   tool means, and is reported as added, not flagged);
 //! - `undeprecated`: a tool leaves `deprecated`, so it is planned, listed and run again;
+//! - `remote_retargeted`: a tool in both catalogs now runs another server tool (its `remote_name`,
+//!   or its declared name when it has none, changed; or a local tool became a server tool) under
+//!   the same declared tier, effect and exposure, which vouched for the server tool it ran before;
 //! - `rate_limit_loosened`: a tool's rate limit is removed or allows more calls per second;
-//! - `cap_raised`: a profile's `max_inline` is raised or removed;
+//! - `cap_raised`: a profile's `max_inline`, or a profile's or preset's effective `max_tools`, is
+//!   raised or removed (more definitions reach a model in one request than were reviewed);
 //! - `preset_profile_widened`: a preset runs under another profile that owns a tool (present in
 //!   both catalogs) the old one did not.
 //!
 //! Not widening (reported as changes only): visibility (`discoverable` ↔ `inline` changes what a
 //! model is shown, not what it may run), toolset membership and `includes` (attention, not
 //! capability; ownership still bounds every plan), `requires` (the required tool stays inside each
-//! profile, E0420), descriptions, narrowing changes and removals.
+//! profile, E0420), `timeout_ms` (how long a call may run, not who may run it), `manifest_tokens`
+//! (the deferred-tool manifest names tools the profile already owns), `review_inline` (a review
+//! threshold, not a run-time bound), descriptions, narrowing changes and removals.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -48,8 +59,8 @@ pub struct Diff {
     /// Tool changes: changed, added and renamed tools in the new catalog's order, then removed
     /// tools in the old catalog's order.
     pub tools: Vec<ToolChange>,
-    /// Changes of profiles, toolsets, presets and MCP servers, in that order, each in its new
-    /// declaration order, then removed entries.
+    /// Changes of profiles, toolsets, presets, MCP servers and the top-level settings, in that
+    /// order, each in its new declaration order, then removed entries.
     pub tables: Vec<TableChange>,
     /// The widening changes among them (see the module documentation), in the order of `tools`
     /// then `tables`.
@@ -114,7 +125,8 @@ pub struct ToolChange {
 /// A profile, toolset, preset or MCP server that was added, removed or changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TableChange {
-    /// `profile`, `toolset`, `preset` or `mcp_server`.
+    /// `profile`, `toolset`, `preset`, `mcp_server` or `catalog` (the top-level settings, one
+    /// entry named `settings`).
     pub table: &'static str,
     pub name: String,
     pub change: ChangeKind,
@@ -132,6 +144,7 @@ pub enum WideningKind {
     AddedToProfile,
     AddedToScope,
     Undeprecated,
+    RemoteRetargeted,
     RateLimitLoosened,
     CapRaised,
     PresetProfileWidened,
@@ -147,6 +160,7 @@ impl WideningKind {
         WideningKind::AddedToProfile,
         WideningKind::AddedToScope,
         WideningKind::Undeprecated,
+        WideningKind::RemoteRetargeted,
         WideningKind::RateLimitLoosened,
         WideningKind::CapRaised,
         WideningKind::PresetProfileWidened,
@@ -162,6 +176,7 @@ impl WideningKind {
             WideningKind::AddedToProfile => "added_to_profile",
             WideningKind::AddedToScope => "added_to_scope",
             WideningKind::Undeprecated => "undeprecated",
+            WideningKind::RemoteRetargeted => "remote_retargeted",
             WideningKind::RateLimitLoosened => "rate_limit_loosened",
             WideningKind::CapRaised => "cap_raised",
             WideningKind::PresetProfileWidened => "preset_profile_widened",
@@ -178,12 +193,15 @@ pub struct Widening {
     /// The profile, MCP scope or field it concerns, when the kind has one: the profile of
     /// `profile_gained`, `destructive_in_restricted`, `added_to_profile` and
     /// `preset_profile_widened` (the new profile), the scope of `scope_gained` and
-    /// `added_to_scope`, the field of `cap_raised`.
+    /// `added_to_scope`, the field of `cap_raised` (`max_inline` or `max_tools`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// One sentence saying what widened.
     pub message: String,
 }
+
+/// The name of the one entry of table `catalog` (the top-level settings).
+const SETTINGS: [std::borrow::Cow<'static, str>; 1] = [std::borrow::Cow::Borrowed("settings")];
 
 /// The MCP scopes, in the order of [`Tables::scope_bits`].
 const SCOPES: [Exposure; 3] = [Exposure::ReadOnly, Exposure::Staging, Exposure::Full];
@@ -286,6 +304,14 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
         new,
         |t| &t.server_names,
         server_fields,
+    );
+    entries(
+        &mut tables,
+        "catalog",
+        old,
+        new,
+        |_| &SETTINGS,
+        settings_fields,
     );
 
     let widenings = widenings(old, new, &matched);
@@ -424,7 +450,23 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
             "input_schema",
             Val::One(t.input_schema[i].as_deref().unwrap_or_default().to_string()),
         ),
+        ("remote_name", Val::One(remote_name(t, i).to_string())),
+        ("timeout_ms", Val::One(opt_text(t.timeout_ms[i]))),
     ]
+}
+
+/// The server tool a call of tool `i` runs: its `remote_name`, else its declared name, as the
+/// runtime sends it; empty for a local tool or a meta-tool.
+fn remote_name(t: &Tables, i: usize) -> &str {
+    match t.source[i] {
+        SOURCE_LOCAL | SOURCE_LOOP => "",
+        _ => t.remote_names[i].as_deref().unwrap_or(&t.names[i]),
+    }
+}
+
+/// A number's text, empty when unset.
+fn opt_text(v: Option<u32>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
 }
 
 /// The fields an added or removed tool is summarised by: who owns it, where it shows, how it runs.
@@ -490,13 +532,11 @@ fn profile_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
             "description",
             Val::One(t.profile_descriptions[k].to_string()),
         ),
+        ("max_inline", Val::One(opt_text(t.profile_max_inline[k]))),
+        ("max_tools", Val::One(opt_text(t.profile_max_tools[k]))),
         (
-            "max_inline",
-            Val::One(
-                t.profile_max_inline[k]
-                    .map(|m| m.to_string())
-                    .unwrap_or_default(),
-            ),
+            "manifest_tokens",
+            Val::One(t.profile_manifest_tokens[k].to_string()),
         ),
         ("tools owned", Val::One(owned.len().to_string())),
         ("inline tools owned", Val::One(inline.to_string())),
@@ -539,7 +579,13 @@ fn preset_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
                     .collect(),
             ),
         ),
+        ("max_tools", Val::One(opt_text(t.preset_max_tools[k]))),
     ]
+}
+
+/// The catalog's top-level settings, reported as the one entry `settings` of table `catalog`.
+fn settings_fields(t: &Tables, _: usize) -> Vec<(&'static str, Val)> {
+    vec![("review_inline", Val::One(t.review_inline.to_string()))]
 }
 
 fn server_fields(t: &Tables, k: usize) -> Vec<(&'static str, Val)> {
@@ -703,6 +749,22 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
                 format!("`{name}` is no longer deprecated: it is planned, listed and run again"),
             );
         }
+        let (before, after) = (remote_name(old, i), remote_name(new, j));
+        if before != after && !after.is_empty() {
+            let before = if before.is_empty() {
+                "a local handler"
+            } else {
+                before
+            };
+            push(
+                WideningKind::RemoteRetargeted,
+                name,
+                None,
+                format!(
+                    "`{name}` now runs server tool `{after}` (was `{before}`) under the same declaration"
+                ),
+            );
+        }
         if let Some(before) = old.rate_limit[i] {
             let loosened = match new.rate_limit[j] {
                 None => true,
@@ -727,28 +789,40 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
             }
         }
     }
+    let mut cap =
+        |table: &str, subject: &str, field: &str, before: Option<u32>, after: Option<u32>| {
+            if let Some(before) = before {
+                if after.is_none_or(|after| after > before) {
+                    push(
+                        WideningKind::CapRaised,
+                        subject,
+                        Some(field.to_string()),
+                        format!(
+                            "{table} `{subject}` `{field}` raised: {before} → {}",
+                            after.map_or_else(|| "none".to_string(), |a| a.to_string())
+                        ),
+                    );
+                }
+            }
+        };
     let full = new.profile_names.len() - 1;
     for k in 0..full {
         let profile = &*new.profile_names[k];
         let Some(&o) = old_profiles.get(profile) else {
             continue;
         };
-        if let Some(before) = old.profile_max_inline[o] {
-            match new.profile_max_inline[k] {
-                Some(after) if after <= before => {}
-                after => push(
-                    WideningKind::CapRaised,
-                    profile,
-                    Some("max_inline".into()),
-                    format!(
-                        "profile `{profile}` `max_inline` raised: {before} → {}",
-                        after.map_or_else(|| "none".to_string(), |a| a.to_string())
-                    ),
-                ),
-            }
-        }
+        let (i, n) = (old.profile_max_inline[o], new.profile_max_inline[k]);
+        cap("profile", profile, "max_inline", i, n);
+        let (i, n) = (old.profile_max_tools[o], new.profile_max_tools[k]);
+        cap("profile", profile, "max_tools", i, n);
     }
     let old_presets = name_index(&old.preset_names);
+    for (k, preset) in new.preset_names.iter().enumerate() {
+        if let Some(&o) = old_presets.get(&**preset) {
+            let (i, n) = (old.preset_max_tools[o], new.preset_max_tools[k]);
+            cap("preset", preset, "max_tools", i, n);
+        }
+    }
     for (k, preset) in new.preset_names.iter().enumerate() {
         let Some(&o) = old_presets.get(&**preset) else {
             continue;
@@ -966,6 +1040,205 @@ effect = "read""#),
         assert_eq!(d.tools.len(), 1, "{d:#?}");
         assert_eq!(d.tools[0].change, ChangeKind::Added);
         assert!(d.widenings.is_empty(), "{d:#?}");
+    }
+
+    /// `BASE` with caps on the profile `minimal` and the preset `ro`, and an MCP server `gh` whose
+    /// tool `issues_list` a row serves as `list_issues`.
+    fn capped_with_server() -> String {
+        BASE.replacen("max_inline = 5", "max_inline = 5\nmax_tools = 30", 1)
+            .replacen(
+                "toolsets = [\"core\"]\n\n[[tool]]",
+                "toolsets = [\"core\"]\nmax_tools = 20\n\n[[tool]]",
+                1,
+            )
+            + r#"
+[mcp_server.gh]
+description = "The code host"
+command = "gh-mcp"
+
+[[tool]]
+name = "list_issues"
+description = "Lists the issues of a repository"
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+profiles = ["review"]
+toolsets = ["core"]
+owner = "gh"
+source = "gh"
+remote_name = "issues_list"
+"#
+    }
+
+    /// The diff of [`capped_with_server`] against itself with each `(from, to)` replaced once.
+    fn edit_capped(edits: &[(&str, &str)]) -> Diff {
+        let old = capped_with_server();
+        let mut new = old.clone();
+        for (from, to) in edits {
+            assert!(new.contains(from), "{from:?} is not in the catalog");
+            new = new.replacen(from, to, 1);
+        }
+        diff(&tables(&old), &tables(&new))
+    }
+
+    #[test]
+    fn the_server_tool_a_row_runs_and_the_effective_caps_are_compared() {
+        use WideningKind::*;
+        let retargeted = one(RemoteRetargeted, "list_issues", None);
+        let cases: Vec<(&[(&str, &str)], Vec<_>)> = vec![
+            (
+                &[(
+                    r#"remote_name = "issues_list""#,
+                    r#"remote_name = "issues_search""#,
+                )],
+                retargeted.clone(),
+            ),
+            // Without `remote_name` a call sends the declared name: another server tool.
+            (&[(r#"remote_name = "issues_list""#, "")], retargeted),
+            (
+                &[("max_tools = 30", "max_tools = 31")],
+                one(CapRaised, "minimal", Some("max_tools")),
+            ),
+            (
+                &[("max_tools = 30", "")],
+                one(CapRaised, "minimal", Some("max_tools")),
+            ),
+            // `cursor`'s cap (40) replaces the profile's 30.
+            (
+                &[("max_tools = 30", r#"client = "cursor""#)],
+                one(CapRaised, "minimal", Some("max_tools")),
+            ),
+            (&[("max_tools = 30", "max_tools = 29")], vec![]),
+            (
+                &[("max_tools = 20", "max_tools = 25")],
+                one(CapRaised, "ro", Some("max_tools")),
+            ),
+            (&[("max_tools = 20", "max_tools = 19")], vec![]),
+        ];
+        for (edits, expected) in cases {
+            let d = edit_capped(edits);
+            assert!(!d.is_empty(), "{edits:?} changed nothing");
+            assert_eq!(kinds(&d), expected, "{edits:?}: {d:#?}");
+        }
+        // A client whose cap is above the declared `max_tools` changes no cap that holds.
+        let d = edit_capped(&[("max_tools = 30", "max_tools = 30\nclient = \"cursor\"")]);
+        assert!(d.is_empty(), "{d:#?}");
+        // The field changes name the effective values.
+        let d = edit_capped(&[("max_tools = 30", "max_tools = 50")]);
+        let fields: Vec<_> = d
+            .tables
+            .iter()
+            .flat_map(|c| {
+                c.fields
+                    .iter()
+                    .map(move |f| (c.name.as_str(), f.field, f.old.as_str(), f.new.as_str()))
+            })
+            .collect();
+        assert_eq!(fields, [("minimal", "max_tools", "30", "50")]);
+        let d = edit_capped(&[(
+            r#"remote_name = "issues_list""#,
+            r#"remote_name = "issues_search""#,
+        )]);
+        let f = &d.tools[0].fields;
+        assert_eq!(
+            (f.len(), f[0].field, f[0].old.as_str(), f[0].new.as_str()),
+            (1, "remote_name", "issues_list", "issues_search")
+        );
+    }
+
+    #[test]
+    fn timeouts_manifest_budgets_and_the_review_threshold_are_reported_not_flagged() {
+        let field = |d: &Diff| -> Vec<(String, &'static str, String, String)> {
+            d.tools
+                .iter()
+                .flat_map(|t| t.fields.iter().map(|f| (t.tool.clone(), f)))
+                .chain(
+                    d.tables
+                        .iter()
+                        .flat_map(|c| c.fields.iter().map(|f| (c.name.clone(), f))),
+                )
+                .map(|(who, f)| (who, f.field, f.old.clone(), f.new.clone()))
+                .collect()
+        };
+        let s = |x: &str| x.to_string();
+        let cases: Vec<(&[(&str, &str)], Vec<_>)> = vec![
+            (
+                &[(
+                    r#"remote_name = "issues_list""#,
+                    "remote_name = \"issues_list\"\ntimeout_ms = 5000",
+                )],
+                vec![(s("list_issues"), "timeout_ms", s(""), s("5000"))],
+            ),
+            (
+                &[("max_tools = 30", "max_tools = 30\nmanifest_tokens = 0")],
+                vec![(
+                    s("minimal"),
+                    "manifest_tokens",
+                    crate::model::DEFAULT_MANIFEST_TOKENS.to_string(),
+                    s("0"),
+                )],
+            ),
+            (
+                &[(
+                    "\n[profile.minimal]",
+                    "review_inline = 30\n\n[profile.minimal]",
+                )],
+                vec![(s("settings"), "review_inline", s("20"), s("30"))],
+            ),
+        ];
+        for (edits, expected) in cases {
+            let d = edit_capped(edits);
+            assert_eq!(field(&d), expected, "{edits:?}: {d:#?}");
+            assert!(d.widenings.is_empty(), "{edits:?}: {d:#?}");
+        }
+        // A timeout removed is reported too.
+        let old = capped_with_server().replacen(
+            "remote_name = \"issues_list\"",
+            "remote_name = \"issues_list\"\ntimeout_ms = 5000",
+            1,
+        );
+        let d = diff(&tables(&old), &tables(&capped_with_server()));
+        assert_eq!(
+            field(&d),
+            [(s("list_issues"), "timeout_ms", s("5000"), s(""))]
+        );
+        assert!(d.widenings.is_empty(), "{d:#?}");
+    }
+
+    #[test]
+    fn a_renamed_server_tool_is_a_rename_only_while_it_runs_the_same_server_tool() {
+        let d = edit_capped(&[(r#"name = "list_issues""#, r#"name = "issues""#)]);
+        assert_eq!(d.tools.len(), 1, "{d:#?}");
+        assert_eq!(d.tools[0].change, ChangeKind::Renamed);
+        assert_eq!(d.tools[0].renamed_from.as_deref(), Some("list_issues"));
+        // Renamed to the server's own name, `remote_name` dropped: still the same server tool.
+        let d = edit_capped(&[
+            (r#"name = "list_issues""#, r#"name = "issues_list""#),
+            (r#"remote_name = "issues_list""#, ""),
+        ]);
+        assert_eq!(d.tools.len(), 1, "{d:#?}");
+        assert_eq!(d.tools[0].change, ChangeKind::Renamed);
+        // Renamed with another server tool: a removed and an added tool.
+        let d = edit_capped(&[
+            (r#"name = "list_issues""#, r#"name = "issues""#),
+            (
+                r#"remote_name = "issues_list""#,
+                r#"remote_name = "issues_search""#,
+            ),
+        ]);
+        let changes: Vec<_> = d
+            .tools
+            .iter()
+            .map(|t| (t.tool.as_str(), t.change))
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("issues", ChangeKind::Added),
+                ("list_issues", ChangeKind::Removed)
+            ]
+        );
     }
 
     #[test]

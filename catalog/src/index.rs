@@ -841,6 +841,7 @@ mod tests {
         Tables {
             len,
             words,
+            review_inline: crate::validate::DEFAULT_REVIEW_INLINE as usize,
             names: strs(&|t| t.0.rsplit("__").next().unwrap_or(t.0).to_string()),
             exported_names: strs(&|t| t.0.to_string()),
             descriptions: strs(&|t| t.1.to_string()),

@@ -83,6 +83,8 @@ macro_rules! column_value {
 tables! {
     len: Count [Scalar] " Number of tools.",
     words: Count [Scalar] " `u64` words per bitset: `LEN.div_ceil(64)`.",
+    review_inline: Count [Scalar]
+        " Inline tools one turn may send before W0504 warns (`review_inline`; default 20).",
 
     // ---- per tool ----
     names: Strs [Tools] " Declared names (`name` in `tools.toml`), in `tools.toml` order.",

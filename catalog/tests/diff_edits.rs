@@ -1,14 +1,16 @@
-//! Property test of `toolcat_catalog::diff`: seeded random edits of the reference catalog, each
+//! Property test of `toolcat_catalog::diff`: seeded random edits of the reference catalog (caps
+//! added, see [`reference`]), each
 //! compiled, diffed against the unedited catalog, and its widening changes compared with an
 //! oracle that computes them directly from the two catalogs' tables (one bitset per profile,
 //! scope, tier, effect and status) and from the edit itself (which row each new row came from).
 //!
 //! The diff must find what the oracle finds, no more and no less: no widening missed, none
 //! invented. Edits change fields of random rows (visibility, tier, effect, exposure, profiles,
-//! status, rate limit, flags, description), rename, remove or copy a row, change a profile's
-//! `max_inline` or a preset's profile. An edit that makes the catalog invalid is skipped and
-//! counted; the test requires most cases to be valid, so the generator cannot drift into testing
-//! nothing.
+//! status, rate limit, flags, description, `remote_name`, `timeout_ms`), rename, remove or copy a
+//! row, change a profile's `max_inline`, `max_tools`, `client` or `manifest_tokens`, a preset's
+//! profile, `max_tools` or `client`, or the catalog's `review_inline`. An edit that makes the
+//! catalog invalid is skipped and counted; the test requires most cases to be valid, so the
+//! generator cannot drift into testing nothing.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,16 +18,22 @@ use std::path::Path;
 use toml_edit::{value, Array, DocumentMut, Item};
 use toolcat_catalog::diff::{diff, ChangeKind, WideningKind};
 use toolcat_catalog::model::{EffectKind, Status, Tier};
-use toolcat_catalog::tables::{bit, Tables};
+use toolcat_catalog::tables::{bit, Tables, SOURCE_LOCAL, SOURCE_LOOP};
 
 const SEED: u64 = 0xd1ff_5eed;
 const CASES: u64 = 300;
 
 type Found = BTreeSet<(WideningKind, String, Option<String>)>;
 
+/// The reference catalog, with a `max_tools` on profile `coding` and a `client` on preset `chat`
+/// (it declares no such cap, and only a cap there before can be raised).
 fn reference() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog")
+    let source = std::fs::read_to_string(root.join("tools.toml")).expect("the reference catalog");
+    let mut doc: DocumentMut = source.parse().expect("the reference catalog parses");
+    doc["profile"]["coding"]["max_tools"] = value(90);
+    doc["preset"]["chat"]["client"] = value("cursor");
+    doc.to_string()
 }
 
 /// One random edit of `doc`. A renamed row gets `_renamed` appended to its name, a copy a new name
@@ -47,7 +55,13 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
         |rng: &mut fastrand::Rng, values: &[&str]| values[rng.usize(..values.len())].to_string();
     let row = rows.get_mut(r).expect("row r");
     let name = row["name"].as_str().unwrap_or_default().to_string();
-    match rng.u8(..14) {
+    let server = |t: &toml_edit::Table| {
+        !matches!(
+            t.get("source").and_then(Item::as_str),
+            None | Some("local" | "loop")
+        )
+    };
+    match rng.u8(..20) {
         0 => {
             let v = pick(rng, &["inline", "discoverable"]);
             row["visibility"] = value(v.clone());
@@ -151,6 +165,17 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             }
         }
         6 => {
+            // Half the time a rate-limited row, which few random picks would hit.
+            let limited = |t: &toml_edit::Table| t.contains_key("rate_limit");
+            let r = match (0..n)
+                .filter(|&k| rows.get(k).is_some_and(limited))
+                .collect::<Vec<_>>()
+            {
+                l if rng.bool() && !l.is_empty() => l[rng.usize(..l.len())],
+                _ => r,
+            };
+            let row = rows.get_mut(r).expect("row r");
+            let name = row["name"].as_str().unwrap_or_default().to_string();
             if rng.bool() {
                 row.remove("rate_limit");
                 format!("{name}: no rate limit")
@@ -171,6 +196,10 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             format!("{name}: description")
         }
         9 => {
+            // A renamed server row keeps running the server tool it ran.
+            if server(row) && row.get("remote_name").is_none() {
+                row["remote_name"] = value(name.clone());
+            }
             row["name"] = value(format!("{name}_renamed"));
             format!("{name}: renamed")
         }
@@ -208,26 +237,128 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             doc["preset"][preset.as_str()]["profile"] = value(p.clone());
             format!("preset {preset}: profile = {p}")
         }
+        14 => {
+            // Half the time a server row, which few random picks would hit.
+            let servers: Vec<usize> = (0..n)
+                .filter(|&k| rows.get(k).is_some_and(server))
+                .collect();
+            let r = if rng.bool() && !servers.is_empty() {
+                servers[rng.usize(..servers.len())]
+            } else {
+                r
+            };
+            let row = rows.get_mut(r).expect("row r");
+            let name = row["name"].as_str().unwrap_or_default().to_string();
+            if rng.bool() {
+                row.remove("remote_name");
+                format!("{name}: no remote_name")
+            } else {
+                let v = format!("{name}_v{}", rng.u32(..1000));
+                row["remote_name"] = value(v.clone());
+                format!("{name}: remote_name = {v}")
+            }
+        }
+        15 => {
+            if rng.bool() {
+                row.remove("timeout_ms");
+                format!("{name}: no timeout_ms")
+            } else {
+                let v = rng.i64(1..600_000);
+                row["timeout_ms"] = value(v);
+                format!("{name}: timeout_ms = {v}")
+            }
+        }
+        16 | 17 if !profiles.is_empty() && !presets.is_empty() => {
+            let (table, names) = if rng.bool() {
+                ("profile", &profiles)
+            } else {
+                ("preset", &presets)
+            };
+            let entry = names[rng.usize(..names.len())].clone();
+            let t = &mut doc[table][entry.as_str()];
+            let what = match rng.u8(..4) {
+                0 => {
+                    t.as_table_like_mut().map(|t| t.remove("max_tools"));
+                    "max_tools = none".to_string()
+                }
+                1 => {
+                    let v = rng.i64(20..200);
+                    t["max_tools"] = value(v);
+                    format!("max_tools = {v}")
+                }
+                2 => {
+                    t.as_table_like_mut().map(|t| t.remove("client"));
+                    "client = none".to_string()
+                }
+                _ => {
+                    let v = pick(rng, &["cursor", "windsurf", "copilot"]);
+                    t["client"] = value(v.clone());
+                    format!("client = {v}")
+                }
+            };
+            format!("{table} {entry}: {what}")
+        }
+        18 if !profiles.is_empty() => {
+            let p = profiles[rng.usize(..profiles.len())].clone();
+            let v = rng.i64(0..2000);
+            doc["profile"][p.as_str()]["manifest_tokens"] = value(v);
+            format!("profile {p}: manifest_tokens = {v}")
+        }
+        19 => {
+            let v = rng.i64(1..60);
+            doc["review_inline"] = value(v);
+            format!("catalog: review_inline = {v}")
+        }
         _ => "nothing".to_string(),
     }
 }
 
+/// The rows (by name before any rename) a case's edits changed, besides renaming or copying them:
+/// a renamed row among them is a removed and an added tool, not a rename.
+fn changed_rows(edits: &[String]) -> BTreeSet<String> {
+    edits
+        .iter()
+        .filter(|e| !e.ends_with(": renamed") && !e.ends_with(": copied"))
+        .filter(|e| {
+            !e.starts_with("profile ") && !e.starts_with("preset ") && !e.starts_with("catalog:")
+        })
+        .filter_map(|e| e.split_once(": "))
+        .map(|(name, _)| {
+            let mut name = name;
+            while let Some(base) = name.strip_suffix("_renamed") {
+                name = base;
+            }
+            name.to_string()
+        })
+        .collect()
+}
+
 /// For each tool of `new`, the index of the tool of `old` it came from: the same exported name,
-/// or the name before the edits appended `_renamed`; `None` for a copy.
-fn origin(old: &Tables, new: &Tables) -> Vec<Option<usize>> {
+/// or the name before the edits appended `_renamed` when no other edit changed the row (see
+/// [`changed_rows`]); `None` for a copy or a renamed and changed row.
+fn origin(old: &Tables, new: &Tables, changed: &BTreeSet<String>) -> Vec<Option<usize>> {
     let find = |name: &str| old.exported_names.iter().position(|n| n == name);
     new.exported_names
         .iter()
         .map(|name| {
             let mut name: &str = name;
+            let mut renamed = false;
             loop {
                 if let Some(i) = find(name) {
-                    return Some(i);
+                    return (!renamed || !changed.contains(&*old.names[i])).then_some(i);
                 }
                 name = name.strip_suffix("_renamed")?;
+                renamed = true;
             }
         })
         .collect()
+}
+
+/// The server tool a call of tool `i` runs (the row's `remote_name`, else its declared name), or
+/// `None` for a local tool or a meta-tool.
+fn runs(t: &Tables, i: usize) -> Option<&str> {
+    (t.source[i] != SOURCE_LOCAL && t.source[i] != SOURCE_LOOP)
+        .then(|| t.remote_names[i].as_deref().unwrap_or(&t.names[i]))
 }
 
 /// The widening changes from `old` to `new`, computed from the bitsets; `origin[j]` is the old
@@ -291,6 +422,9 @@ fn oracle(old: &Tables, new: &Tables, origin: &[Option<usize>]) -> Found {
         if has(old, &old.status_bits, deprecated, i) && !has(new, &new.status_bits, deprecated, j) {
             out.insert((WideningKind::Undeprecated, name(j), None));
         }
+        if runs(new, j).is_some() && runs(new, j) != runs(old, i) {
+            out.insert((WideningKind::RemoteRetargeted, name(j), None));
+        }
         if let Some((calls, window)) = old.rate_limit[i] {
             let per_second = calls as f64 / window as f64;
             if new.rate_limit[j].is_none_or(|(c, w)| c as f64 / w as f64 > per_second) {
@@ -298,16 +432,40 @@ fn oracle(old: &Tables, new: &Tables, origin: &[Option<usize>]) -> Found {
             }
         }
     }
+    let mut raised = |subject: &str, field: &str, before: Option<u32>, after: Option<u32>| {
+        if before.is_some_and(|b| after.is_none_or(|a| a > b)) {
+            out.insert((
+                WideningKind::CapRaised,
+                subject.to_string(),
+                Some(field.into()),
+            ));
+        }
+    };
     for k in restricted(new) {
         let p = &*new.profile_names[k];
-        if let Some(before) = old_profile(p).and_then(|ko| old.profile_max_inline[ko]) {
-            if new.profile_max_inline[k].is_none_or(|after| after > before) {
-                out.insert((
-                    WideningKind::CapRaised,
-                    p.to_string(),
-                    Some("max_inline".into()),
-                ));
-            }
+        if let Some(ko) = old_profile(p) {
+            raised(
+                p,
+                "max_inline",
+                old.profile_max_inline[ko],
+                new.profile_max_inline[k],
+            );
+            raised(
+                p,
+                "max_tools",
+                old.profile_max_tools[ko],
+                new.profile_max_tools[k],
+            );
+        }
+    }
+    for (k, preset) in new.preset_names.iter().enumerate() {
+        if let Some(ko) = old.preset_names.iter().position(|n| n == preset) {
+            raised(
+                preset,
+                "max_tools",
+                old.preset_max_tools[ko],
+                new.preset_max_tools[k],
+            );
         }
     }
     for (k, preset) in new.preset_names.iter().enumerate() {
@@ -343,7 +501,7 @@ fn diff_agrees_with_the_tables_over_random_edits() {
         .expect("the reference catalog compiles")
         .tables;
     let (mut valid, mut invalid, mut widening) = (0, 0, 0);
-    let mut kinds_seen = BTreeSet::new();
+    let (mut kinds_seen, mut caps_seen) = (BTreeSet::new(), BTreeSet::new());
     for case in 0..CASES {
         let mut rng = fastrand::Rng::with_seed(SEED + case);
         let mut doc: DocumentMut = source.parse().expect("the reference catalog parses");
@@ -368,7 +526,8 @@ fn diff_agrees_with_the_tables_over_random_edits() {
             found.len(),
             "case {case} ({edits:?}): a widening reported twice"
         );
-        let expected = oracle(&old, &new, &origin(&old, &new));
+        let from = origin(&old, &new, &changed_rows(&edits));
+        let expected = oracle(&old, &new, &from);
         let missed: Vec<_> = expected.difference(&found).collect();
         let invented: Vec<_> = found.difference(&expected).collect();
         assert!(
@@ -377,7 +536,6 @@ fn diff_agrees_with_the_tables_over_random_edits() {
             SEED + case
         );
         // Rows added, removed or renamed are tool changes other than `changed`, and only they are.
-        let from = origin(&old, &new);
         let structural = from.len() != old.len
             || from
                 .iter()
@@ -391,11 +549,22 @@ fn diff_agrees_with_the_tables_over_random_edits() {
         );
         widening += usize::from(!found.is_empty());
         kinds_seen.extend(found.iter().map(|f| f.0));
+        caps_seen.extend(
+            found
+                .iter()
+                .filter(|f| f.0 == WideningKind::CapRaised)
+                .filter_map(|f| f.2.clone()),
+        );
     }
     eprintln!("{valid} valid cases ({widening} with a widening), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
     assert!(
         valid >= CASES as usize * 3 / 4,
         "only {valid} of {CASES} cases were valid"
+    );
+    assert_eq!(
+        caps_seen,
+        BTreeSet::from(["max_inline".to_string(), "max_tools".to_string()]),
+        "a cap no case raised"
     );
     for kind in WideningKind::ALL {
         assert!(

@@ -168,7 +168,7 @@ fn summary(d: &Diff) -> String {
     use toolcat_catalog::diff::ChangeKind;
     let tools = |kind: ChangeKind| d.tools.iter().filter(|t| t.change == kind).count();
     format!(
-        "{} changed, {} added, {} removed, {} renamed; {} of profiles, toolsets, presets and MCP servers; {}",
+        "{} changed, {} added, {} removed, {} renamed; {} of profiles, toolsets, presets, MCP servers and settings; {}",
         count(tools(ChangeKind::Changed), "tool"),
         tools(ChangeKind::Added),
         tools(ChangeKind::Removed),
