@@ -675,15 +675,29 @@ impl<'c> Coordinator<'c> {
             jsonschema::validator_for(catalog.input_schema(t)).map_err(|e| e.to_string())
         });
         match validator {
-            Ok(v) => declared
-                .get_or_init(|| DeclaredArguments::of(catalog.input_schema(t)))
-                .errors(arguments)
-                .into_iter()
-                .chain(v.iter_errors(arguments).map(
+            Ok(v) => {
+                let unknown = declared
+                    .get_or_init(|| DeclaredArguments::of(catalog.input_schema(t)))
+                    .errors(arguments);
+                // A top-level `additionalProperties` error names the same arguments again.
+                let repeats = |e: &jsonschema::ValidationError| {
+                    !unknown.is_empty()
+                        && e.instance_path().as_str().is_empty()
+                        && matches!(
+                            e.kind(),
+                            jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+                        )
+                };
+                let schema_errors = v.iter_errors(arguments).filter(|e| !repeats(e)).map(
                     |e| json!({"instancePath": e.instance_path().as_str(), "message": e.to_string()}),
-                ))
-                .take(MAX_VALIDATION_ERRORS)
-                .collect(),
+                );
+                unknown
+                    .iter()
+                    .cloned()
+                    .chain(schema_errors)
+                    .take(MAX_VALIDATION_ERRORS)
+                    .collect()
+            }
             Err(message) => vec![json!({
                 "instancePath": "",
                 "message": format!(
@@ -921,8 +935,15 @@ impl<'c> Coordinator<'c> {
         }
         let name = c.exported_name(t).to_string();
 
-        // 1. Validate; then the rate limit. Calls refused here leave no record.
-        let errors = self.validation_errors(t, &arguments);
+        // 1. Validate; then the rate limit. Calls refused here leave no record. A local tool
+        // without a handler has no input schema of its own to check against: it is refused as
+        // `no handler` at step 2, not for arguments the missing schema cannot declare.
+        let unhandled = matches!(c.source(t), ToolSource::Local) && c.handler(t).is_none();
+        let errors = if unhandled {
+            Vec::new()
+        } else {
+            self.validation_errors(t, &arguments)
+        };
         if !errors.is_empty() {
             return (
                 false,

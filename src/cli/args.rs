@@ -155,21 +155,13 @@ impl std::ops::Deref for CatalogRef {
 }
 
 /// The catalog of `--catalog`, or the reference catalog compiled into this binary.
+///
+/// A `--catalog` file's local tools get the reference agent's `#[tool]` handlers by name
+/// (`Catalog::load_with_handlers`), as `toolcat serve --catalog` does, so every command sees the
+/// same input schemas and runs the same handlers as the compiled-in catalog; a local tool no
+/// handler is named after has none (its calls answer `no handler`).
 pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
-    catalog_with(arg, &[])
-}
-
-/// [`catalog`], with the reference agent's `#[tool]` handlers attached to the local tools of a
-/// `--catalog` file that have their names (`Catalog::load_with_handlers`), so those tools have
-/// their handlers' input schemas, as in the compiled-in catalog.
-pub(crate) fn catalog_with_handlers(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
-    catalog_with(arg, &crate::toolcat_generated::HANDLERS)
-}
-
-fn catalog_with(
-    arg: &CatalogArg,
-    handlers: &[Option<toolcat::ErasedHandler>],
-) -> anyhow::Result<CatalogRef> {
+    let handlers: &[Option<toolcat::ErasedHandler>] = &crate::toolcat_generated::HANDLERS;
     match &arg.catalog {
         None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
         Some(path) => {

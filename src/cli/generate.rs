@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::args::{catalog_with_handlers, note_reference_catalog, CatalogArg};
+use super::args::{catalog, note_reference_catalog, CatalogArg};
 use crate::generate;
 
 #[derive(Debug, Args)]
@@ -29,7 +29,7 @@ pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
     // A `--catalog` file's local tools get the reference agent's handlers by name, so an edited
     // copy of the reference catalog exports the same schemas and its files differ only where
     // the rows do.
-    let c = catalog_with_handlers(&a.catalog)?;
+    let c = catalog(&a.catalog)?;
     let files = generate::files(&c)?;
     if a.check {
         let stale = generate::stale(&a.dir, &files);
