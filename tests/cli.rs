@@ -111,7 +111,7 @@ fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
         .expect("tool_search is sent");
     let description = search["description"].as_str().expect("a description");
     let (_, manifest) = description
-        .split_once("\n\nTools tool_search can load (not sent yet): ")
+        .split_once("\n\nDiscoverable tools tool_search can load: ")
         .expect("the manifest follows the declared description");
     // Deferred tools only, the cut stated, within the default budget of 300 tokens.
     assert!(manifest.contains("git_commit: "), "{manifest}");
@@ -123,7 +123,7 @@ fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
         );
     }
     assert!(manifest.ends_with("more; call tool_search."), "{manifest}");
-    let lead = "Tools tool_search can load (not sent yet): ";
+    let lead = "Discoverable tools tool_search can load: ";
     let tokens = toolcat::tokens::count_tokens(&format!("{lead}{manifest}"));
     assert!(tokens <= 300, "{tokens} tokens");
 }
