@@ -1104,3 +1104,15 @@ fn generate_from_an_edited_copy_keeps_the_handlers_schemas() {
         std::fs::read_to_string(checked_in.join("tools.md")).expect("tools.md")
     );
 }
+
+#[test]
+fn session_max_tools_below_the_core_is_refused() {
+    let o = toolcat(&["session", "--preset", "code", "--max-tools", "10"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("max_tools = 10 is below this session's core of 18 tool definitions"),
+        "{err}"
+    );
+    assert!(err.contains("raise the cap to at least 18"), "{err}");
+}
