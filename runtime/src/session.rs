@@ -49,24 +49,29 @@
 //! end of the definitions, in the order they joined, and kept across turns, so the definitions
 //! only grow and each request is a byte-identical prefix of the next (prompt caching) until a
 //! turn's start evicts. Discovered tools persist up to [`SessionOptions::discovered_cap`] (least
-//! recently found, described, named or called evicted first, at the start of a turn, never in
+//! recently used evicted first — a tool's use is the last step it was called, named, or else
+//! loaded; finding or describing a loaded tool again is no use — at the start of a turn, never in
 //! the middle of one), and only while still registered: still in the profile and not deprecated.
 //!
 //! # The cap
 //! [`Session::max_tools`] (the preset's or profile's `max_tools` or `client`, and
 //! [`SessionOptions::max_tools`], the smallest) bounds [`Session::definitions`] at every step,
 //! discovery meta-tools included, deferred definitions not (see [`Session::max_tools`]):
-//! - inside a turn a tool that would pass it is not loaded: a `tool_search` or `tool_describe`
-//!   answers the tools it loaded in `tools` and the others in
+//! - inside a turn a tool that would pass it is not loaded, nor the lower hits after it (hits
+//!   fill the room in rank order; a hit needs room for what it requires too): a `tool_search` or
+//!   `tool_describe` answers the tools it loaded in `tools` and the others in
 //!   `"leftOut":{"tools":[{"name","description"}],"message":...}` ([`left_out_message`]); a call
 //!   of one answers that message and runs nothing; with hosted search a deferred tool past the
 //!   cap is refused the same way;
 //! - those tools join at the next turn's start ([`TurnReport::carried`]), then the tools the
 //!   message names; each evicts the least recently used discovered tools that did not join this
-//!   turn until it fits ([`TurnReport::evicted`]). Preselection's picks are guesses: they take
-//!   free room only and evict nothing. A tool that cannot fit is named in
+//!   turn, only those whose eviction takes a definition out, until it fits
+//!   ([`TurnReport::evicted`] names every definition that left, [`TurnReport::required`] every
+//!   one that joined through `requires`). Preselection's picks are guesses: they take free room
+//!   only, in rank order, and evict nothing. A tool that cannot fit is named in
 //!   [`TurnReport::left_out`]. The core (inline tools, meta-tools and what they require) is never
-//!   evicted: a catalog's cap below it is refused at build time (`E0422`).
+//!   evicted: a catalog's cap below it is refused at build time (`E0422`), a
+//!   [`SessionOptions::max_tools`] below it by [`Session::with_options`] ([`CapBelowCore`]).
 //!
 //! # A call, step by step
 //! 1. The name (exported, or declared when unique) must be in the active set (or, with
