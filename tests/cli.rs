@@ -111,7 +111,7 @@ fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
         .expect("tool_search is sent");
     let description = search["description"].as_str().expect("a description");
     let (_, manifest) = description
-        .split_once("\n\nTools tool_search can load (not sent yet): ")
+        .split_once("\n\nDiscoverable tools tool_search can load: ")
         .expect("the manifest follows the declared description");
     // Deferred tools only, the cut stated, within the default budget of 300 tokens.
     assert!(manifest.contains("git_commit: "), "{manifest}");
@@ -123,7 +123,7 @@ fn plan_shows_the_deferred_tool_manifest_in_tool_search_within_its_budget() {
         );
     }
     assert!(manifest.ends_with("more; call tool_search."), "{manifest}");
-    let lead = "Tools tool_search can load (not sent yet): ";
+    let lead = "Discoverable tools tool_search can load: ";
     let tokens = toolcat::tokens::count_tokens(&format!("{lead}{manifest}"));
     assert!(tokens <= 300, "{tokens} tokens");
 }
@@ -1152,4 +1152,16 @@ fn generate_from_an_edited_copy_keeps_the_handlers_schemas() {
         tools_md,
         std::fs::read_to_string(checked_in.join("tools.md")).expect("tools.md")
     );
+}
+
+#[test]
+fn session_max_tools_below_the_core_is_refused() {
+    let o = toolcat(&["session", "--preset", "code", "--max-tools", "10"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("max_tools = 10 is below this session's core of 18 tool definitions"),
+        "{err}"
+    );
+    assert!(err.contains("raise the cap to at least 18"), "{err}");
 }

@@ -150,7 +150,8 @@ async fn openai_strict_null_optionals_are_accepted_for_every_tool() {
                 provider,
                 search_budget: 100,
                 ..SessionOptions::default()
-            });
+            })
+            .expect("the cap holds the core");
             s.begin_turn("walk every tool").await;
             if c.visibility(t) == Visibility::Discoverable {
                 let r = s.handle_call("tool_describe", json!({"name": name})).await;
@@ -277,7 +278,8 @@ async fn recorded_exchanges_replay() {
                 provider,
                 hosted_search: exchange.hosted_search,
                 ..SessionOptions::default()
-            });
+            })
+            .expect("the cap holds the core");
         s.begin_turn(&exchange.user).await;
         for (k, step) in exchange.steps.iter().enumerate() {
             let here = format!("{file} step {}", k + 1);
@@ -454,6 +456,7 @@ async fn a_gemini_session_leaves_out_tools_gemini_refuses() {
             provider,
             ..Default::default()
         })
+        .expect("the cap holds the core")
     };
     let flag = catalog.tool("set_flag").expect("declared");
     let mode = catalog.tool("set_mode").expect("declared");

@@ -173,6 +173,8 @@ enum Invariant {
     Budget,
     Prefix,
     Cap,
+    /// Every definition that joins or leaves at a turn's start is named in its `TurnReport`.
+    Reported,
     /// Not an invariant: a transcript's own expectation.
     Expectation,
 }
@@ -185,6 +187,7 @@ impl Invariant {
             Invariant::Budget => "budget",
             Invariant::Prefix => "prefix",
             Invariant::Cap => "cap",
+            Invariant::Reported => "reported",
             Invariant::Expectation => "expectation",
         }
     }
@@ -309,6 +312,9 @@ async fn replay(name: &str, t: &Transcript, lp: &mut impl Loop) -> Vec<Violation
                     "the previous turn's last step",
                 );
                 check_cap(&mut out, (name, line), lp.max_tools(), &now);
+                if !toolsets_changed {
+                    check_reported(&mut out, (name, line), &report, &previous, &now);
+                }
                 previous = Some(now);
                 previous_export = exported_now;
                 toolsets_changed = false;
@@ -482,6 +488,58 @@ fn check_growth(
 }
 
 /// `cap`: no more definitions than the cap.
+/// `reported`: the definitions that joined or left between the previous step and the turn's
+/// start are every one named in `report` (joined: carried, required, named, preselected; left:
+/// evicted, unregistered).
+fn check_reported(
+    out: &mut Vec<Violation>,
+    (name, line): (&str, usize),
+    report: &TurnReport,
+    previous: &Option<Vec<ToolIndex>>,
+    now: &[ToolIndex],
+) {
+    let Some(previous) = previous else { return };
+    let mut joined: Vec<&str> = report
+        .carried
+        .iter()
+        .chain(&report.required)
+        .map(String::as_str)
+        .collect();
+    joined.extend(names(&report.named));
+    if let Some(pre) = &report.preselect {
+        joined.extend(names(&pre.added));
+    }
+    let left: Vec<&str> = report
+        .evicted
+        .iter()
+        .chain(&report.unregistered)
+        .map(String::as_str)
+        .collect();
+    let mut fail = |detail: String| {
+        out.push(Violation {
+            transcript: name.to_string(),
+            line,
+            invariant: Invariant::Reported,
+            detail,
+        })
+    };
+    for &t in now.iter().filter(|t| !previous.contains(t)) {
+        if !joined.contains(&exported(t)) {
+            fail(format!("`{}` joined unreported: {report:?}", exported(t)));
+        }
+    }
+    for &t in previous.iter().filter(|t| !now.contains(t)) {
+        if !left.contains(&exported(t)) {
+            fail(format!("`{}` left unreported: {report:?}", exported(t)));
+        }
+    }
+    for n in &left {
+        if now.iter().any(|&t| exported(t) == *n) {
+            fail(format!("`{n}` reported gone but still sent"));
+        }
+    }
+}
+
 fn check_cap(
     out: &mut Vec<Violation>,
     (transcript, line): (&str, usize),
@@ -824,7 +882,9 @@ impl IgnoresCap {
             max_tools: None,
             ..session.options().clone()
         };
-        let session = session.with_options(options);
+        let session = session
+            .with_options(options)
+            .expect("no cap holds the core");
         IgnoresCap(SessionLoop { session, context }, cap)
     }
 }

@@ -36,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_options(SessionOptions {
             provider: ExportFormat::Anthropic,
             ..Default::default()
-        });
+        })?;
     let http = reqwest::Client::new();
 
     let mut messages = vec![json!({"role": "user", "content": message})];

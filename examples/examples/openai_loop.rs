@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .with_options(SessionOptions {
             provider: ExportFormat::OpenAi,
             ..Default::default()
-        });
+        })?;
     let client = Client::with_config(OpenAIConfig::new()); // reads OPENAI_BASE_URL, OPENAI_API_KEY
 
     let mut messages: Vec<ChatCompletionRequestMessage> =

@@ -3,17 +3,18 @@
 //! could find.
 //!
 //! - Which tools: the plan's reachable discoverable tools (profile ∩ active toolsets, not
-//!   deprecated, meta-tools aside) that are not in the plan's core ([`Plan::core`]: the inline
-//!   tools, the meta-tools and what they require), in catalog order. The core and the reachable
-//!   set depend on the profile and the active toolsets only, so a session's manifest is fixed
+//!   deprecated, meta-tools aside) that are not in the plan's core without named tools
+//!   ([`Plan::base_core`]: the inline tools, the meta-tools and what they require), in catalog
+//!   order; a tool the user names stays listed. That core and the reachable set depend on the
+//!   profile and the active toolsets only, so a session's manifest is fixed
 //!   from its start (until the host changes the toolsets) and never breaks its stable prefix:
 //!   tools the session discovers later stay listed.
 //! - Each entry: the exported name, `: ` and the first [`MANIFEST_WORDS`] words of the tool's
 //!   first sentence ([`crate::meta::one_line`]), `…` when cut; entries are separated by `; `.
 //! - The text appended to the description, after a blank line:
-//!   `Tools tool_search can load (not sent yet): a: words; b: words.` (no `.` after a last entry
+//!   `Discoverable tools tool_search can load: a: words; b: words.` (no `.` after a last entry
 //!   cut with `…`) — or, when the budget cuts
-//!   the list, `Tools tool_search can load (not sent yet): a: words; … and N more; call
+//!   the list, `Discoverable tools tool_search can load: a: words; … and N more; call
 //!   tool_search.`
 //! - The budget: the profile's `manifest_tokens` ([`Catalog::profile_manifest_tokens`],
 //!   default [`toolcat_catalog::model::DEFAULT_MANIFEST_TOKENS`]), counted on the appended text
@@ -33,18 +34,18 @@ use crate::tokens::count_tokens;
 pub const MANIFEST_WORDS: usize = 8;
 
 /// The lead of the manifest text.
-const LEAD: &str = "Tools tool_search can load (not sent yet): ";
+const LEAD: &str = "Discoverable tools tool_search can load: ";
 
 /// The tools the manifest of `plan` may list, in catalog order (see the module docs).
 pub fn manifest_tools<'p>(plan: &Plan<'p>) -> impl Iterator<Item = ToolIndex> + 'p {
     let catalog = plan.catalog();
     let reachable = plan.reachable();
-    let core = plan.core();
+    let core = plan.base_core();
     let discoverable = catalog.visibility_tools(Visibility::Discoverable);
     let meta = catalog.tier_tools(Tier::Loop);
     catalog.tools().filter(move |t| {
         let i = t.index();
-        bit(reachable, i) && bit(discoverable, i) && !bit(meta, i) && !core.contains(t)
+        bit(reachable, i) && bit(discoverable, i) && !bit(meta, i) && !bit(core, i)
     })
 }
 
@@ -136,6 +137,54 @@ mod tests {
             },
         );
         check(&plan);
+    }
+
+    #[test]
+    fn naming_a_tool_does_not_change_the_manifest() {
+        let c = fixture::catalog();
+        let sets: Vec<_> = ["core", "git", "github"]
+            .iter()
+            .map(|s| c.toolset(s).expect("fixture toolset"))
+            .collect();
+        let profile = c.profile("coder").expect("fixture profile");
+        let git_commit = c.tool("git_commit").expect("fixture tool");
+        let mut planner = TurnPlanner::new(&c);
+        let mut manifest = |named: &[ToolIndex]| {
+            let plan = planner.plan(
+                &c,
+                &TurnInput {
+                    profile,
+                    toolsets: &sets,
+                    discovered: &[],
+                    named,
+                },
+            );
+            assert_eq!(plan.core().contains(&git_commit), !named.is_empty());
+            (manifest_text(&plan, 10_000), manifest_tools(&plan).count())
+        };
+        let plain = manifest(&[]);
+        assert!(plain
+            .0
+            .as_deref()
+            .is_some_and(|m| m.contains("git_commit: ")));
+        assert_eq!(manifest(&[git_commit]), plain);
+    }
+
+    #[test]
+    fn an_entry_is_not_cut_at_an_abbreviation() {
+        assert_eq!(
+            one_line("Deletes one saved memory by id, e.g. when it is wrong. Then more."),
+            "Deletes one saved memory by id, e.g. when it is wrong."
+        );
+        assert_eq!(
+            one_line("Lists files, dirs, etc. in a tree. Fast."),
+            "Lists files, dirs, etc. in a tree."
+        );
+        assert_eq!(
+            one_line("Runs a Docker etc. Next."),
+            "Runs a Docker etc. Next."
+        );
+        assert_eq!(one_line("Reads the cvs. Then more."), "Reads the cvs.");
     }
 
     #[test]

@@ -621,12 +621,25 @@ pub fn budget_exhausted(cap: usize) -> String {
     format!(r#"{{"error":"search-budget-exhausted","budgetCap":{cap}}}"#)
 }
 
-/// The one-line description of a search hit: the first sentence of the description's first line
-/// (up to and including the first `. `), at most 200 characters (cut with `…`).
+/// Abbreviations whose `.` ends no sentence in [`one_line`] (compared ignoring ASCII case, as
+/// whole words): `e.g`, `i.e`, `etc`, `vs`, `cf`.
+pub const ABBREVIATIONS: [&str; 5] = ["e.g", "i.e", "etc", "vs", "cf"];
+
+/// The one-line description of a search hit (and of a manifest entry): the first sentence of the
+/// description's first line (up to and including the first `. ` that does not end one of
+/// [`ABBREVIATIONS`]), at most 200 characters (cut with `…`).
 pub fn one_line(description: &str) -> String {
     const MAX: usize = 200;
     let line = description.lines().next().unwrap_or("").trim();
-    let sentence = match line.find(". ") {
+    let end = line.match_indices(". ").map(|(k, _)| k).find(|&k| {
+        let before = &line[..k];
+        !ABBREVIATIONS.iter().any(|a| {
+            before.len() >= a.len()
+                && before[before.len() - a.len()..].eq_ignore_ascii_case(a)
+                && !before[..before.len() - a.len()].ends_with(|c: char| c.is_alphanumeric())
+        })
+    });
+    let sentence = match end {
         Some(k) => &line[..=k],
         None => line,
     };

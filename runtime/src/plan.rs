@@ -75,6 +75,8 @@ pub struct Plan<'p> {
     /// How many of `tools` are the catalog-ordered part (see [`Plan::core`]).
     core: usize,
     visible: &'p [u64],
+    /// The core without the named tools, as a bitset.
+    base: &'p [u64],
     reachable: &'p [u64],
     counts: PlanCounts,
 }
@@ -101,6 +103,14 @@ impl<'p> Plan<'p> {
     /// tools it depends on the profile and the active toolsets only.
     pub fn core(&self) -> &'p [ToolIndex] {
         &self.tools[..self.core]
+    }
+
+    /// The core as it is without named tools, as a bitset: the inline tools of the active
+    /// toolsets, the discovery meta-tools when a discoverable tool is reachable, and what they
+    /// require. It depends on the profile and the active toolsets only (the deferred-tool
+    /// manifest leaves it out, [`crate::manifest`]).
+    pub fn base_core(&self) -> &'p [u64] {
+        self.base
     }
 
     /// The visible tools as a bitset.
@@ -148,6 +158,8 @@ impl<'p> Plan<'p> {
 pub struct TurnPlanner {
     reachable: Vec<u64>,
     visible: Vec<u64>,
+    /// The core without the named tools, closed over `requires` ([`Plan::base_core`]).
+    base: Vec<u64>,
     order: Vec<ToolIndex>,
     stack: Vec<u32>,
 }
@@ -165,6 +177,7 @@ impl TurnPlanner {
         let (len, words) = (catalog.len(), catalog.words());
         self.reachable.resize(words, 0);
         self.visible.resize(words, 0);
+        self.base.resize(words, 0);
         self.order.reserve(len.saturating_sub(self.order.len()));
         self.stack.reserve(len.saturating_sub(self.stack.len()));
     }
@@ -179,8 +192,10 @@ impl TurnPlanner {
         let len = catalog.len();
         let reachable = &mut self.reachable[..w];
         let visible = &mut self.visible[..w];
+        let base = &mut self.base[..w];
         reachable.fill(0);
         visible.fill(0);
+        base.fill(0);
         self.order.clear();
         self.stack.clear();
         let mut counts = PlanCounts::default();
@@ -194,6 +209,7 @@ impl TurnPlanner {
                 tools: &self.order,
                 core: 0,
                 visible: &self.visible[..w],
+                base: &self.base[..w],
                 reachable: &self.reachable[..w],
                 counts,
             };
@@ -224,18 +240,22 @@ impl TurnPlanner {
             counts.discoverable_reachable += d.count_ones() as usize;
             counts.profile += profile[k].count_ones() as usize;
         }
-        for &t in input.named {
-            if t.index() < len && bit(reachable, t.index()) {
-                set_bit(visible, t.index());
-            } else {
-                counts.ignored += 1;
-            }
-        }
         if any_discoverable {
             counts.discovery = true;
             let discovery = catalog.discovery_tools();
             for k in 0..w {
                 visible[k] |= profile[k] & discovery[k] & !deprecated[k];
+            }
+        }
+        // The core without the named tools: what the manifest leaves out.
+        base.copy_from_slice(visible);
+        self.stack.extend(ones(base).map(|i| i as u32));
+        close(catalog, profile, deprecated, base, &mut self.stack, None);
+        for &t in input.named {
+            if t.index() < len && bit(reachable, t.index()) {
+                set_bit(visible, t.index());
+            } else {
+                counts.ignored += 1;
             }
         }
 
@@ -282,6 +302,7 @@ impl TurnPlanner {
             tools: &self.order,
             core: prefix,
             visible: &self.visible[..w],
+            base: &self.base[..w],
             reachable: &self.reachable[..w],
             counts,
         }

@@ -49,24 +49,29 @@
 //! end of the definitions, in the order they joined, and kept across turns, so the definitions
 //! only grow and each request is a byte-identical prefix of the next (prompt caching) until a
 //! turn's start evicts. Discovered tools persist up to [`SessionOptions::discovered_cap`] (least
-//! recently found, described, named or called evicted first, at the start of a turn, never in
+//! recently used evicted first — a tool's use is the last step it was called, named, or else
+//! loaded; finding or describing a loaded tool again is no use — at the start of a turn, never in
 //! the middle of one), and only while still registered: still in the profile and not deprecated.
 //!
 //! # The cap
 //! [`Session::max_tools`] (the preset's or profile's `max_tools` or `client`, and
 //! [`SessionOptions::max_tools`], the smallest) bounds [`Session::definitions`] at every step,
 //! discovery meta-tools included, deferred definitions not (see [`Session::max_tools`]):
-//! - inside a turn a tool that would pass it is not loaded: a `tool_search` or `tool_describe`
-//!   answers the tools it loaded in `tools` and the others in
+//! - inside a turn a tool that would pass it is not loaded, nor the lower hits after it (hits
+//!   fill the room in rank order; a hit needs room for what it requires too): a `tool_search` or
+//!   `tool_describe` answers the tools it loaded in `tools` and the others in
 //!   `"leftOut":{"tools":[{"name","description"}],"message":...}` ([`left_out_message`]); a call
 //!   of one answers that message and runs nothing; with hosted search a deferred tool past the
 //!   cap is refused the same way;
 //! - those tools join at the next turn's start ([`TurnReport::carried`]), then the tools the
 //!   message names; each evicts the least recently used discovered tools that did not join this
-//!   turn until it fits ([`TurnReport::evicted`]). Preselection's picks are guesses: they take
-//!   free room only and evict nothing. A tool that cannot fit is named in
+//!   turn, only those whose eviction takes a definition out, until it fits
+//!   ([`TurnReport::evicted`] names every definition that left, [`TurnReport::required`] every
+//!   one that joined through `requires`). Preselection's picks are guesses: they take free room
+//!   only, in rank order, and evict nothing. A tool that cannot fit is named in
 //!   [`TurnReport::left_out`]. The core (inline tools, meta-tools and what they require) is never
-//!   evicted: a catalog's cap below it is refused at build time (`E0422`).
+//!   evicted: a catalog's cap below it is refused at build time (`E0422`), a
+//!   [`SessionOptions::max_tools`] below it by [`Session::with_options`] ([`CapBelowCore`]).
 //!
 //! # A call, step by step
 //! 1. The name (exported, or declared when unique) must be in the active set (or, with
@@ -253,16 +258,33 @@ pub struct TurnReport {
     /// Exported names of tools a search or a description found last turn that did not fit
     /// under the cap then, and joined at this turn's start.
     pub carried: Vec<String>,
-    /// Exported names of discovered tools evicted as least recently used: past
-    /// [`SessionOptions::discovered_cap`], or to make room under the cap for the tools that join
-    /// at this turn's start (carried, named, preselected).
+    /// Exported names of the definitions that left when discovered tools were evicted as least
+    /// recently used (the tool, unless another definition requires it, and what only it
+    /// required): past [`SessionOptions::discovered_cap`], or to make room under the cap for the
+    /// tools that join at this turn's start (carried, named, preselected). A tool's use is the
+    /// last step it was called, loaded or named; a tool whose eviction would take no definition
+    /// out is not evicted for room.
     pub evicted: Vec<String>,
+    /// Exported names of definitions that joined at this turn's start because a tool that joined
+    /// then (carried, named, preselected) requires them.
+    pub required: Vec<String>,
     /// Exported names of tools that were to join at this turn's start (carried, named,
     /// preselected) but did not fit under the cap even after every evictable tool was evicted.
     pub left_out: Vec<String>,
     /// Exported names of discovered tools forgotten because they are no longer registered (left
     /// the profile or became deprecated).
     pub unregistered: Vec<String>,
+}
+
+/// A [`SessionOptions::max_tools`] below the session's core: refused by
+/// [`Session::with_options`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("max_tools = {cap} is below this session's core of {core} tool definitions (its inline tools, the discovery meta-tools and what they require), which every step sends: raise the cap to at least {core}, or use a preset or profile with fewer inline tools")]
+pub struct CapBelowCore {
+    /// The cap asked for.
+    pub cap: usize,
+    /// The definitions of the core ([`Plan::core`]).
+    pub core: usize,
 }
 
 /// The discovery loop of one conversation (see the module docs).
@@ -390,12 +412,21 @@ impl<'c> Session<'c> {
     }
 
     /// Replaces the options.
-    pub fn with_options(mut self, options: SessionOptions) -> Self {
+    ///
+    /// # Errors
+    /// [`CapBelowCore`] when [`SessionOptions::max_tools`] is below the session's core (the
+    /// definitions every step sends: inline tools, discovery meta-tools and what they require,
+    /// [`Plan::core`]); a cap the core already passes could not hold at any step.
+    pub fn with_options(mut self, options: SessionOptions) -> Result<Self, CapBelowCore> {
         self.options = options;
         self.unsendable = unsendable(self.catalog, self.options.provider);
         self.known = known(self.catalog, self.profile, &self.unsendable);
         self.refresh();
-        self
+        let core = self.core().len();
+        match self.options.max_tools {
+            Some(cap) if cap < core => Err(CapBelowCore { cap, core }),
+            _ => Ok(self),
+        }
     }
 
     /// Replaces the preselector (the default is [`Bm25Preselector`]).
@@ -647,8 +678,19 @@ impl<'c> Session<'c> {
             let mut pre =
                 preselect::run(preselector, &request, self.options.preselect_timeout).await;
             // Picks are guesses: they take free room only, and evict nothing.
-            pre.added
-                .retain(|&t| self.join(t, false, &mut fresh, &mut report));
+            // In rank order: once a pick does not fit, the lower ones do not take its room.
+            let mut blocked = false;
+            pre.added.retain(|&t| {
+                if blocked {
+                    report
+                        .left_out
+                        .push(self.catalog.exported_name(t).to_string());
+                    return false;
+                }
+                let joined = self.join(t, false, &mut fresh, &mut report);
+                blocked = !joined;
+                joined
+            });
             report.preselect = Some(pre);
         }
         self.evict(&mut report, &fresh);
@@ -672,26 +714,22 @@ impl<'c> Session<'c> {
         if self.discovered.contains(&t) {
             return true;
         }
+        let before = self.definitions.clone();
         self.discovered.push(t);
         self.touch(t);
         fresh.push(t);
         self.refresh();
         while self.over_cap() {
-            let core = self.core();
-            let victim = self
-                .discovered
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| may_evict && !fresh.contains(d) && !core.contains(d))
-                .min_by_key(|(_, d)| self.last_used.get(d).copied().unwrap_or(0))
-                .map(|(k, _)| k);
+            let mut spare = self.core();
+            spare.extend_from_slice(fresh);
+            let victim = if may_evict { self.victim(&spare) } else { None };
             match victim {
                 Some(k) => {
-                    let v = self.discovered.remove(k);
-                    self.last_used.remove(&v);
-                    report
-                        .evicted
-                        .push(self.catalog.exported_name(v).to_string());
+                    for v in self.remove_discovered(k) {
+                        report
+                            .evicted
+                            .push(self.catalog.exported_name(v).to_string());
+                    }
                 }
                 None => {
                     self.discovered.retain(|&d| d != t);
@@ -704,7 +742,13 @@ impl<'c> Session<'c> {
                     return false;
                 }
             }
-            self.refresh();
+        }
+        for &r in &self.definitions {
+            if r != t && !before.contains(&r) {
+                report
+                    .required
+                    .push(self.catalog.exported_name(r).to_string());
+            }
         }
         true
     }
@@ -868,11 +912,20 @@ impl<'c> Session<'c> {
         let mut left_out = Vec::new();
         let found = std::mem::take(tools);
         let mut loaded = Vec::with_capacity(found.len());
+        // In rank order: once a hit does not fit, the lower ones wait with it for the next
+        // turn's start, where they join in the same order.
         for t in found {
-            if self.activate(t) {
+            if left_out.is_empty() && self.activate(t) {
                 loaded.push(t);
             } else {
-                left_out.push(t);
+                if !self.pending.contains(&t) && !self.is_active(t) {
+                    self.pending.push(t);
+                }
+                if !self.is_active(t) {
+                    left_out.push(t);
+                } else {
+                    loaded.push(t);
+                }
             }
         }
         if let Outcome::Found { tools } | Outcome::Described { tools } = &mut result.outcome {
@@ -1097,8 +1150,8 @@ impl<'c> Session<'c> {
         }
     }
 
-    /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and
-    /// marks it used, within the cap: a tool whose definitions would pass it is not added but
+    /// Adds a discoverable tool to the discovered tools (an inline one is visible anyway) and,
+    /// when it was not loaded yet, marks it used, within the cap: a tool whose definitions would pass it is not added but
     /// kept for the next turn's start ([`TurnReport::carried`]); returns whether it was added.
     /// Re-plans.
     fn activate(&mut self, t: ToolIndex) -> bool {
@@ -1113,17 +1166,70 @@ impl<'c> Session<'c> {
                 }
                 return false;
             }
+            self.touch(t);
         }
-        self.touch(t);
         true
     }
 
-    /// Marks a discovered tool as just used.
+    /// Marks a tool as just used (called, loaded, or named by the user), whether it is a
+    /// discovered tool or a definition one requires.
     fn touch(&mut self, t: ToolIndex) {
-        if self.discovered.contains(&t) {
-            self.clock += 1;
-            self.last_used.insert(t, self.clock);
+        self.clock += 1;
+        self.last_used.insert(t, self.clock);
+    }
+
+    /// Takes the discovered tool at `k` out and returns the definitions that left with it (itself
+    /// unless another definition requires it, and what only it required). Re-plans.
+    fn remove_discovered(&mut self, k: usize) -> Vec<ToolIndex> {
+        let before = self.definitions.clone();
+        self.discovered.remove(k);
+        self.refresh();
+        let left: Vec<ToolIndex> = before
+            .into_iter()
+            .filter(|t| !self.definitions.contains(t))
+            .collect();
+        for t in &left {
+            self.last_used.remove(t);
         }
+        left
+    }
+
+    /// The definitions that would leave with the discovered tool `d`, and when the latest of them
+    /// was last used; `None` when none would (another definition requires `d`).
+    fn leaving_with(&mut self, d: ToolIndex) -> Option<u64> {
+        let before = self.definitions.clone();
+        let k = self.discovered.iter().position(|&x| x == d)?;
+        self.discovered.remove(k);
+        self.refresh();
+        let used = before
+            .iter()
+            .filter(|t| !self.definitions.contains(t))
+            .map(|t| self.last_used.get(t).copied().unwrap_or(0))
+            .max();
+        self.discovered.insert(k, d);
+        self.refresh();
+        used
+    }
+
+    /// The least recently used discovered tool not in `spare` whose eviction takes at least one
+    /// definition out (see [`Session::leaving_with`]).
+    fn victim(&mut self, spare: &[ToolIndex]) -> Option<usize> {
+        let candidates: Vec<ToolIndex> = self
+            .discovered
+            .iter()
+            .copied()
+            .filter(|d| !spare.contains(d))
+            .collect();
+        let mut best: Option<(u64, ToolIndex)> = None;
+        for d in candidates {
+            if let Some(used) = self.leaving_with(d) {
+                if best.is_none_or(|(b, _)| used < b) {
+                    best = Some((used, d));
+                }
+            }
+        }
+        let (_, d) = best?;
+        self.discovered.iter().position(|&x| x == d)
     }
 
     /// Forgets discovered tools that left the profile or became deprecated.
@@ -1144,23 +1250,16 @@ impl<'c> Session<'c> {
     }
 
     /// Evicts the least recently used discovered tools past
-    /// [`SessionOptions::discovered_cap`], sparing those in `keep` (the tools that joined at this
-    /// turn's start).
+    /// [`SessionOptions::discovered_cap`] ([`Session::victim`]), sparing those in `keep` (the
+    /// tools that joined at this turn's start); one another definition requires stays.
     fn evict(&mut self, report: &mut TurnReport, keep: &[ToolIndex]) {
         while self.discovered.len() > self.options.discovered_cap {
-            let oldest = self
-                .discovered
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| !keep.contains(t))
-                .min_by_key(|(_, t)| self.last_used.get(t).copied().unwrap_or(0))
-                .map(|(k, _)| k);
-            let Some(k) = oldest else { break };
-            let t = self.discovered.remove(k);
-            self.last_used.remove(&t);
-            report
-                .evicted
-                .push(self.catalog.exported_name(t).to_string());
+            let Some(k) = self.victim(keep) else { break };
+            for t in self.remove_discovered(k) {
+                report
+                    .evicted
+                    .push(self.catalog.exported_name(t).to_string());
+            }
         }
     }
 

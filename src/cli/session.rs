@@ -115,14 +115,14 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
             hosted_search: a.hosted_search,
             ..s.options().clone()
         };
-        s = s.with_options(options);
+        s = s.with_options(options)?;
     }
     if a.allow_deprecated {
         let options = toolcat::SessionOptions {
             allow_deprecated: true,
             ..s.options().clone()
         };
-        s = s.with_options(options);
+        s = s.with_options(options)?;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -209,6 +209,7 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                         "preselected": preselected,
                         "maxTools": report.max_tools,
                         "carried": report.carried,
+                        "required": report.required,
                         "evicted": report.evicted,
                         "leftOut": report.left_out,
                         "unregistered": report.unregistered,
@@ -240,6 +241,7 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
                 }
                 for (what, list) in [
                     ("joined (left out for the cap last turn)", &report.carried),
+                    ("joined (required by a tool that joined)", &report.required),
                     ("evicted (least recently used)", &report.evicted),
                     (
                         "left out (over the cap of the definitions)",

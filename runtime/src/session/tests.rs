@@ -125,10 +125,12 @@ async fn budget_error_is_byte_exact_and_counts_per_turn() {
         .await;
     assert_eq!(r.outcome.kind(), "found");
 
-    let mut s = session(&["core"]).with_options(SessionOptions {
-        search_budget: 1,
-        ..SessionOptions::default()
-    });
+    let mut s = session(&["core"])
+        .with_options(SessionOptions {
+            search_budget: 1,
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
     s.begin_turn("x").await;
     s.handle_call("tool_search", json!({"query": "commit"}))
         .await;
@@ -569,10 +571,12 @@ async fn named_tools_join_and_stay_appended() {
 
 #[tokio::test]
 async fn discovered_tools_persist_up_to_the_cap_least_recently_used_out() {
-    let mut s = session(&["core", "github"]).with_options(SessionOptions {
-        discovered_cap: 2,
-        ..SessionOptions::default()
-    });
+    let mut s = session(&["core", "github"])
+        .with_options(SessionOptions {
+            discovered_cap: 2,
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
     s.begin_turn("one").await;
     for q in [
         "select:git_diff",
@@ -584,25 +588,23 @@ async fn discovered_tools_persist_up_to_the_cap_least_recently_used_out() {
     // No eviction inside a turn: all three stay callable.
     assert_eq!(s.discovered().len(), 3);
     assert!(s.is_active(tool("git_diff")));
-    // git_diff and github__list_branches used again: delete_file is now the least recent.
+    // Described again, git_diff is not used again: loaded first, it is the least recent.
     s.handle_call("tool_describe", json!({"name": "git_diff"}))
         .await;
-    s.handle_call("tool_describe", json!({"name": "github__list_branches"}))
-        .await;
     s.begin_turn("two").await;
-    assert_eq!(s.turn_report().evicted, ["delete_file"]);
+    assert_eq!(s.turn_report().evicted, ["git_diff"]);
     assert_eq!(
         s.discovered(),
-        [tool("git_diff"), tool("github__list_branches")]
+        [tool("delete_file"), tool("github__list_branches")]
     );
-    assert!(s.is_active(tool("git_diff")) && !s.is_active(tool("delete_file")));
+    assert!(s.is_active(tool("delete_file")) && !s.is_active(tool("git_diff")));
     // Discovered tools keep discovery order at the end of the definitions.
     let defs = names(&s);
     let tail: Vec<&str> = defs[defs.len() - 2..].iter().map(String::as_str).collect();
-    assert_eq!(tail, ["git_diff", "github__list_branches"]);
+    assert_eq!(tail, ["delete_file", "github__list_branches"]);
     // A discovered tool whose toolset is switched off is not callable, but is kept while registered.
     s.set_toolsets([catalog().toolset("files").expect("known")]);
-    let r = s.handle_call("git_diff", json!({})).await;
+    let r = s.handle_call("github__list_branches", json!({})).await;
     assert_eq!(r.outcome, Outcome::NotInActiveSet);
     s.begin_turn("three").await;
     assert_eq!(s.discovered().len(), 2);
@@ -717,6 +719,7 @@ async fn preselection_picks_are_verified_and_only_new_tools_count_against_the_bu
             preselect_budget: 2,
             ..SessionOptions::default()
         })
+        .expect("the cap holds the core")
         .with_preselector(slow(Duration::ZERO, picks));
     s.begin_turn("x").await;
     let r = s.turn_report().preselect.clone().expect("ran");
@@ -897,6 +900,7 @@ fn provider_session(toolsets: &[&str], provider: ExportFormat, hosted: bool) -> 
             hosted_search: hosted,
             ..SessionOptions::default()
         })
+        .expect("the cap holds the core")
         .with_approval(|_| true)
 }
 
@@ -1075,12 +1079,30 @@ async fn a_whole_chat_response_is_answered_in_order() {
     assert!(e.to_string().contains("missing field `choices`"), "{e}");
 }
 
+#[test]
+fn a_cap_below_the_core_is_refused_at_construction() {
+    // coder with core + github sends 8 definitions before discovery.
+    let e = session(&["core", "github"])
+        .with_options(SessionOptions {
+            max_tools: Some(5),
+            ..SessionOptions::default()
+        })
+        .expect_err("5 is below the core");
+    assert_eq!(e, CapBelowCore { cap: 5, core: 8 });
+    let text = e.to_string();
+    assert!(text.contains("core of 8 tool definitions"), "{text}");
+    assert!(text.contains("raise the cap to at least 8"), "{text}");
+    assert!(capped(&["core", "github"], 8).definitions().len() <= 8);
+}
+
 /// A session of `coder` with `toolsets` active and a cap of `cap` definitions.
 fn capped(toolsets: &[&str], cap: usize) -> Session<'static> {
-    session(toolsets).with_options(SessionOptions {
-        max_tools: Some(cap),
-        ..SessionOptions::default()
-    })
+    session(toolsets)
+        .with_options(SessionOptions {
+            max_tools: Some(cap),
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core")
 }
 
 #[tokio::test]
@@ -1124,24 +1146,21 @@ async fn a_search_past_the_cap_loads_hits_up_to_it_and_the_rest_join_next_turn()
     let r = s.handle_call("github__list_branches", json!({})).await;
     assert_eq!(r.outcome, Outcome::NotInActiveSet);
     assert_eq!(r.text, message);
-    // git_diff used again: delete_file is the least recently used and makes room next turn.
+    // Described again, git_diff is not used again: loaded first, it makes room next turn.
     s.handle_call("tool_describe", json!({"name": "git_diff"}))
         .await;
     let before = names(&s);
     s.begin_turn("two").await;
     let report = s.turn_report().clone();
     assert_eq!(report.carried, ["github__list_branches"]);
-    assert_eq!(report.evicted, ["delete_file"]);
+    assert_eq!(report.evicted, ["git_diff"]);
     assert!(report.left_out.is_empty());
     assert!(s.is_active(tool("github__list_branches")));
-    assert!(!s.is_active(tool("delete_file")));
+    assert!(!s.is_active(tool("git_diff")));
     assert_eq!(s.definitions().len(), 10);
     let after = names(&s);
-    assert_eq!(
-        &after[..9],
-        &before[..9],
-        "only the evicted tool's place changed"
-    );
+    assert_eq!(&after[..8], &before[..8], "the core stays in place");
+    assert_eq!(after[8], "delete_file");
     assert_eq!(
         after.last().map(String::as_str),
         Some("github__list_branches")
@@ -1227,7 +1246,8 @@ async fn definitions_only_grow_between_evictions_and_never_pass_the_cap() {
                     discovered_cap: 4,
                     provider,
                     ..SessionOptions::default()
-                });
+                })
+                .expect("the cap holds the core");
                 let mut rng = seed;
                 let mut next = |n: usize| {
                     rng = rng
@@ -1298,11 +1318,15 @@ fn the_catalog_caps_and_clients_bound_the_session() {
     assert_eq!(c.preset_max_tools(preset), Some(9));
     let s = Session::for_preset(&c, preset, ToolContext::new("."));
     assert_eq!(s.max_tools(), Some(9));
-    let s = s.with_options(SessionOptions {
-        max_tools: Some(5),
-        ..SessionOptions::default()
-    });
-    assert_eq!(s.max_tools(), Some(5), "the smaller cap holds");
+    let core = s.definitions().len();
+    assert!(core < 9, "{core}");
+    let s = s
+        .with_options(SessionOptions {
+            max_tools: Some(core),
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
+    assert_eq!(s.max_tools(), Some(core), "the smaller cap holds");
     let sets: Vec<ToolsetId> = c.toolsets().collect();
     assert_eq!(
         Session::new(&c, coder, sets, ToolContext::new(".")).max_tools(),
@@ -1385,10 +1409,12 @@ async fn a_tool_of_an_inactive_toolset_names_the_toolset_and_switching_it_on_wor
 
 #[tokio::test]
 async fn a_tool_not_loaded_yet_is_loaded_by_the_hint_even_when_the_budget_is_spent() {
-    let mut s = session(&["core"]).with_options(SessionOptions {
-        search_budget: 1,
-        ..SessionOptions::default()
-    });
+    let mut s = session(&["core"])
+        .with_options(SessionOptions {
+            search_budget: 1,
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
     s.begin_turn("hello").await;
     s.handle_call("tool_search", json!({"query": "delete_file"}))
         .await;
@@ -1488,10 +1514,12 @@ async fn deprecated_tools_answer_their_replacement_everywhere_unless_the_host_op
     assert!(reached(&s.handle_call("search_text", json!({})).await));
 
     // Opted in: calls and describes are answered; plans and searches still leave it out.
-    let mut s = session(&["files"]).with_options(SessionOptions {
-        allow_deprecated: true,
-        ..SessionOptions::default()
-    });
+    let mut s = session(&["files"])
+        .with_options(SessionOptions {
+            allow_deprecated: true,
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
     s.begin_turn("use old_grep").await;
     assert!(!s.definitions().contains(&tool("old_grep")));
     for (name, args) in [
@@ -1518,10 +1546,12 @@ async fn deprecated_tools_answer_their_replacement_everywhere_unless_the_host_op
         }
     );
     // Out of reach (no active toolset holds it) it is refused even so, naming the toolset.
-    let mut s = session(&["git"]).with_options(SessionOptions {
-        allow_deprecated: true,
-        ..SessionOptions::default()
-    });
+    let mut s = session(&["git"])
+        .with_options(SessionOptions {
+            allow_deprecated: true,
+            ..SessionOptions::default()
+        })
+        .expect("the cap holds the core");
     s.begin_turn("hello").await;
     let r = s.handle_call("old_grep", json!({})).await;
     assert_eq!(r.outcome, Outcome::NotInActiveSet);

@@ -86,6 +86,9 @@ pub enum SettingsError {
         expected: String,
         given: String,
     },
+    /// A `max_tools` below the session's core.
+    #[error(transparent)]
+    Cap(#[from] super::CapBelowCore),
 }
 
 impl Settings {
@@ -93,8 +96,8 @@ impl Settings {
     /// (defaults as in the module docs).
     ///
     /// # Errors
-    /// [`SettingsError`] for an unknown profile, preset or toolset, or a preset of another
-    /// profile than the one given.
+    /// [`SettingsError`] for an unknown profile, preset or toolset, a preset of another
+    /// profile than the one given, or a `max_tools` below the session's core.
     pub fn session<'c>(
         &self,
         catalog: &'c Catalog,
@@ -142,7 +145,8 @@ impl Settings {
             max_tools: self.max_tools,
             ..defaults
         };
-        let mut session = Session::new(catalog, profile, toolsets, context).with_options(options);
+        let mut session =
+            Session::new(catalog, profile, toolsets, context).with_options(options)?;
         session.preset = preset;
         Ok(match self.preselect {
             Some(Preselect::None) => session.without_preselection(),
