@@ -365,7 +365,8 @@ fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("invalid arguments for `read_file`")
-            && stderr(&o).contains("'pth' was unexpected"),
+            && stderr(&o).contains("unknown argument `pth` (did you mean `path`?)")
+            && !stderr(&o).contains("'pth' was unexpected"),
         "{}",
         stderr(&o)
     );
