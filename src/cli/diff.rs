@@ -19,7 +19,7 @@ pub struct DiffArgs {
     /// in the current directory).
     #[arg(value_name = "PATH", num_args = 0..=2)]
     pub paths: Vec<PathBuf>,
-    /// Read the old catalog from this git revision (`git show REV:./FILE`, FILE being `NEW`'s
+    /// Read the old catalog from this git revision (`git show --end-of-options REV:./FILE`, FILE being `NEW`'s
     /// name, in `NEW`'s directory), e.g. `HEAD~1` or `origin/main`.
     #[arg(long, value_name = "GIT_REV")]
     pub base: Option<String>,
@@ -41,7 +41,7 @@ pub enum DiffFormat {
 
 /// Runs `toolcat diff`.
 pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let ((old_label, old_bytes), (new_label, new_bytes)) = match (&a.base, a.paths.as_slice()) {
+    let ((old_label, old_source), (new_label, new_source)) = match (&a.base, a.paths.as_slice()) {
         (None, [old, new]) => (read_file(old)?, read_file(new)?),
         (None, _) => bail!(
             "`toolcat diff` compares two catalogs: pass `OLD NEW`, or `--base GIT_REV [NEW]` to read the old one from git"
@@ -54,8 +54,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             "with `--base`, pass at most `NEW`: the old catalog is read from the git revision"
         ),
     };
-    let old = compile(&old_label, old_bytes)?;
-    let new = compile(&new_label, new_bytes)?;
+    let old = compile(&old_label, &old_source)?;
+    let new = compile(&new_label, &new_source)?;
     let d = diff(&old, &new);
     let text = match a.format {
         DiffFormat::Text => text(&d, &old_label, &new_label),
@@ -83,18 +83,32 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_file(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read catalog `{}`: {e}; pass the path of a `tools.toml` file",
-            path.display()
-        )
-    })?;
-    Ok((path.display().to_string(), bytes))
+/// A catalog file's text, read as `check` and the loader read it
+/// ([`toolcat::catalog::read_catalog_source`]: a regular file of at most `MAX_CATALOG_BYTES`).
+fn read_file(path: &Path) -> anyhow::Result<(String, String)> {
+    match toolcat::catalog::read_catalog_source(path) {
+        Ok(source) => Ok((path.display().to_string(), source)),
+        // Not UTF-8 (E0106): located like every diagnostic of the file.
+        Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+            eprint!("{e}");
+            Err(Reported.into())
+        }
+        Err(e) => bail!("{e}"),
+    }
 }
 
-/// `NEW`'s file at `rev`, read with `git show REV:./NAME` in `NEW`'s directory.
-fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+/// `NEW`'s file at `rev`, read with `git show --end-of-options REV:./NAME` in `NEW`'s directory.
+/// A `rev` that is empty or starts with `-` is refused (git would read it as an option), and so
+/// is an empty answer: an empty old catalog would report every tool as added.
+fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, String)> {
+    if rev.is_empty() {
+        bail!("`--base` names no git revision; pass one, e.g. `--base HEAD~1` or `--base origin/main`");
+    }
+    if rev.starts_with('-') {
+        bail!(
+            "`--base {rev}` starts with `-`, so git would read it as an option; pass a revision name, e.g. `--base HEAD~1` or `--base origin/main`"
+        );
+    }
     let name = new
         .file_name()
         .with_context(|| format!("`{}` names no file", new.display()))?;
@@ -107,7 +121,7 @@ fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["show", &spec])
+        .args(["show", "--end-of-options", &spec])
         .output()
         .with_context(|| format!("cannot run `git show {spec}`; is git installed?"))?;
     if !output.status.success() {
@@ -117,22 +131,28 @@ fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
             stderr.trim()
         );
     }
-    Ok((label, output.stdout))
-}
-
-/// The tables of a catalog's bytes; on an invalid catalog every diagnostic goes to stderr.
-fn compile(label: &str, bytes: Vec<u8>) -> anyhow::Result<Tables> {
-    let source = match toolcat_catalog::load::decode(bytes) {
+    if output.stdout.is_empty() {
+        bail!(
+            "`git show {spec}` printed nothing: `{rev}` does not name a file with a catalog; pass a revision whose `{}` holds one",
+            name.to_string_lossy()
+        );
+    }
+    let source = match toolcat_catalog::load::decode(output.stdout) {
         Ok(source) => source,
         Err(e) => {
-            eprint!("{}", render_all(&[e.diagnostic], label, &e.text));
+            eprint!("{}", render_all(&[e.diagnostic], &label, &e.text));
             return Err(Reported.into());
         }
     };
-    match toolcat_catalog::compile_str(label, &source) {
+    Ok((label, source))
+}
+
+/// The tables of a catalog's text; on an invalid catalog every diagnostic goes to stderr.
+fn compile(label: &str, source: &str) -> anyhow::Result<Tables> {
+    match toolcat_catalog::compile_str(label, source) {
         Ok(compiled) => Ok(compiled.tables),
         Err(diagnostics) => {
-            eprint!("{}", render_all(&diagnostics, label, &source));
+            eprint!("{}", render_all(&diagnostics, label, source));
             Err(Reported.into())
         }
     }
