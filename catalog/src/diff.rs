@@ -11,8 +11,13 @@
 //! compared as the server tool its calls run: the row's `remote_name`, else its declared name
 //! (empty for a local tool). An effective `max_tools` is the cap that holds: the smaller of the
 //! entry's `max_tools` and its `client`'s cap, a preset's bounded by its profile's too. Tools are
-//! matched by exported name (the name a model or MCP client calls); a removed tool and an added
-//! one whose every other field is equal (the server tool it runs included) are one renamed tool.
+//! matched by exported name (the name a model or MCP client calls). A removed tool and an added
+//! one are one renamed tool when every other field is equal (the server tool it runs included),
+//! or else when they have the same identity: the same source and, for a server tool, the same
+//! server tool its calls run (`remote_name`, else the declared name), for a local tool or a
+//! meta-tool the same description. A renamed tool lists its changed fields and is compared field
+//! by field like any kept tool, so every widening that comes with a rename is flagged. Each
+//! removed tool pairs with at most one added tool (the first, in the new catalog's order).
 //!
 //! **Widening** is a change that lets more callers reach or run a tool with less in the way.
 //! A *restricted* profile is any profile but the implicit `full` (which owns every tool by
@@ -80,7 +85,8 @@ impl Diff {
 pub enum ChangeKind {
     Added,
     Removed,
-    /// A tool under a new name, every other field equal (tools only).
+    /// A tool under a new name (tools only): every other field equal, or the same identity (see
+    /// the module documentation) with the changed fields listed.
     Renamed,
     Changed,
 }
@@ -118,7 +124,8 @@ pub struct ToolChange {
     /// The old exported name of a renamed tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub renamed_from: Option<String>,
-    /// The changed fields; for an added (removed) tool its answers, with `old` (`new`) empty.
+    /// The changed fields (a renamed tool's too, empty when only the name changed); for an added
+    /// (removed) tool its answers, with `old` (`new`) empty.
     pub fields: Vec<FieldChange>,
 }
 
@@ -232,6 +239,19 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
             renamed[j] = true;
         }
     }
+    // Renamed and changed: the same identity (see the module documentation), compared field by
+    // field like any kept tool, so a widening that comes with a rename is flagged.
+    for j in 0..new.len {
+        if matched[j].is_some() {
+            continue;
+        }
+        let id = identity(new, j);
+        if let Some(i) = (0..old.len).find(|&i| !taken[i] && identity(old, i) == id) {
+            taken[i] = true;
+            matched[j] = Some(i);
+            renamed[j] = true;
+        }
+    }
 
     let mut tools = Vec::new();
     for j in 0..new.len {
@@ -247,7 +267,7 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
                 tool: name,
                 change: ChangeKind::Renamed,
                 renamed_from: Some(old.exported_names[i].to_string()),
-                fields: Vec::new(),
+                fields: changed(&old_fields[i], &new_fields[j]),
             }),
             Some(i) => {
                 let fields = changed(&old_fields[i], &new_fields[j]);
@@ -381,17 +401,9 @@ fn tool_name(t: &Tables, index: Option<u32>) -> String {
 }
 
 /// Every compared field of tool `i`, in report order. The name is not one of them (it is the
-/// key, and a rename is a removed and an added tool whose fields are all equal).
+/// key; renames are matched as the module documentation says).
 fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
-    let source = match t.source[i] {
-        SOURCE_LOCAL => "local".to_string(),
-        SOURCE_LOOP => "loop".to_string(),
-        s => t
-            .server_names
-            .get(s as usize)
-            .map(|n| n.to_string())
-            .unwrap_or_default(),
-    };
+    let source = source_text(t, i);
     let toolsets = (0..t.toolset_names.len())
         .filter(|&k| bit(t.set(&t.toolset_bits, k), i))
         .map(|k| t.toolset_names[k].to_string())
@@ -453,6 +465,30 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
         ("remote_name", Val::One(remote_name(t, i).to_string())),
         ("timeout_ms", Val::One(opt_text(t.timeout_ms[i]))),
     ]
+}
+
+/// What makes tool `i` the same tool under another name: its source (`local`, `loop` or the
+/// server's name) with, for a server tool, the server tool its calls run ([`remote_name`]), and
+/// for a local tool or a meta-tool its description.
+fn identity(t: &Tables, i: usize) -> (String, &str) {
+    let source = source_text(t, i);
+    match t.source[i] {
+        SOURCE_LOCAL | SOURCE_LOOP => (source, &t.descriptions[i]),
+        _ => (source, remote_name(t, i)),
+    }
+}
+
+/// `local`, `loop` or the name of the MCP server tool `i` comes from.
+fn source_text(t: &Tables, i: usize) -> String {
+    match t.source[i] {
+        SOURCE_LOCAL => "local".to_string(),
+        SOURCE_LOOP => "loop".to_string(),
+        s => t
+            .server_names
+            .get(s as usize)
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+    }
 }
 
 /// The server tool a call of tool `i` runs: its `remote_name`, else its declared name, as the
@@ -1253,10 +1289,30 @@ remote_name = "issues_list"
         assert_eq!(d.tables.len(), 1, "{d:#?}");
         assert_eq!(d.tables[0].fields[0].added, ["save_file"]);
         assert_eq!(d.tables[0].fields[0].removed, ["write_file"]);
-        // Renamed and changed is a removed and an added tool.
+        // Renamed and changed, same description: a renamed tool with its changed fields.
         let d = edit(&[
             (r#"name = "write_file""#, r#"name = "save_file""#),
             (r#"rate_limit = "10/min""#, r#"rate_limit = "5/min""#),
+        ]);
+        assert_eq!(d.tools.len(), 1, "{d:#?}");
+        let t = &d.tools[0];
+        assert_eq!(
+            (t.tool.as_str(), t.change, t.renamed_from.as_deref()),
+            ("save_file", ChangeKind::Renamed, Some("write_file"))
+        );
+        let fields: Vec<_> = t
+            .fields
+            .iter()
+            .map(|f| (f.field, f.old.as_str(), f.new.as_str()))
+            .collect();
+        assert_eq!(fields, [("rate_limit", "10/min", "5/min")]);
+        // Renamed with another description too: a removed and an added local tool.
+        let d = edit(&[
+            (r#"name = "write_file""#, r#"name = "save_file""#),
+            (
+                "Writes a file in the workspace, replacing its content",
+                "Saves a file",
+            ),
         ]);
         let changes: Vec<_> = d
             .tools
@@ -1270,6 +1326,67 @@ remote_name = "issues_list"
                 ("write_file", ChangeKind::Removed)
             ]
         );
+    }
+
+    #[test]
+    fn a_rename_combined_with_a_widening_flags_the_widening() {
+        use WideningKind::*;
+        // A local tool renamed (same description) while it loses its gate and its rate limit and
+        // gains the `full` scope.
+        let d = edit(&[
+            (r#"name = "write_file""#, r#"name = "save_file""#),
+            (
+                "tier = \"gated\"\neffect = \"write\"",
+                "tier = \"silent\"\neffect = \"read\"",
+            ),
+            (r#"rate_limit = "10/min""#, ""),
+            (r#"exposure = "staging""#, r#"exposure = "full""#),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            [
+                (GateLost, "save_file".to_string(), None),
+                (RateLimitLoosened, "save_file".to_string(), None),
+            ],
+            "{d:#?}"
+        );
+        assert_eq!(d.tools[0].change, ChangeKind::Renamed);
+        // A deprecated, excluded tool renamed, undeprecated and listed by every scope.
+        let d = edit(&[
+            (r#"name = "old_read""#, r#"name = "legacy_read""#),
+            (r#"exposure = "excluded""#, r#"exposure = "full""#),
+            (
+                "status = \"deprecated\"\nreplaced_by = \"read_file\"\nremoval = \"2027-01-01\"\n",
+                "",
+            ),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            [
+                (
+                    ScopeGained,
+                    "legacy_read".to_string(),
+                    Some("full".to_string())
+                ),
+                (Undeprecated, "legacy_read".to_string(), None),
+            ],
+            "{d:#?}"
+        );
+        // A server tool renamed while it runs the same server tool, now in another profile.
+        let d = edit_capped(&[
+            (r#"name = "list_issues""#, r#"name = "issues""#),
+            (
+                "exposure = \"read-only\"\nprofiles = [\"review\"]\ntoolsets = [\"core\"]\nowner = \"gh\"",
+                "exposure = \"full\"\nprofiles = [\"review\", \"minimal\"]\ntoolsets = [\"core\"]\nowner = \"gh\"",
+            ),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            // `read-only` → `full` gains no scope (the exposure is a reported field change).
+            one(ProfileGained, "issues", Some("minimal")),
+            "{d:#?}"
+        );
+        assert_eq!(d.tools[0].renamed_from.as_deref(), Some("list_issues"));
     }
 
     #[test]

@@ -201,7 +201,34 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
                 row["remote_name"] = value(name.clone());
             }
             row["name"] = value(format!("{name}_renamed"));
-            format!("{name}: renamed")
+            // Half the renamed rows change a field too: a widening, or the description (the
+            // identity of a local row).
+            let also = match rng.usize(..10) {
+                0 => row.remove("rate_limit").map(|_| "rate limit dropped"),
+                1 => {
+                    row["exposure"] = value("full");
+                    Some("exposure = full")
+                }
+                2 => {
+                    for field in ["status", "replaced_by", "removal"] {
+                        row.remove(field);
+                    }
+                    Some("undeprecated")
+                }
+                3 => {
+                    row["tier"] = value("silent");
+                    Some("tier = silent")
+                }
+                4 => {
+                    row["description"] = value(format!("Renamed description {}", rng.u32(..)));
+                    Some("description")
+                }
+                _ => None,
+            };
+            match also {
+                Some(also) => format!("{name}: renamed, {also}"),
+                None => format!("{name}: renamed"),
+            }
         }
         10 => {
             rows.remove(r);
@@ -209,9 +236,14 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
         }
         11 => {
             let mut copy = row.clone();
-            copy["name"] = value(format!("{name}_copy{}", rng.u32(..1000)));
-            // A description no other row has: the copy is an added tool, never a rename.
+            let copy_name = format!("{name}_copy{}", rng.u32(..1000));
+            copy["name"] = value(copy_name.clone());
+            // A description and a server tool no other row has: the copy is an added tool, never
+            // a rename.
             copy["description"] = value(format!("A copy of {name}, number {}", rng.u32(..)));
+            if server(&copy) {
+                copy["remote_name"] = value(copy_name);
+            }
             copy["exposure"] = value(pick(rng, &["read-only", "staging", "full", "excluded"]));
             rows.push(copy);
             format!("{name}: copied")
@@ -314,7 +346,7 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
 }
 
 /// The rows (by name before any rename) a case's edits changed, besides renaming or copying them:
-/// a renamed row among them is a removed and an added tool, not a rename.
+/// a renamed row among them is a rename only while it keeps its identity ([`same_identity`]).
 fn changed_rows(edits: &[String]) -> BTreeSet<String> {
     edits
         .iter()
@@ -335,23 +367,47 @@ fn changed_rows(edits: &[String]) -> BTreeSet<String> {
 
 /// For each tool of `new`, the index of the tool of `old` it came from: the same exported name,
 /// or the name before the edits appended `_renamed` when no other edit changed the row (see
-/// [`changed_rows`]); `None` for a copy or a renamed and changed row.
+/// [`changed_rows`]) or the row kept its identity (see [`same_identity`]); `None` for a copy or a
+/// renamed row that is neither. A renamed row with an origin is compared field by field.
 fn origin(old: &Tables, new: &Tables, changed: &BTreeSet<String>) -> Vec<Option<usize>> {
     let find = |name: &str| old.exported_names.iter().position(|n| n == name);
     new.exported_names
         .iter()
-        .map(|name| {
+        .enumerate()
+        .map(|(j, name)| {
             let mut name: &str = name;
             let mut renamed = false;
             loop {
                 if let Some(i) = find(name) {
-                    return (!renamed || !changed.contains(&*old.names[i])).then_some(i);
+                    let kept = !renamed
+                        || !changed.contains(&*old.names[i])
+                        || same_identity(old, i, new, j);
+                    return kept.then_some(i);
                 }
                 name = name.strip_suffix("_renamed")?;
                 renamed = true;
             }
         })
         .collect()
+}
+
+/// The source of tool `i`: `local`, `loop` or its server's name.
+fn source(t: &Tables, i: usize) -> &str {
+    match t.source[i] {
+        SOURCE_LOCAL => "local",
+        SOURCE_LOOP => "loop",
+        s => &t.server_names[s as usize],
+    }
+}
+
+/// Whether old tool `i` and new tool `j` are one tool under two names: the same source and, for a
+/// server tool, the same server tool run, for a local tool the same description.
+fn same_identity(old: &Tables, i: usize, new: &Tables, j: usize) -> bool {
+    source(old, i) == source(new, j)
+        && match runs(new, j) {
+            Some(server_tool) => runs(old, i) == Some(server_tool),
+            None => old.descriptions[i] == new.descriptions[j],
+        }
 }
 
 /// The server tool a call of tool `i` runs (the row's `remote_name`, else its declared name), or
@@ -500,7 +556,7 @@ fn diff_agrees_with_the_tables_over_random_edits() {
     let old = toolcat_catalog::compile_str("tools.toml", &source)
         .expect("the reference catalog compiles")
         .tables;
-    let (mut valid, mut invalid, mut widening) = (0, 0, 0);
+    let (mut valid, mut invalid, mut widening, mut renamed_and_changed) = (0, 0, 0, 0);
     let (mut kinds_seen, mut caps_seen) = (BTreeSet::new(), BTreeSet::new());
     for case in 0..CASES {
         let mut rng = fastrand::Rng::with_seed(SEED + case);
@@ -548,6 +604,11 @@ fn diff_agrees_with_the_tables_over_random_edits() {
             d.tools
         );
         widening += usize::from(!found.is_empty());
+        renamed_and_changed += usize::from(
+            d.tools
+                .iter()
+                .any(|t| t.change == ChangeKind::Renamed && !t.fields.is_empty()),
+        );
         kinds_seen.extend(found.iter().map(|f| f.0));
         caps_seen.extend(
             found
@@ -556,7 +617,11 @@ fn diff_agrees_with_the_tables_over_random_edits() {
                 .filter_map(|f| f.2.clone()),
         );
     }
-    eprintln!("{valid} valid cases ({widening} with a widening), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
+    eprintln!("{valid} valid cases ({widening} with a widening, {renamed_and_changed} with a renamed and changed tool), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
+    assert!(
+        renamed_and_changed > 0,
+        "no case renamed and changed a tool"
+    );
     assert!(
         valid >= CASES as usize * 3 / 4,
         "only {valid} of {CASES} cases were valid"
