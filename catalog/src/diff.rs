@@ -51,11 +51,11 @@
 //! (the deferred-tool manifest names tools the profile already owns), `review_inline` (a review
 //! threshold, not a run-time bound), descriptions, narrowing changes and removals.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use crate::model::{EffectKind, Exposure, McpServerDecl, Status, Tier, Visibility};
 use crate::tables::{bit, ones, Tables, SOURCE_LOCAL, SOURCE_LOOP};
 
 /// Everything that differs between two catalogs.
@@ -152,6 +152,7 @@ pub enum WideningKind {
     AddedToScope,
     Undeprecated,
     RemoteRetargeted,
+    ServerRetargeted,
     RateLimitLoosened,
     CapRaised,
     PresetProfileWidened,
@@ -168,6 +169,7 @@ impl WideningKind {
         WideningKind::AddedToScope,
         WideningKind::Undeprecated,
         WideningKind::RemoteRetargeted,
+        WideningKind::ServerRetargeted,
         WideningKind::RateLimitLoosened,
         WideningKind::CapRaised,
         WideningKind::PresetProfileWidened,
@@ -184,6 +186,7 @@ impl WideningKind {
             WideningKind::AddedToScope => "added_to_scope",
             WideningKind::Undeprecated => "undeprecated",
             WideningKind::RemoteRetargeted => "remote_retargeted",
+            WideningKind::ServerRetargeted => "server_retargeted",
             WideningKind::RateLimitLoosened => "rate_limit_loosened",
             WideningKind::CapRaised => "cap_raised",
             WideningKind::PresetProfileWidened => "preset_profile_widened",
@@ -200,7 +203,8 @@ pub struct Widening {
     /// The profile, MCP scope or field it concerns, when the kind has one: the profile of
     /// `profile_gained`, `destructive_in_restricted`, `added_to_profile` and
     /// `preset_profile_widened` (the new profile), the scope of `scope_gained` and
-    /// `added_to_scope`, the field of `cap_raised` (`max_inline` or `max_tools`).
+    /// `added_to_scope`, the field of `cap_raised` (`max_inline` or `max_tools`), the changed
+    /// fields of `server_retargeted` (`command`, `args`, `url`, joined with `, `).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// One sentence saying what widened.
@@ -887,7 +891,123 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
             );
         }
     }
+    let old_servers = name_index(&old.server_names);
+    for (k, server) in new.server_names.iter().enumerate() {
+        let Some(&o) = old_servers.get(&**server) else {
+            continue;
+        };
+        let fields: Vec<&str> = [
+            ("command", old.server_commands[o] != new.server_commands[k]),
+            ("args", old.server_args[o] != new.server_args[k]),
+            ("url", old.server_urls[o] != new.server_urls[k]),
+        ]
+        .into_iter()
+        .filter_map(|(f, differs)| differs.then_some(f))
+        .collect();
+        if !fields.is_empty() {
+            let rows = (0..new.len)
+                .filter(|&j| new.source[j] as usize == k)
+                .count();
+            let fields = fields.join(", ");
+            push(
+                WideningKind::ServerRetargeted,
+                server,
+                Some(fields.clone()),
+                format!(
+                    "MCP server `{server}` now runs another process or endpoint ({fields} changed) for its {rows} tool(s), under the same declarations"
+                ),
+            );
+        }
+    }
     out
+}
+
+/// The `[mcp_server.NAME]` settings the tables do not keep, in report order: `env` and `headers`
+/// as their keys (a kept key whose value changed, against `other`, as `KEY (value changed)`),
+/// `connect_timeout_ms` as its number (empty when unset).
+fn server_settings(
+    decl: &McpServerDecl,
+    other: Option<&McpServerDecl>,
+) -> Vec<(&'static str, Val)> {
+    let keys = |map: &BTreeMap<String, String>, other: Option<&BTreeMap<String, String>>| {
+        Val::Many(
+            map.iter()
+                .map(|(k, v)| match other.and_then(|o| o.get(k)) {
+                    Some(before) if before != v => format!("{k} (value changed)"),
+                    _ => k.clone(),
+                })
+                .collect(),
+        )
+    };
+    vec![
+        ("env", keys(&decl.env, other.map(|o| &o.env))),
+        ("headers", keys(&decl.headers, other.map(|o| &o.headers))),
+        (
+            "connect_timeout_ms",
+            Val::One(
+                decl.connect_timeout_ms
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            ),
+        ),
+    ]
+}
+
+/// Adds to `d` the changes of each MCP server's `env`, `headers` and `connect_timeout_ms`, which
+/// the tables do not keep, from the two catalogs' declarations (`CatalogFile::mcp_server` of
+/// [`crate::load::parse`]); the servers are the ones of the tables [`diff`] compared. A server in
+/// both gets the changed settings among its fields (a `changed` entry when it had none); an
+/// added server gets its settings. Keys are reported, never values (see the module documentation).
+/// None of these changes is widening.
+pub fn add_server_settings(
+    d: &mut Diff,
+    old: &BTreeMap<String, McpServerDecl>,
+    new: &BTreeMap<String, McpServerDecl>,
+) {
+    for (name, decl) in new {
+        let before = old.get(name);
+        let fields = match before {
+            None => server_settings(decl, None)
+                .iter()
+                .filter(|(_, v)| *v != Val::One(String::new()) && *v != Val::Many(Vec::new()))
+                .map(|(f, v)| field_change(f, &Val::One(String::new()), v))
+                .collect(),
+            Some(before) => changed(
+                &server_settings(before, None),
+                &server_settings(decl, Some(before)),
+            ),
+        };
+        if fields.is_empty() {
+            continue;
+        }
+        let position = d
+            .tables
+            .iter()
+            .position(|c| c.table == "mcp_server" && c.name == *name);
+        match position {
+            Some(p) => d.tables[p].fields.extend(fields),
+            None => {
+                // After the other server entries, before the settings.
+                let at = d
+                    .tables
+                    .iter()
+                    .position(|c| {
+                        c.table == "catalog"
+                            || (c.table == "mcp_server" && c.change == ChangeKind::Removed)
+                    })
+                    .unwrap_or(d.tables.len());
+                d.tables.insert(
+                    at,
+                    TableChange {
+                        table: "mcp_server",
+                        name: name.clone(),
+                        change: ChangeKind::Changed,
+                        fields,
+                    },
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1387,6 +1507,108 @@ remote_name = "issues_list"
             "{d:#?}"
         );
         assert_eq!(d.tools[0].renamed_from.as_deref(), Some("list_issues"));
+    }
+
+    /// The diff of `old` against `new` with the servers' settings added.
+    fn diff_with_settings(old: &str, new: &str) -> Diff {
+        let servers = |source: &str| match crate::load::parse("tools.toml", source) {
+            Ok(loaded) => loaded.file.mcp_server,
+            Err(d) => panic!("{d:?}"),
+        };
+        let mut d = diff(&tables(old), &tables(new));
+        add_server_settings(&mut d, &servers(old), &servers(new));
+        d
+    }
+
+    #[test]
+    fn server_env_headers_and_connect_timeout_changes_are_reported_by_key_not_value() {
+        let old = capped_with_server().replacen(
+            "command = \"gh-mcp\"",
+            "command = \"gh-mcp\"\nenv = { TOKEN = \"${GH_TOKEN}\", MODE = \"fast\" }",
+            1,
+        );
+        let new = capped_with_server().replacen(
+            "command = \"gh-mcp\"",
+            "command = \"gh-mcp\"\nenv = { TOKEN = \"${OTHER_SECRET}\", LOG = \"1\" }\nconnect_timeout_ms = 2500",
+            1,
+        );
+        let d = diff_with_settings(&old, &new);
+        assert!(d.widenings.is_empty(), "{d:#?}");
+        assert_eq!(d.tables.len(), 1, "{d:#?}");
+        let c = &d.tables[0];
+        assert_eq!(
+            (c.table, c.name.as_str(), c.change),
+            ("mcp_server", "gh", ChangeKind::Changed)
+        );
+        let fields: Vec<_> = c
+            .fields
+            .iter()
+            .map(|f| (f.field, f.added.clone(), f.removed.clone(), f.new.clone()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (
+                    "env",
+                    vec!["LOG".to_string(), "TOKEN (value changed)".to_string()],
+                    vec!["MODE".to_string(), "TOKEN".to_string()],
+                    "LOG, TOKEN (value changed)".to_string()
+                ),
+                ("connect_timeout_ms", vec![], vec![], "2500".to_string()),
+            ]
+        );
+        let json = serde_json::to_string(&d).expect("serialises");
+        assert!(
+            !json.contains("OTHER_SECRET") && !json.contains("GH_TOKEN"),
+            "{json}"
+        );
+        // Headers of an HTTP server, a value changed.
+        let http = |token: &str| {
+            capped_with_server().replacen(
+                "command = \"gh-mcp\"",
+                &format!("url = \"https://mcp.example.invalid\"\nheaders = {{ Authorization = \"Bearer ${{{token}}}\" }}"),
+                1,
+            )
+        };
+        let d = diff_with_settings(&http("A"), &http("B"));
+        assert_eq!(d.tables.len(), 1, "{d:#?}");
+        assert_eq!(d.tables[0].fields[0].field, "headers");
+        assert_eq!(d.tables[0].fields[0].new, "Authorization (value changed)");
+        assert!(d.widenings.is_empty(), "{d:#?}");
+    }
+
+    #[test]
+    fn a_server_command_args_or_url_change_is_server_retargeted() {
+        use WideningKind::*;
+        let cases: Vec<(&[(&str, &str)], Vec<_>)> = vec![
+            (
+                &[("command = \"gh-mcp\"", "command = \"other-mcp\"")],
+                one(ServerRetargeted, "gh", Some("command")),
+            ),
+            (
+                &[(
+                    "command = \"gh-mcp\"",
+                    "command = \"gh-mcp\"\nargs = [\"--all\"]",
+                )],
+                one(ServerRetargeted, "gh", Some("args")),
+            ),
+            (
+                &[(
+                    "command = \"gh-mcp\"",
+                    "url = \"https://mcp.example.invalid\"",
+                )],
+                one(ServerRetargeted, "gh", Some("command, url")),
+            ),
+            (
+                &[("description = \"The code host\"", "description = \"Code\"")],
+                vec![],
+            ),
+        ];
+        for (edits, expected) in cases {
+            let d = edit_capped(edits);
+            assert!(!d.is_empty(), "{edits:?} changed nothing");
+            assert_eq!(kinds(&d), expected, "{edits:?}: {d:#?}");
+        }
     }
 
     #[test]

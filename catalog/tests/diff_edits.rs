@@ -8,7 +8,8 @@
 //! invented. Edits change fields of random rows (visibility, tier, effect, exposure, profiles,
 //! status, rate limit, flags, description, `remote_name`, `timeout_ms`), rename, remove or copy a
 //! row, change a profile's `max_inline`, `max_tools`, `client` or `manifest_tokens`, a preset's
-//! profile, `max_tools` or `client`, or the catalog's `review_inline`. An edit that makes the
+//! profile, `max_tools` or `client`, the catalog's `review_inline`, or an MCP server's `command`,
+//! `args` or description. An edit that makes the
 //! catalog invalid is skipped and counted; the test requires most cases to be valid, so the
 //! generator cannot drift into testing nothing.
 
@@ -48,6 +49,10 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
         .as_table()
         .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
         .unwrap_or_default();
+    let servers: Vec<String> = doc["mcp_server"]
+        .as_table()
+        .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
+        .unwrap_or_default();
     let rows = doc["tool"].as_array_of_tables_mut().expect("[[tool]] rows");
     let n = rows.len();
     let r = rng.usize(..n);
@@ -61,7 +66,7 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             None | Some("local" | "loop")
         )
     };
-    match rng.u8(..20) {
+    match rng.u8(..21) {
         0 => {
             let v = pick(rng, &["inline", "discoverable"]);
             row["visibility"] = value(v.clone());
@@ -341,6 +346,27 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             doc["review_inline"] = value(v);
             format!("catalog: review_inline = {v}")
         }
+        20 if !servers.is_empty() => {
+            let server = servers[rng.usize(..servers.len())].clone();
+            let t = &mut doc["mcp_server"][server.as_str()];
+            let what = match rng.u8(..3) {
+                0 => {
+                    t["command"] = value(format!("other-mcp-{}", rng.u32(..)));
+                    "command"
+                }
+                1 => {
+                    let mut args = Array::new();
+                    args.push(format!("--flag-{}", rng.u32(..)));
+                    t["args"] = value(args);
+                    "args"
+                }
+                _ => {
+                    t["description"] = value(format!("Edited server {}", rng.u32(..)));
+                    "description"
+                }
+            };
+            format!("mcp_server {server}: {what}")
+        }
         _ => "nothing".to_string(),
     }
 }
@@ -352,7 +378,10 @@ fn changed_rows(edits: &[String]) -> BTreeSet<String> {
         .iter()
         .filter(|e| !e.ends_with(": renamed") && !e.ends_with(": copied"))
         .filter(|e| {
-            !e.starts_with("profile ") && !e.starts_with("preset ") && !e.starts_with("catalog:")
+            !e.starts_with("profile ")
+                && !e.starts_with("preset ")
+                && !e.starts_with("catalog:")
+                && !e.starts_with("mcp_server ")
         })
         .filter_map(|e| e.split_once(": "))
         .map(|(name, _)| {
@@ -544,6 +573,28 @@ fn oracle(old: &Tables, new: &Tables, origin: &[Option<usize>]) -> Found {
                 WideningKind::PresetProfileWidened,
                 preset.to_string(),
                 Some(new.profile_names[after].to_string()),
+            ));
+        }
+    }
+    for (k, server) in new.server_names.iter().enumerate() {
+        let Some(ko) = old.server_names.iter().position(|n| n == server) else {
+            continue;
+        };
+        let mut fields = Vec::new();
+        if old.server_commands[ko] != new.server_commands[k] {
+            fields.push("command");
+        }
+        if old.server_args[ko] != new.server_args[k] {
+            fields.push("args");
+        }
+        if old.server_urls[ko] != new.server_urls[k] {
+            fields.push("url");
+        }
+        if !fields.is_empty() {
+            out.insert((
+                WideningKind::ServerRetargeted,
+                server.to_string(),
+                Some(fields.join(", ")),
             ));
         }
     }

@@ -2,13 +2,15 @@
 //! git revision and a file, as text, Markdown (a pull-request comment) or JSON. The comparison
 //! is the library's (`toolcat_catalog::diff`); this module reads the two catalogs and renders.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use toolcat_catalog::diagnostics::render_all;
-use toolcat_catalog::diff::{diff, Diff, FieldChange};
+use toolcat_catalog::diff::{add_server_settings, diff, Diff, FieldChange};
+use toolcat_catalog::model::McpServerDecl;
 use toolcat_catalog::tables::Tables;
 
 use super::args::{count, Reported};
@@ -56,7 +58,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     let old = compile(&old_label, &old_source)?;
     let new = compile(&new_label, &new_source)?;
-    let d = diff(&old, &new);
+    let mut d = diff(&old.0, &new.0);
+    add_server_settings(&mut d, &old.1, &new.1);
     let text = match a.format {
         DiffFormat::Text => text(&d, &old_label, &new_label),
         DiffFormat::Markdown => markdown(&d, &old_label, &new_label),
@@ -147,15 +150,19 @@ fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, String)> {
     Ok((label, source))
 }
 
-/// The tables of a catalog's text; on an invalid catalog every diagnostic goes to stderr.
-fn compile(label: &str, source: &str) -> anyhow::Result<Tables> {
-    match toolcat_catalog::compile_str(label, source) {
-        Ok(compiled) => Ok(compiled.tables),
-        Err(diagnostics) => {
-            eprint!("{}", render_all(&diagnostics, label, source));
-            Err(Reported.into())
-        }
-    }
+/// The tables of a catalog's text and its `[mcp_server]` declarations (whose `env`, `headers` and
+/// `connect_timeout_ms` the tables do not keep); on an invalid catalog every diagnostic goes to
+/// stderr.
+fn compile(label: &str, source: &str) -> anyhow::Result<(Tables, BTreeMap<String, McpServerDecl>)> {
+    let report = |diagnostics: Vec<toolcat_catalog::diagnostics::Diagnostic>| {
+        eprint!("{}", render_all(&diagnostics, label, source));
+        anyhow::Error::from(Reported)
+    };
+    let tables = toolcat_catalog::compile_str(label, source)
+        .map_err(report)?
+        .tables;
+    let loaded = toolcat_catalog::load::parse(label, source).map_err(report)?;
+    Ok((tables, loaded.file.mcp_server))
 }
 
 /// Values longer than this are cut in text and Markdown (JSON has them whole).
