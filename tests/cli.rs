@@ -1174,6 +1174,42 @@ fn diff_reads_catalogs_with_the_guards_of_check() {
 }
 
 #[test]
+fn diff_reports_server_env_by_key_and_flags_a_server_retargeted() {
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let source = std::fs::read_to_string(reference).expect("the reference catalog");
+    let from = "env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${GITHUB_PERSONAL_ACCESS_TOKEN}\" }";
+    assert!(source.contains(from));
+    let edited = source
+        .replacen(
+            from,
+            "env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${SOME_OTHER_SECRET}\" }\nconnect_timeout_ms = 9000",
+            1,
+        )
+        .replacen("command = \"github-mcp-server\"", "command = \"not-github\"", 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let new = dir.path().join("tools.toml");
+    std::fs::write(&new, edited).expect("write the edited catalog");
+    let o = toolcat(&[
+        "diff",
+        reference,
+        new.to_str().expect("UTF-8 path"),
+        "--deny-widening",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("! server_retargeted: MCP server `github`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+GITHUB_PERSONAL_ACCESS_TOKEN (value changed)"),
+        "{out}"
+    );
+    assert!(out.contains("connect_timeout_ms: (none) → 9000"), "{out}");
+    assert!(!out.contains("SOME_OTHER_SECRET"), "{out}");
+}
+
+#[test]
 fn check_locates_the_first_byte_that_is_not_utf8() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
