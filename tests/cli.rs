@@ -1103,6 +1103,114 @@ fn diff_base_reads_the_old_catalog_from_git_and_names_a_missing_parent() {
 }
 
 #[test]
+fn diff_base_rev_is_never_passed_to_git_as_an_option() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("git runs");
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    };
+    git(&["init", "-q"]);
+    let new = dir.path().join("tools.toml");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml"), &new).expect("copy");
+    git(&["add", "tools.toml"]);
+    git(&["commit", "-q", "-m", "catalog"]);
+    let owned = dir.path().join("owned");
+    let new = new.to_str().expect("UTF-8 path");
+    let option = format!("--base=--output={}", owned.display());
+    let o = toolcat(&["diff", &option, new]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("starts with `-`, so git would read it as an option"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!owned.exists(), "git wrote {}", owned.display());
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let o = toolcat(&["diff", "--base=", new]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("`--base` names no git revision"),
+        "{}",
+        stderr(&o)
+    );
+    // A revision whose file is empty: an error, not an empty old catalog.
+    std::fs::write(dir.path().join("tools.toml"), "").expect("empty the catalog");
+    git(&["commit", "-q", "-am", "empty"]);
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml"), new).expect("copy");
+    let o = toolcat(&["diff", "--base", "HEAD", new]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("printed nothing"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("added"), "{}", stdout(&o));
+}
+
+#[test]
+fn diff_reads_catalogs_with_the_guards_of_check() {
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let o = toolcat(&["diff", "/dev/zero", reference]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let o = toolcat(&["diff", reference, fifo.to_str().expect("UTF-8 path")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    let big = dir.path().join("big.toml");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(70 * 1024 * 1024))
+        .expect("sparse file");
+    let o = toolcat(&["diff", big.to_str().expect("UTF-8 path"), reference]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("MAX_CATALOG_BYTES"), "{}", stderr(&o));
+}
+
+#[test]
+fn diff_reports_server_env_by_key_and_flags_a_server_retargeted() {
+    let reference = concat!(env!("CARGO_MANIFEST_DIR"), "/tools.toml");
+    let source = std::fs::read_to_string(reference).expect("the reference catalog");
+    let from = "env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${GITHUB_PERSONAL_ACCESS_TOKEN}\" }";
+    assert!(source.contains(from));
+    let edited = source
+        .replacen(
+            from,
+            "env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"${SOME_OTHER_SECRET}\" }\nconnect_timeout_ms = 9000",
+            1,
+        )
+        .replacen("command = \"github-mcp-server\"", "command = \"not-github\"", 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let new = dir.path().join("tools.toml");
+    std::fs::write(&new, edited).expect("write the edited catalog");
+    let o = toolcat(&[
+        "diff",
+        reference,
+        new.to_str().expect("UTF-8 path"),
+        "--deny-widening",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("! server_retargeted: MCP server `github`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+GITHUB_PERSONAL_ACCESS_TOKEN (value changed)"),
+        "{out}"
+    );
+    assert!(out.contains("connect_timeout_ms: (none) → 9000"), "{out}");
+    assert!(!out.contains("SOME_OTHER_SECRET"), "{out}");
+}
+
+#[test]
 fn check_locates_the_first_byte_that_is_not_utf8() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -11,8 +11,13 @@
 //! compared as the server tool its calls run: the row's `remote_name`, else its declared name
 //! (empty for a local tool). An effective `max_tools` is the cap that holds: the smaller of the
 //! entry's `max_tools` and its `client`'s cap, a preset's bounded by its profile's too. Tools are
-//! matched by exported name (the name a model or MCP client calls); a removed tool and an added
-//! one whose every other field is equal (the server tool it runs included) are one renamed tool.
+//! matched by exported name (the name a model or MCP client calls). A removed tool and an added
+//! one are one renamed tool when every other field is equal (the server tool it runs included),
+//! or else when they have the same identity: the same source and, for a server tool, the same
+//! server tool its calls run (`remote_name`, else the declared name), for a local tool or a
+//! meta-tool the same description. A renamed tool lists its changed fields and is compared field
+//! by field like any kept tool, so every widening that comes with a rename is flagged. Each
+//! removed tool pairs with at most one added tool (the first, in the new catalog's order).
 //!
 //! **Widening** is a change that lets more callers reach or run a tool with less in the way.
 //! A *restricted* profile is any profile but the implicit `full` (which owns every tool by
@@ -46,11 +51,11 @@
 //! (the deferred-tool manifest names tools the profile already owns), `review_inline` (a review
 //! threshold, not a run-time bound), descriptions, narrowing changes and removals.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::model::{EffectKind, Exposure, Status, Tier, Visibility};
+use crate::model::{EffectKind, Exposure, McpServerDecl, Status, Tier, Visibility};
 use crate::tables::{bit, ones, Tables, SOURCE_LOCAL, SOURCE_LOOP};
 
 /// Everything that differs between two catalogs.
@@ -80,7 +85,8 @@ impl Diff {
 pub enum ChangeKind {
     Added,
     Removed,
-    /// A tool under a new name, every other field equal (tools only).
+    /// A tool under a new name (tools only): every other field equal, or the same identity (see
+    /// the module documentation) with the changed fields listed.
     Renamed,
     Changed,
 }
@@ -118,7 +124,8 @@ pub struct ToolChange {
     /// The old exported name of a renamed tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub renamed_from: Option<String>,
-    /// The changed fields; for an added (removed) tool its answers, with `old` (`new`) empty.
+    /// The changed fields (a renamed tool's too, empty when only the name changed); for an added
+    /// (removed) tool its answers, with `old` (`new`) empty.
     pub fields: Vec<FieldChange>,
 }
 
@@ -145,6 +152,7 @@ pub enum WideningKind {
     AddedToScope,
     Undeprecated,
     RemoteRetargeted,
+    ServerRetargeted,
     RateLimitLoosened,
     CapRaised,
     PresetProfileWidened,
@@ -161,6 +169,7 @@ impl WideningKind {
         WideningKind::AddedToScope,
         WideningKind::Undeprecated,
         WideningKind::RemoteRetargeted,
+        WideningKind::ServerRetargeted,
         WideningKind::RateLimitLoosened,
         WideningKind::CapRaised,
         WideningKind::PresetProfileWidened,
@@ -177,6 +186,7 @@ impl WideningKind {
             WideningKind::AddedToScope => "added_to_scope",
             WideningKind::Undeprecated => "undeprecated",
             WideningKind::RemoteRetargeted => "remote_retargeted",
+            WideningKind::ServerRetargeted => "server_retargeted",
             WideningKind::RateLimitLoosened => "rate_limit_loosened",
             WideningKind::CapRaised => "cap_raised",
             WideningKind::PresetProfileWidened => "preset_profile_widened",
@@ -193,7 +203,8 @@ pub struct Widening {
     /// The profile, MCP scope or field it concerns, when the kind has one: the profile of
     /// `profile_gained`, `destructive_in_restricted`, `added_to_profile` and
     /// `preset_profile_widened` (the new profile), the scope of `scope_gained` and
-    /// `added_to_scope`, the field of `cap_raised` (`max_inline` or `max_tools`).
+    /// `added_to_scope`, the field of `cap_raised` (`max_inline` or `max_tools`), the changed
+    /// fields of `server_retargeted` (`command`, `args`, `url`, joined with `, `).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// One sentence saying what widened.
@@ -232,6 +243,19 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
             renamed[j] = true;
         }
     }
+    // Renamed and changed: the same identity (see the module documentation), compared field by
+    // field like any kept tool, so a widening that comes with a rename is flagged.
+    for j in 0..new.len {
+        if matched[j].is_some() {
+            continue;
+        }
+        let id = identity(new, j);
+        if let Some(i) = (0..old.len).find(|&i| !taken[i] && identity(old, i) == id) {
+            taken[i] = true;
+            matched[j] = Some(i);
+            renamed[j] = true;
+        }
+    }
 
     let mut tools = Vec::new();
     for j in 0..new.len {
@@ -247,7 +271,7 @@ pub fn diff(old: &Tables, new: &Tables) -> Diff {
                 tool: name,
                 change: ChangeKind::Renamed,
                 renamed_from: Some(old.exported_names[i].to_string()),
-                fields: Vec::new(),
+                fields: changed(&old_fields[i], &new_fields[j]),
             }),
             Some(i) => {
                 let fields = changed(&old_fields[i], &new_fields[j]);
@@ -381,17 +405,9 @@ fn tool_name(t: &Tables, index: Option<u32>) -> String {
 }
 
 /// Every compared field of tool `i`, in report order. The name is not one of them (it is the
-/// key, and a rename is a removed and an added tool whose fields are all equal).
+/// key; renames are matched as the module documentation says).
 fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
-    let source = match t.source[i] {
-        SOURCE_LOCAL => "local".to_string(),
-        SOURCE_LOOP => "loop".to_string(),
-        s => t
-            .server_names
-            .get(s as usize)
-            .map(|n| n.to_string())
-            .unwrap_or_default(),
-    };
+    let source = source_text(t, i);
     let toolsets = (0..t.toolset_names.len())
         .filter(|&k| bit(t.set(&t.toolset_bits, k), i))
         .map(|k| t.toolset_names[k].to_string())
@@ -453,6 +469,30 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
         ("remote_name", Val::One(remote_name(t, i).to_string())),
         ("timeout_ms", Val::One(opt_text(t.timeout_ms[i]))),
     ]
+}
+
+/// What makes tool `i` the same tool under another name: its source (`local`, `loop` or the
+/// server's name) with, for a server tool, the server tool its calls run ([`remote_name`]), and
+/// for a local tool or a meta-tool its description.
+fn identity(t: &Tables, i: usize) -> (String, &str) {
+    let source = source_text(t, i);
+    match t.source[i] {
+        SOURCE_LOCAL | SOURCE_LOOP => (source, &t.descriptions[i]),
+        _ => (source, remote_name(t, i)),
+    }
+}
+
+/// `local`, `loop` or the name of the MCP server tool `i` comes from.
+fn source_text(t: &Tables, i: usize) -> String {
+    match t.source[i] {
+        SOURCE_LOCAL => "local".to_string(),
+        SOURCE_LOOP => "loop".to_string(),
+        s => t
+            .server_names
+            .get(s as usize)
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+    }
 }
 
 /// The server tool a call of tool `i` runs: its `remote_name`, else its declared name, as the
@@ -851,7 +891,123 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
             );
         }
     }
+    let old_servers = name_index(&old.server_names);
+    for (k, server) in new.server_names.iter().enumerate() {
+        let Some(&o) = old_servers.get(&**server) else {
+            continue;
+        };
+        let fields: Vec<&str> = [
+            ("command", old.server_commands[o] != new.server_commands[k]),
+            ("args", old.server_args[o] != new.server_args[k]),
+            ("url", old.server_urls[o] != new.server_urls[k]),
+        ]
+        .into_iter()
+        .filter_map(|(f, differs)| differs.then_some(f))
+        .collect();
+        if !fields.is_empty() {
+            let rows = (0..new.len)
+                .filter(|&j| new.source[j] as usize == k)
+                .count();
+            let fields = fields.join(", ");
+            push(
+                WideningKind::ServerRetargeted,
+                server,
+                Some(fields.clone()),
+                format!(
+                    "MCP server `{server}` now runs another process or endpoint ({fields} changed) for its {rows} tool(s), under the same declarations"
+                ),
+            );
+        }
+    }
     out
+}
+
+/// The `[mcp_server.NAME]` settings the tables do not keep, in report order: `env` and `headers`
+/// as their keys (a kept key whose value changed, against `other`, as `KEY (value changed)`),
+/// `connect_timeout_ms` as its number (empty when unset).
+fn server_settings(
+    decl: &McpServerDecl,
+    other: Option<&McpServerDecl>,
+) -> Vec<(&'static str, Val)> {
+    let keys = |map: &BTreeMap<String, String>, other: Option<&BTreeMap<String, String>>| {
+        Val::Many(
+            map.iter()
+                .map(|(k, v)| match other.and_then(|o| o.get(k)) {
+                    Some(before) if before != v => format!("{k} (value changed)"),
+                    _ => k.clone(),
+                })
+                .collect(),
+        )
+    };
+    vec![
+        ("env", keys(&decl.env, other.map(|o| &o.env))),
+        ("headers", keys(&decl.headers, other.map(|o| &o.headers))),
+        (
+            "connect_timeout_ms",
+            Val::One(
+                decl.connect_timeout_ms
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            ),
+        ),
+    ]
+}
+
+/// Adds to `d` the changes of each MCP server's `env`, `headers` and `connect_timeout_ms`, which
+/// the tables do not keep, from the two catalogs' declarations (`CatalogFile::mcp_server` of
+/// [`crate::load::parse`]); the servers are the ones of the tables [`diff`] compared. A server in
+/// both gets the changed settings among its fields (a `changed` entry when it had none); an
+/// added server gets its settings. Keys are reported, never values (see the module documentation).
+/// None of these changes is widening.
+pub fn add_server_settings(
+    d: &mut Diff,
+    old: &BTreeMap<String, McpServerDecl>,
+    new: &BTreeMap<String, McpServerDecl>,
+) {
+    for (name, decl) in new {
+        let before = old.get(name);
+        let fields = match before {
+            None => server_settings(decl, None)
+                .iter()
+                .filter(|(_, v)| *v != Val::One(String::new()) && *v != Val::Many(Vec::new()))
+                .map(|(f, v)| field_change(f, &Val::One(String::new()), v))
+                .collect(),
+            Some(before) => changed(
+                &server_settings(before, None),
+                &server_settings(decl, Some(before)),
+            ),
+        };
+        if fields.is_empty() {
+            continue;
+        }
+        let position = d
+            .tables
+            .iter()
+            .position(|c| c.table == "mcp_server" && c.name == *name);
+        match position {
+            Some(p) => d.tables[p].fields.extend(fields),
+            None => {
+                // After the other server entries, before the settings.
+                let at = d
+                    .tables
+                    .iter()
+                    .position(|c| {
+                        c.table == "catalog"
+                            || (c.table == "mcp_server" && c.change == ChangeKind::Removed)
+                    })
+                    .unwrap_or(d.tables.len());
+                d.tables.insert(
+                    at,
+                    TableChange {
+                        table: "mcp_server",
+                        name: name.clone(),
+                        change: ChangeKind::Changed,
+                        fields,
+                    },
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1253,10 +1409,30 @@ remote_name = "issues_list"
         assert_eq!(d.tables.len(), 1, "{d:#?}");
         assert_eq!(d.tables[0].fields[0].added, ["save_file"]);
         assert_eq!(d.tables[0].fields[0].removed, ["write_file"]);
-        // Renamed and changed is a removed and an added tool.
+        // Renamed and changed, same description: a renamed tool with its changed fields.
         let d = edit(&[
             (r#"name = "write_file""#, r#"name = "save_file""#),
             (r#"rate_limit = "10/min""#, r#"rate_limit = "5/min""#),
+        ]);
+        assert_eq!(d.tools.len(), 1, "{d:#?}");
+        let t = &d.tools[0];
+        assert_eq!(
+            (t.tool.as_str(), t.change, t.renamed_from.as_deref()),
+            ("save_file", ChangeKind::Renamed, Some("write_file"))
+        );
+        let fields: Vec<_> = t
+            .fields
+            .iter()
+            .map(|f| (f.field, f.old.as_str(), f.new.as_str()))
+            .collect();
+        assert_eq!(fields, [("rate_limit", "10/min", "5/min")]);
+        // Renamed with another description too: a removed and an added local tool.
+        let d = edit(&[
+            (r#"name = "write_file""#, r#"name = "save_file""#),
+            (
+                "Writes a file in the workspace, replacing its content",
+                "Saves a file",
+            ),
         ]);
         let changes: Vec<_> = d
             .tools
@@ -1270,6 +1446,169 @@ remote_name = "issues_list"
                 ("write_file", ChangeKind::Removed)
             ]
         );
+    }
+
+    #[test]
+    fn a_rename_combined_with_a_widening_flags_the_widening() {
+        use WideningKind::*;
+        // A local tool renamed (same description) while it loses its gate and its rate limit and
+        // gains the `full` scope.
+        let d = edit(&[
+            (r#"name = "write_file""#, r#"name = "save_file""#),
+            (
+                "tier = \"gated\"\neffect = \"write\"",
+                "tier = \"silent\"\neffect = \"read\"",
+            ),
+            (r#"rate_limit = "10/min""#, ""),
+            (r#"exposure = "staging""#, r#"exposure = "full""#),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            [
+                (GateLost, "save_file".to_string(), None),
+                (RateLimitLoosened, "save_file".to_string(), None),
+            ],
+            "{d:#?}"
+        );
+        assert_eq!(d.tools[0].change, ChangeKind::Renamed);
+        // A deprecated, excluded tool renamed, undeprecated and listed by every scope.
+        let d = edit(&[
+            (r#"name = "old_read""#, r#"name = "legacy_read""#),
+            (r#"exposure = "excluded""#, r#"exposure = "full""#),
+            (
+                "status = \"deprecated\"\nreplaced_by = \"read_file\"\nremoval = \"2027-01-01\"\n",
+                "",
+            ),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            [
+                (
+                    ScopeGained,
+                    "legacy_read".to_string(),
+                    Some("full".to_string())
+                ),
+                (Undeprecated, "legacy_read".to_string(), None),
+            ],
+            "{d:#?}"
+        );
+        // A server tool renamed while it runs the same server tool, now in another profile.
+        let d = edit_capped(&[
+            (r#"name = "list_issues""#, r#"name = "issues""#),
+            (
+                "exposure = \"read-only\"\nprofiles = [\"review\"]\ntoolsets = [\"core\"]\nowner = \"gh\"",
+                "exposure = \"full\"\nprofiles = [\"review\", \"minimal\"]\ntoolsets = [\"core\"]\nowner = \"gh\"",
+            ),
+        ]);
+        assert_eq!(
+            kinds(&d),
+            // `read-only` → `full` gains no scope (the exposure is a reported field change).
+            one(ProfileGained, "issues", Some("minimal")),
+            "{d:#?}"
+        );
+        assert_eq!(d.tools[0].renamed_from.as_deref(), Some("list_issues"));
+    }
+
+    /// The diff of `old` against `new` with the servers' settings added.
+    fn diff_with_settings(old: &str, new: &str) -> Diff {
+        let servers = |source: &str| match crate::load::parse("tools.toml", source) {
+            Ok(loaded) => loaded.file.mcp_server,
+            Err(d) => panic!("{d:?}"),
+        };
+        let mut d = diff(&tables(old), &tables(new));
+        add_server_settings(&mut d, &servers(old), &servers(new));
+        d
+    }
+
+    #[test]
+    fn server_env_headers_and_connect_timeout_changes_are_reported_by_key_not_value() {
+        let old = capped_with_server().replacen(
+            "command = \"gh-mcp\"",
+            "command = \"gh-mcp\"\nenv = { TOKEN = \"${GH_TOKEN}\", MODE = \"fast\" }",
+            1,
+        );
+        let new = capped_with_server().replacen(
+            "command = \"gh-mcp\"",
+            "command = \"gh-mcp\"\nenv = { TOKEN = \"${OTHER_SECRET}\", LOG = \"1\" }\nconnect_timeout_ms = 2500",
+            1,
+        );
+        let d = diff_with_settings(&old, &new);
+        assert!(d.widenings.is_empty(), "{d:#?}");
+        assert_eq!(d.tables.len(), 1, "{d:#?}");
+        let c = &d.tables[0];
+        assert_eq!(
+            (c.table, c.name.as_str(), c.change),
+            ("mcp_server", "gh", ChangeKind::Changed)
+        );
+        let fields: Vec<_> = c
+            .fields
+            .iter()
+            .map(|f| (f.field, f.added.clone(), f.removed.clone(), f.new.clone()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (
+                    "env",
+                    vec!["LOG".to_string(), "TOKEN (value changed)".to_string()],
+                    vec!["MODE".to_string(), "TOKEN".to_string()],
+                    "LOG, TOKEN (value changed)".to_string()
+                ),
+                ("connect_timeout_ms", vec![], vec![], "2500".to_string()),
+            ]
+        );
+        let json = serde_json::to_string(&d).expect("serialises");
+        assert!(
+            !json.contains("OTHER_SECRET") && !json.contains("GH_TOKEN"),
+            "{json}"
+        );
+        // Headers of an HTTP server, a value changed.
+        let http = |token: &str| {
+            capped_with_server().replacen(
+                "command = \"gh-mcp\"",
+                &format!("url = \"https://mcp.example.invalid\"\nheaders = {{ Authorization = \"Bearer ${{{token}}}\" }}"),
+                1,
+            )
+        };
+        let d = diff_with_settings(&http("A"), &http("B"));
+        assert_eq!(d.tables.len(), 1, "{d:#?}");
+        assert_eq!(d.tables[0].fields[0].field, "headers");
+        assert_eq!(d.tables[0].fields[0].new, "Authorization (value changed)");
+        assert!(d.widenings.is_empty(), "{d:#?}");
+    }
+
+    #[test]
+    fn a_server_command_args_or_url_change_is_server_retargeted() {
+        use WideningKind::*;
+        let cases: Vec<(&[(&str, &str)], Vec<_>)> = vec![
+            (
+                &[("command = \"gh-mcp\"", "command = \"other-mcp\"")],
+                one(ServerRetargeted, "gh", Some("command")),
+            ),
+            (
+                &[(
+                    "command = \"gh-mcp\"",
+                    "command = \"gh-mcp\"\nargs = [\"--all\"]",
+                )],
+                one(ServerRetargeted, "gh", Some("args")),
+            ),
+            (
+                &[(
+                    "command = \"gh-mcp\"",
+                    "url = \"https://mcp.example.invalid\"",
+                )],
+                one(ServerRetargeted, "gh", Some("command, url")),
+            ),
+            (
+                &[("description = \"The code host\"", "description = \"Code\"")],
+                vec![],
+            ),
+        ];
+        for (edits, expected) in cases {
+            let d = edit_capped(edits);
+            assert!(!d.is_empty(), "{edits:?} changed nothing");
+            assert_eq!(kinds(&d), expected, "{edits:?}: {d:#?}");
+        }
     }
 
     #[test]

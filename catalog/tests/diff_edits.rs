@@ -8,7 +8,8 @@
 //! invented. Edits change fields of random rows (visibility, tier, effect, exposure, profiles,
 //! status, rate limit, flags, description, `remote_name`, `timeout_ms`), rename, remove or copy a
 //! row, change a profile's `max_inline`, `max_tools`, `client` or `manifest_tokens`, a preset's
-//! profile, `max_tools` or `client`, or the catalog's `review_inline`. An edit that makes the
+//! profile, `max_tools` or `client`, the catalog's `review_inline`, or an MCP server's `command`,
+//! `args` or description. An edit that makes the
 //! catalog invalid is skipped and counted; the test requires most cases to be valid, so the
 //! generator cannot drift into testing nothing.
 
@@ -48,6 +49,10 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
         .as_table()
         .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
         .unwrap_or_default();
+    let servers: Vec<String> = doc["mcp_server"]
+        .as_table()
+        .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
+        .unwrap_or_default();
     let rows = doc["tool"].as_array_of_tables_mut().expect("[[tool]] rows");
     let n = rows.len();
     let r = rng.usize(..n);
@@ -61,7 +66,7 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             None | Some("local" | "loop")
         )
     };
-    match rng.u8(..20) {
+    match rng.u8(..21) {
         0 => {
             let v = pick(rng, &["inline", "discoverable"]);
             row["visibility"] = value(v.clone());
@@ -201,7 +206,34 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
                 row["remote_name"] = value(name.clone());
             }
             row["name"] = value(format!("{name}_renamed"));
-            format!("{name}: renamed")
+            // Half the renamed rows change a field too: a widening, or the description (the
+            // identity of a local row).
+            let also = match rng.usize(..10) {
+                0 => row.remove("rate_limit").map(|_| "rate limit dropped"),
+                1 => {
+                    row["exposure"] = value("full");
+                    Some("exposure = full")
+                }
+                2 => {
+                    for field in ["status", "replaced_by", "removal"] {
+                        row.remove(field);
+                    }
+                    Some("undeprecated")
+                }
+                3 => {
+                    row["tier"] = value("silent");
+                    Some("tier = silent")
+                }
+                4 => {
+                    row["description"] = value(format!("Renamed description {}", rng.u32(..)));
+                    Some("description")
+                }
+                _ => None,
+            };
+            match also {
+                Some(also) => format!("{name}: renamed, {also}"),
+                None => format!("{name}: renamed"),
+            }
         }
         10 => {
             rows.remove(r);
@@ -209,9 +241,14 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
         }
         11 => {
             let mut copy = row.clone();
-            copy["name"] = value(format!("{name}_copy{}", rng.u32(..1000)));
-            // A description no other row has: the copy is an added tool, never a rename.
+            let copy_name = format!("{name}_copy{}", rng.u32(..1000));
+            copy["name"] = value(copy_name.clone());
+            // A description and a server tool no other row has: the copy is an added tool, never
+            // a rename.
             copy["description"] = value(format!("A copy of {name}, number {}", rng.u32(..)));
+            if server(&copy) {
+                copy["remote_name"] = value(copy_name);
+            }
             copy["exposure"] = value(pick(rng, &["read-only", "staging", "full", "excluded"]));
             rows.push(copy);
             format!("{name}: copied")
@@ -309,18 +346,42 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             doc["review_inline"] = value(v);
             format!("catalog: review_inline = {v}")
         }
+        20 if !servers.is_empty() => {
+            let server = servers[rng.usize(..servers.len())].clone();
+            let t = &mut doc["mcp_server"][server.as_str()];
+            let what = match rng.u8(..3) {
+                0 => {
+                    t["command"] = value(format!("other-mcp-{}", rng.u32(..)));
+                    "command"
+                }
+                1 => {
+                    let mut args = Array::new();
+                    args.push(format!("--flag-{}", rng.u32(..)));
+                    t["args"] = value(args);
+                    "args"
+                }
+                _ => {
+                    t["description"] = value(format!("Edited server {}", rng.u32(..)));
+                    "description"
+                }
+            };
+            format!("mcp_server {server}: {what}")
+        }
         _ => "nothing".to_string(),
     }
 }
 
 /// The rows (by name before any rename) a case's edits changed, besides renaming or copying them:
-/// a renamed row among them is a removed and an added tool, not a rename.
+/// a renamed row among them is a rename only while it keeps its identity ([`same_identity`]).
 fn changed_rows(edits: &[String]) -> BTreeSet<String> {
     edits
         .iter()
         .filter(|e| !e.ends_with(": renamed") && !e.ends_with(": copied"))
         .filter(|e| {
-            !e.starts_with("profile ") && !e.starts_with("preset ") && !e.starts_with("catalog:")
+            !e.starts_with("profile ")
+                && !e.starts_with("preset ")
+                && !e.starts_with("catalog:")
+                && !e.starts_with("mcp_server ")
         })
         .filter_map(|e| e.split_once(": "))
         .map(|(name, _)| {
@@ -335,23 +396,47 @@ fn changed_rows(edits: &[String]) -> BTreeSet<String> {
 
 /// For each tool of `new`, the index of the tool of `old` it came from: the same exported name,
 /// or the name before the edits appended `_renamed` when no other edit changed the row (see
-/// [`changed_rows`]); `None` for a copy or a renamed and changed row.
+/// [`changed_rows`]) or the row kept its identity (see [`same_identity`]); `None` for a copy or a
+/// renamed row that is neither. A renamed row with an origin is compared field by field.
 fn origin(old: &Tables, new: &Tables, changed: &BTreeSet<String>) -> Vec<Option<usize>> {
     let find = |name: &str| old.exported_names.iter().position(|n| n == name);
     new.exported_names
         .iter()
-        .map(|name| {
+        .enumerate()
+        .map(|(j, name)| {
             let mut name: &str = name;
             let mut renamed = false;
             loop {
                 if let Some(i) = find(name) {
-                    return (!renamed || !changed.contains(&*old.names[i])).then_some(i);
+                    let kept = !renamed
+                        || !changed.contains(&*old.names[i])
+                        || same_identity(old, i, new, j);
+                    return kept.then_some(i);
                 }
                 name = name.strip_suffix("_renamed")?;
                 renamed = true;
             }
         })
         .collect()
+}
+
+/// The source of tool `i`: `local`, `loop` or its server's name.
+fn source(t: &Tables, i: usize) -> &str {
+    match t.source[i] {
+        SOURCE_LOCAL => "local",
+        SOURCE_LOOP => "loop",
+        s => &t.server_names[s as usize],
+    }
+}
+
+/// Whether old tool `i` and new tool `j` are one tool under two names: the same source and, for a
+/// server tool, the same server tool run, for a local tool the same description.
+fn same_identity(old: &Tables, i: usize, new: &Tables, j: usize) -> bool {
+    source(old, i) == source(new, j)
+        && match runs(new, j) {
+            Some(server_tool) => runs(old, i) == Some(server_tool),
+            None => old.descriptions[i] == new.descriptions[j],
+        }
 }
 
 /// The server tool a call of tool `i` runs (the row's `remote_name`, else its declared name), or
@@ -491,6 +576,28 @@ fn oracle(old: &Tables, new: &Tables, origin: &[Option<usize>]) -> Found {
             ));
         }
     }
+    for (k, server) in new.server_names.iter().enumerate() {
+        let Some(ko) = old.server_names.iter().position(|n| n == server) else {
+            continue;
+        };
+        let mut fields = Vec::new();
+        if old.server_commands[ko] != new.server_commands[k] {
+            fields.push("command");
+        }
+        if old.server_args[ko] != new.server_args[k] {
+            fields.push("args");
+        }
+        if old.server_urls[ko] != new.server_urls[k] {
+            fields.push("url");
+        }
+        if !fields.is_empty() {
+            out.insert((
+                WideningKind::ServerRetargeted,
+                server.to_string(),
+                Some(fields.join(", ")),
+            ));
+        }
+    }
     out
 }
 
@@ -500,7 +607,7 @@ fn diff_agrees_with_the_tables_over_random_edits() {
     let old = toolcat_catalog::compile_str("tools.toml", &source)
         .expect("the reference catalog compiles")
         .tables;
-    let (mut valid, mut invalid, mut widening) = (0, 0, 0);
+    let (mut valid, mut invalid, mut widening, mut renamed_and_changed) = (0, 0, 0, 0);
     let (mut kinds_seen, mut caps_seen) = (BTreeSet::new(), BTreeSet::new());
     for case in 0..CASES {
         let mut rng = fastrand::Rng::with_seed(SEED + case);
@@ -548,6 +655,11 @@ fn diff_agrees_with_the_tables_over_random_edits() {
             d.tools
         );
         widening += usize::from(!found.is_empty());
+        renamed_and_changed += usize::from(
+            d.tools
+                .iter()
+                .any(|t| t.change == ChangeKind::Renamed && !t.fields.is_empty()),
+        );
         kinds_seen.extend(found.iter().map(|f| f.0));
         caps_seen.extend(
             found
@@ -556,7 +668,11 @@ fn diff_agrees_with_the_tables_over_random_edits() {
                 .filter_map(|f| f.2.clone()),
         );
     }
-    eprintln!("{valid} valid cases ({widening} with a widening), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
+    eprintln!("{valid} valid cases ({widening} with a widening, {renamed_and_changed} with a renamed and changed tool), {invalid} invalid edits skipped; kinds seen: {kinds_seen:?}");
+    assert!(
+        renamed_and_changed > 0,
+        "no case renamed and changed a tool"
+    );
     assert!(
         valid >= CASES as usize * 3 / 4,
         "only {valid} of {CASES} cases were valid"

@@ -2,13 +2,15 @@
 //! git revision and a file, as text, Markdown (a pull-request comment) or JSON. The comparison
 //! is the library's (`toolcat_catalog::diff`); this module reads the two catalogs and renders.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use toolcat_catalog::diagnostics::render_all;
-use toolcat_catalog::diff::{diff, Diff, FieldChange};
+use toolcat_catalog::diff::{add_server_settings, diff, Diff, FieldChange};
+use toolcat_catalog::model::McpServerDecl;
 use toolcat_catalog::tables::Tables;
 
 use super::args::{count, Reported};
@@ -19,7 +21,7 @@ pub struct DiffArgs {
     /// in the current directory).
     #[arg(value_name = "PATH", num_args = 0..=2)]
     pub paths: Vec<PathBuf>,
-    /// Read the old catalog from this git revision (`git show REV:./FILE`, FILE being `NEW`'s
+    /// Read the old catalog from this git revision (`git show --end-of-options REV:./FILE`, FILE being `NEW`'s
     /// name, in `NEW`'s directory), e.g. `HEAD~1` or `origin/main`.
     #[arg(long, value_name = "GIT_REV")]
     pub base: Option<String>,
@@ -41,7 +43,7 @@ pub enum DiffFormat {
 
 /// Runs `toolcat diff`.
 pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let ((old_label, old_bytes), (new_label, new_bytes)) = match (&a.base, a.paths.as_slice()) {
+    let ((old_label, old_source), (new_label, new_source)) = match (&a.base, a.paths.as_slice()) {
         (None, [old, new]) => (read_file(old)?, read_file(new)?),
         (None, _) => bail!(
             "`toolcat diff` compares two catalogs: pass `OLD NEW`, or `--base GIT_REV [NEW]` to read the old one from git"
@@ -54,9 +56,10 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             "with `--base`, pass at most `NEW`: the old catalog is read from the git revision"
         ),
     };
-    let old = compile(&old_label, old_bytes)?;
-    let new = compile(&new_label, new_bytes)?;
-    let d = diff(&old, &new);
+    let old = compile(&old_label, &old_source)?;
+    let new = compile(&new_label, &new_source)?;
+    let mut d = diff(&old.0, &new.0);
+    add_server_settings(&mut d, &old.1, &new.1);
     let text = match a.format {
         DiffFormat::Text => text(&d, &old_label, &new_label),
         DiffFormat::Markdown => markdown(&d, &old_label, &new_label),
@@ -83,18 +86,32 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_file(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot read catalog `{}`: {e}; pass the path of a `tools.toml` file",
-            path.display()
-        )
-    })?;
-    Ok((path.display().to_string(), bytes))
+/// A catalog file's text, read as `check` and the loader read it
+/// ([`toolcat::catalog::read_catalog_source`]: a regular file of at most `MAX_CATALOG_BYTES`).
+fn read_file(path: &Path) -> anyhow::Result<(String, String)> {
+    match toolcat::catalog::read_catalog_source(path) {
+        Ok(source) => Ok((path.display().to_string(), source)),
+        // Not UTF-8 (E0106): located like every diagnostic of the file.
+        Err(e @ toolcat::CatalogError::Invalid { .. }) => {
+            eprint!("{e}");
+            Err(Reported.into())
+        }
+        Err(e) => bail!("{e}"),
+    }
 }
 
-/// `NEW`'s file at `rev`, read with `git show REV:./NAME` in `NEW`'s directory.
-fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+/// `NEW`'s file at `rev`, read with `git show --end-of-options REV:./NAME` in `NEW`'s directory.
+/// A `rev` that is empty or starts with `-` is refused (git would read it as an option), and so
+/// is an empty answer: an empty old catalog would report every tool as added.
+fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, String)> {
+    if rev.is_empty() {
+        bail!("`--base` names no git revision; pass one, e.g. `--base HEAD~1` or `--base origin/main`");
+    }
+    if rev.starts_with('-') {
+        bail!(
+            "`--base {rev}` starts with `-`, so git would read it as an option; pass a revision name, e.g. `--base HEAD~1` or `--base origin/main`"
+        );
+    }
     let name = new
         .file_name()
         .with_context(|| format!("`{}` names no file", new.display()))?;
@@ -107,7 +124,7 @@ fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["show", &spec])
+        .args(["show", "--end-of-options", &spec])
         .output()
         .with_context(|| format!("cannot run `git show {spec}`; is git installed?"))?;
     if !output.status.success() {
@@ -117,25 +134,35 @@ fn read_git(rev: &str, new: &Path) -> anyhow::Result<(String, Vec<u8>)> {
             stderr.trim()
         );
     }
-    Ok((label, output.stdout))
-}
-
-/// The tables of a catalog's bytes; on an invalid catalog every diagnostic goes to stderr.
-fn compile(label: &str, bytes: Vec<u8>) -> anyhow::Result<Tables> {
-    let source = match toolcat_catalog::load::decode(bytes) {
+    if output.stdout.is_empty() {
+        bail!(
+            "`git show {spec}` printed nothing: `{rev}` does not name a file with a catalog; pass a revision whose `{}` holds one",
+            name.to_string_lossy()
+        );
+    }
+    let source = match toolcat_catalog::load::decode(output.stdout) {
         Ok(source) => source,
         Err(e) => {
-            eprint!("{}", render_all(&[e.diagnostic], label, &e.text));
+            eprint!("{}", render_all(&[e.diagnostic], &label, &e.text));
             return Err(Reported.into());
         }
     };
-    match toolcat_catalog::compile_str(label, &source) {
-        Ok(compiled) => Ok(compiled.tables),
-        Err(diagnostics) => {
-            eprint!("{}", render_all(&diagnostics, label, &source));
-            Err(Reported.into())
-        }
-    }
+    Ok((label, source))
+}
+
+/// The tables of a catalog's text and its `[mcp_server]` declarations (whose `env`, `headers` and
+/// `connect_timeout_ms` the tables do not keep); on an invalid catalog every diagnostic goes to
+/// stderr.
+fn compile(label: &str, source: &str) -> anyhow::Result<(Tables, BTreeMap<String, McpServerDecl>)> {
+    let report = |diagnostics: Vec<toolcat_catalog::diagnostics::Diagnostic>| {
+        eprint!("{}", render_all(&diagnostics, label, source));
+        anyhow::Error::from(Reported)
+    };
+    let tables = toolcat_catalog::compile_str(label, source)
+        .map_err(report)?
+        .tables;
+    let loaded = toolcat_catalog::load::parse(label, source).map_err(report)?;
+    Ok((tables, loaded.file.mcp_server))
 }
 
 /// Values longer than this are cut in text and Markdown (JSON has them whole).
