@@ -17,7 +17,7 @@ use toolcat_catalog::generated::{marker_idents, CATALOG_ENV};
 use toolcat_catalog::model::{Tier, SOURCE_LOCAL, SOURCE_LOOP};
 
 /// The required shape, quoted in signature errors.
-const SHAPE: &str = "async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>";
+const SHAPE: &str = "async fn NAME(args: Args, ctx: &ToolContext[, State(v): State<T>]) -> Result<Out, ToolError>";
 
 /// What the macro needs to know about the catalog: each `[[tool]]` row's name, source and tier.
 pub(crate) struct Catalog {
@@ -150,6 +150,8 @@ impl Options {
 struct Signature {
     args: syn::Type,
     output: syn::Type,
+    /// The optional third parameter's type: an extractor of the call's context (`State<T>`).
+    extractor: Option<syn::Type>,
 }
 
 /// Expands `#[tool(attr)] item` against `catalog`.
@@ -183,7 +185,28 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
     match (signature, marker) {
         (Ok(sig), Ok(marker)) => {
             let option_error = option_error.map(|e| e.to_compile_error());
-            let Signature { args, output } = sig;
+            let Signature {
+                args,
+                output,
+                extractor,
+            } = sig;
+            // The third parameter is built from the context before the handler runs (state not
+            // registered fails the call); a type that is no extractor is reported at the type
+            // through `FromToolContext`'s `on_unimplemented`.
+            let body = match extractor {
+                None => quote! { ::std::boxed::Box::pin(#fn_name(args, ctx)) },
+                Some(ty) => {
+                    let extract = quote_spanned! {ty.span()=>
+                        <#ty as ::toolcat::FromToolContext>::from_tool_context(ctx)
+                    };
+                    quote! {
+                        ::std::boxed::Box::pin(async move {
+                            let extracted = #extract?;
+                            #fn_name(args, ctx, extracted).await
+                        })
+                    }
+                }
+            };
             // `fn(&Args, &ToolContext) -> Result<Vec<Target>, ToolError>`, called with the
             // path's span so a function of another shape is reported at the option.
             let prepare = options.prepare.map(|path| {
@@ -206,7 +229,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream, catalog: &Catalog) -> T
                         args: Self::Args,
                         ctx: &::toolcat::ToolContext,
                     ) -> ::toolcat::BoxFuture<'_, ::core::result::Result<Self::Output, ::toolcat::ToolError>> {
-                        ::std::boxed::Box::pin(#fn_name(args, ctx))
+                        #body
                     }
                     #prepare
                 }
@@ -297,7 +320,7 @@ fn check_signature(sig: &syn::Signature) -> syn::Result<Signature> {
                 "`#[tool]` handler `{name}` cannot take `self`; it is a free function `{SHAPE}`"
             ),
         ));
-    } else if sig.inputs.len() != 2 {
+    } else if !(2..=3).contains(&sig.inputs.len()) {
         let span = if sig.inputs.is_empty() {
             sig.paren_token.span.join()
         } else {
@@ -307,13 +330,19 @@ fn check_signature(sig: &syn::Signature) -> syn::Result<Signature> {
             span,
             format!(
                 "`#[tool]` handler `{name}` takes 2 arguments, `args: Args` and \
-                 `ctx: &ToolContext`, but has {}",
+                 `ctx: &ToolContext`, and optionally a third, `State(v): State<T>`, but has {}",
                 sig.inputs.len()
             ),
         ));
     } else if let Some(syn::FnArg::Typed(first)) = sig.inputs.first() {
         args = Some((*first.ty).clone());
     }
+    let extractor = match sig.inputs.iter().nth(2) {
+        Some(syn::FnArg::Typed(third)) if receiver.is_none() && sig.inputs.len() == 3 => {
+            Some((*third.ty).clone())
+        }
+        _ => None,
+    };
     let output = match &sig.output {
         syn::ReturnType::Default => {
             errors.push(syn::Error::new(
@@ -344,7 +373,11 @@ fn check_signature(sig: &syn::Signature) -> syn::Result<Signature> {
         return Err(first);
     }
     match (args, output) {
-        (Some(args), Some(output)) => Ok(Signature { args, output }),
+        (Some(args), Some(output)) => Ok(Signature {
+            args,
+            output,
+            extractor,
+        }),
         // Unreachable: both are set whenever no error was recorded.
         _ => Err(syn::Error::new(
             sig.ident.span(),
@@ -551,6 +584,22 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("type Args = ()"), "stub impl expected: {out}");
+    }
+
+    #[test]
+    fn a_third_parameter_is_extracted_from_the_context() {
+        let item = "async fn read_file(args: ReadArgs, ctx: &ToolContext, State(db): State<Db>) -> Result<Out, ToolError> { todo!() }";
+        let out = expand(quote!(), item.parse().unwrap());
+        assert!(
+            out.contains("< State < Db > as :: toolcat :: FromToolContext > :: from_tool_context (ctx)"),
+            "{out}"
+        );
+        assert!(out.contains("read_file (args , ctx , extracted)"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+        let item = "async fn read_file(args: ReadArgs, ctx: &ToolContext, a: A, b: B) -> Result<Out, ToolError> { todo!() }";
+        let out = expand(quote!(), item.parse().unwrap());
+        assert!(out.contains("optionally a third"), "{out}");
+        assert!(out.contains("but has 4"), "{out}");
     }
 
     #[test]

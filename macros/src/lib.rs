@@ -16,6 +16,17 @@ mod expand;
 /// tool `NAME` declared in `tools.toml` (`Args: Deserialize + JsonSchema + Send`,
 /// `Out: Serialize + Send`).
 ///
+/// An optional third parameter receives application state the host registered once, by type
+/// (`Coordinator::with_state`, `toolcat::mcp::Server::state`, `ToolContext::with_state`):
+/// `async fn NAME(args: Args, ctx: &ToolContext, State(db): State<Db>) -> Result<Out, ToolError>`
+/// (`toolcat::State`, after axum's; `Db: Clone + Send + Sync + 'static`, cloned once per call).
+/// It is built before the function runs: when no `Db` is registered the call fails with
+/// `ToolError::MissingState` naming the type and the fix, and the function does not run. The same
+/// value is `ctx.state::<Db>()`. A third parameter of another type is a compile error at the
+/// type (it must implement `toolcat::FromToolContext`). `ctx.caller()` says who calls
+/// (`toolcat::Caller`: an MCP client's declared name and version, the session, the profile and
+/// exposure served).
+///
 /// Options: `#[tool(name = "kebab-name")]` binds a function to a tool whose name is not a Rust
 /// identifier; `#[tool(catalog = some::path)]` names the module where `toolcat::include_catalog!()`
 /// was invoked (default `crate::toolcat_generated`); `#[tool(prepare = some::function)]` names the

@@ -78,7 +78,9 @@ use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultR
 use crate::arguments::DeclaredArguments;
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
-use crate::handler::{Access, CallScope, ErasedHandler, Target, ToolContext, ToolError};
+use crate::handler::{
+    Access, CallScope, Caller, ErasedHandler, Target, ToolContext, ToolError,
+};
 use crate::records::{CallId, CallState, CallStore, NewCall};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
@@ -127,6 +129,8 @@ pub struct CallRequest<'a> {
     /// Who may read the result back when it is archived (the caller's session);
     /// `None`: the coordinator's own owner ([`Coordinator::owner`]).
     pub owner: Option<ArchiveOwner>,
+    /// Who makes the call, as the handler sees it ([`ToolContext::caller`]); `None`: not said.
+    pub caller: Option<Arc<Caller>>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -139,7 +143,16 @@ impl<'a> CallRequest<'a> {
             allowed,
             cancel: None,
             owner: None,
+            caller: None,
         }
+    }
+
+    /// The same call made by `caller`: its handler (and prepare step) see it as
+    /// [`ToolContext::caller`]. The MCP server sets it for every call it runs; a host calling the
+    /// coordinator directly sets what it wants handlers to know.
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = Some(Arc::new(caller));
+        self
     }
 
     /// The same call, cancelled when `token` is.
@@ -610,6 +623,22 @@ impl<'c> Coordinator<'c> {
         self.owner
     }
 
+    /// Registers `value` as application state of type `T` (replacing one of the same type): every
+    /// call's [`ToolContext`] shares it, and a `#[tool]` handler reads it with
+    /// [`ToolContext::state`] or a third parameter `State(v): State<T>` ([`crate::State`]). A
+    /// handler that needs state nobody registered fails with [`ToolError::MissingState`], naming
+    /// the type. Shared by clones and [`Coordinator::for_catalog`].
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.context = self.context.with_state(value);
+        self
+    }
+
+    /// The same coordinator with its local tools running in `workspace` (application state kept).
+    pub fn with_workspace(mut self, workspace: impl Into<std::path::PathBuf>) -> Self {
+        self.context.workspace = workspace.into();
+        self
+    }
+
     /// Sets the approval hook asked before each call of a `gated` tool.
     pub fn with_approval(
         mut self,
@@ -849,6 +878,7 @@ impl<'c> Coordinator<'c> {
             allowed,
             cancel,
             owner: None,
+            caller: None,
         };
         Ok(self.run(request, Some(id)).await)
     }
@@ -917,8 +947,11 @@ impl<'c> Coordinator<'c> {
             allowed,
             cancel,
             owner,
+            caller,
         } = request;
         let c = self.catalog;
+        // The context of this call's prepare step and handler: the coordinator's, with the caller.
+        let context = self.context.clone().with_caller(caller);
         let cancel = cancel.unwrap_or_default();
         let i = t.index();
         let in_scope = i < c.len()
@@ -980,7 +1013,7 @@ impl<'c> Coordinator<'c> {
         // without approval.
         let handler = self.dispatch(t);
         let targets = match &handler {
-            Ok(Runner::Local(h)) => match (h.prepare)(&arguments, &self.context) {
+            Ok(Runner::Local(h)) => match (h.prepare)(&arguments, &context) {
                 Ok(targets) => targets,
                 Err(e) => return (false, Err(CallError::Tool(e))),
             },
@@ -1019,7 +1052,7 @@ impl<'c> Coordinator<'c> {
         // again (the approval may have taken a while).
         let handler = match handler {
             Runner::Local(h) => {
-                let now = match (h.prepare)(&arguments, &self.context) {
+                let now = match (h.prepare)(&arguments, &context) {
                     Ok(now) => now,
                     Err(e) => return (false, Err(CallError::Tool(e))),
                 };
@@ -1052,7 +1085,7 @@ impl<'c> Coordinator<'c> {
             _ => None,
         };
         let scope = CallScope::new(cancel.clone(), on_commit);
-        let ctx = self.context.for_call(Arc::clone(&scope));
+        let ctx = context.for_call(Arc::clone(&scope));
         let finish = Finish {
             store: self.store.clone(),
             archive: self.archive.clone(),

@@ -1,7 +1,8 @@
 //! The handler side of a tool: what a `#[tool]` function is, what it receives, how it fails.
 //!
 //! `#[tool]` on
-//! `async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` (with `Args:
+//! `async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` (optionally with a
+//! third parameter `State(v): State<T>`, see "Application state" below; with `Args:
 //! Deserialize + JsonSchema`, `Out: Serialize`) implements [`ToolHandler`] for the marker type the
 //! build script generated for tool `NAME`. Coherence makes a second handler for the same tool a
 //! conflicting-implementation error (E0119); the generated dispatch table names every local tool's
@@ -12,7 +13,35 @@
 //! `fn FN(args: &Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError>` names the concrete
 //! [`Target`]s of a call (a file and whether it is read or written, with a fingerprint of what is
 //! there now). Without it a tool declares no targets.
+//!
+//! # Application state
+//!
+//! What a handler needs from the host (a database pool, an HTTP client, a configuration) is
+//! registered once, by type, on the coordinator ([`crate::Coordinator::with_state`]), the MCP
+//! server ([`crate::mcp::Server::state`], feature `mcp`) or a context
+//! ([`ToolContext::with_state`]); every call's context shares it. A handler reads it with
+//! [`ToolContext::state`], or takes it as a third parameter of type [`State<T>`], the extractor
+//! form (after axum's `State`):
+//!
+//! ```ignore
+//! #[toolcat::tool]
+//! async fn lookup(args: LookupArgs, ctx: &ToolContext, State(db): State<Db>) -> Result<Row, ToolError> {
+//!     db.get(&args.key).await
+//! }
+//! ```
+//!
+//! Both read the same map: state of a type nobody registered is the error
+//! [`ToolError::MissingState`], naming the type and the fix; the handler does not run.
+//!
+//! # Caller identity
+//!
+//! [`ToolContext::caller`] says who makes the call and under which scope ([`Caller`]): the MCP
+//! server sets the client's declared name and version (from `initialize`), the HTTP session id,
+//! and the profile and exposure it serves; a host calling the coordinator directly sets its own
+//! with [`crate::CallRequest::with_caller`].
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::io::Read as _;
@@ -41,6 +70,76 @@ pub struct ToolContext {
     /// Root directory that file tools resolve relative paths against and may not leave.
     pub workspace: PathBuf,
     call: Option<Arc<CallScope>>,
+    /// The host's application state, shared by every call's context.
+    state: Arc<StateMap>,
+    /// Who makes the call, when the caller said.
+    caller: Option<Arc<Caller>>,
+}
+
+/// Application state by type: each value with its type name, for messages.
+type StateMap = HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>;
+
+/// Who makes a call and under which scope; see [`ToolContext::caller`].
+///
+/// Every field is optional: a caller says what it knows. Over MCP ([`crate::mcp`]) the server
+/// fills `name` and `version` from the client's `initialize` (`clientInfo`), `session` from the
+/// `Mcp-Session-Id` of a streamable HTTP session (`None` on stdio, one session per process), and
+/// `profile` and `exposure` from the scope it serves. A host calling the coordinator directly
+/// sets what it wants with [`crate::CallRequest::with_caller`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller's name (an MCP client's declared `clientInfo.name`).
+    pub name: Option<String>,
+    /// The caller's version (an MCP client's declared `clientInfo.version`).
+    pub version: Option<String>,
+    /// The session the call belongs to (an HTTP `Mcp-Session-Id`).
+    pub session: Option<String>,
+    /// The profile whose tools the caller was offered.
+    pub profile: Option<String>,
+    /// The MCP exposure scope the call runs under (`read-only`, `staging`, `full`).
+    pub exposure: Option<toolcat_catalog::model::Exposure>,
+}
+
+impl Caller {
+    /// A caller named `name`, nothing else said.
+    pub fn named(name: impl Into<String>) -> Caller {
+        Caller {
+            name: Some(name.into()),
+            ..Caller::default()
+        }
+    }
+}
+
+/// The extractor form of application state: a `#[tool]` handler's optional third parameter
+/// `State(value): State<T>` receives a clone of the `T` the host registered
+/// ([`ToolContext::with_state`], [`crate::Coordinator::with_state`]), as axum's `State` does.
+/// `T` is cloned once per call, so make it cheap to clone (a pool, an `Arc`).
+///
+/// A call of a handler whose state is not registered fails with [`ToolError::MissingState`]
+/// before the handler runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct State<T>(pub T);
+
+/// What a `#[tool]` handler's third parameter may be: it is built from the call's context
+/// before the handler runs. Implemented by [`State<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a `#[tool]` handler's third parameter",
+    label = "not an extractor of the call's context",
+    note = "the third parameter is application state: `State(value): State<T>` (`toolcat::State`), with `T` registered by the host with `.with_state(...)`"
+)]
+pub trait FromToolContext: Sized {
+    /// Builds the parameter from `ctx`.
+    ///
+    /// # Errors
+    /// A [`ToolError`] when `ctx` lacks what it needs (state not registered): the handler does
+    /// not run.
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError>;
+}
+
+impl<T: Clone + Send + Sync + 'static> FromToolContext for State<T> {
+    fn from_tool_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        ctx.state::<T>().map(|v| State(v.clone()))
+    }
 }
 
 /// The per-call part of a [`ToolContext`].
@@ -73,6 +172,11 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("workspace", &self.workspace)
             .field("in_call", &self.call.is_some())
+            .field(
+                "state",
+                &self.state.values().map(|(name, _)| *name).collect::<Vec<_>>(),
+            )
+            .field("caller", &self.caller)
             .finish()
     }
 }
@@ -83,15 +187,51 @@ impl ToolContext {
         ToolContext {
             workspace: workspace.into(),
             call: None,
+            state: Arc::default(),
+            caller: None,
         }
     }
 
     /// This context bound to one call.
     pub(crate) fn for_call(&self, scope: Arc<CallScope>) -> ToolContext {
         ToolContext {
-            workspace: self.workspace.clone(),
             call: Some(scope),
+            ..self.clone()
         }
+    }
+
+    /// The same context with `value` registered as application state of type `T` (replacing a
+    /// value of the same type registered before); clones of the context share it. Handlers read
+    /// it with [`ToolContext::state`] or a [`State<T>`] parameter.
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        Arc::make_mut(&mut self.state).insert(
+            TypeId::of::<T>(),
+            (std::any::type_name::<T>(), Arc::new(value)),
+        );
+        self
+    }
+
+    /// The application state of type `T` the host registered.
+    ///
+    /// # Errors
+    /// [`ToolError::MissingState`] naming `T` when none was registered.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T, ToolError> {
+        self.state
+            .get(&TypeId::of::<T>())
+            .and_then(|(_, value)| value.downcast_ref::<T>())
+            .ok_or_else(|| ToolError::MissingState(std::any::type_name::<T>()))
+    }
+
+    /// The same context with `caller` as [`ToolContext::caller`] (`None` clears it).
+    pub fn with_caller(mut self, caller: Option<Arc<Caller>>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Who makes the call and under which scope, when the caller said (see [`Caller`]);
+    /// `None` for a call whose host set nothing.
+    pub fn caller(&self) -> Option<&Caller> {
+        self.caller.as_deref()
     }
 
     /// Says that the call's side effect is now durable (the file is written, the message sent):
@@ -289,6 +429,9 @@ pub enum ToolError {
         #[source]
         source: std::io::Error,
     },
+    /// The handler needs application state of this type and the host registered none.
+    #[error("the tool needs application state of type `{0}`, which the host did not register; register it with `.with_state(...)` (`Coordinator::with_state`, `toolcat::mcp::Server::state` or `ToolContext::with_state`) before serving calls")]
+    MissingState(&'static str),
     /// Any other failure, with a message for the model.
     #[error("{0}")]
     Failed(String),
@@ -308,7 +451,7 @@ impl ToolError {
 #[diagnostic::on_unimplemented(
     message = "tool `{Self}` is declared in tools.toml but has no `#[tool]` handler",
     label = "no `#[tool] async fn` handles this tool",
-    note = "add `#[toolcat::tool] async fn {Self}(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>`, or remove the row from tools.toml"
+    note = "add `#[toolcat::tool] async fn {Self}(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` (optionally a third parameter `State(v): State<T>`), or remove the row from tools.toml"
 )]
 pub trait ToolHandler: 'static {
     /// The tool's declared name in `tools.toml`.

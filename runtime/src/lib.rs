@@ -63,8 +63,8 @@ pub use coordinator::{
 pub use error::{CatalogError, NameError, NameKind, SearchError};
 pub use export::ExportFormat;
 pub use handler::{
-    erase, fingerprint_path, Access, BoxFuture, ErasedHandler, Target, ToolContext, ToolError,
-    ToolHandler,
+    erase, fingerprint_path, Access, BoxFuture, Caller, ErasedHandler, FromToolContext, State,
+    Target, ToolContext, ToolError, ToolHandler,
 };
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
 pub use records::{CallId, CallRecord, CallState, CallStore, DamagedRecord, NewCall, StoreError};

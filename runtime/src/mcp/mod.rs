@@ -92,7 +92,8 @@ use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
-use toolcat_catalog::model::{Exposure, Status, Tier};
+pub use toolcat_catalog::model::Exposure;
+use toolcat_catalog::model::{Status, Tier};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
@@ -100,8 +101,11 @@ use crate::catalog::{Catalog, ProfileId, ToolIndex};
 use crate::coordinator::{CallError, CallRequest, Coordinator};
 use crate::error::{CatalogError, NameError};
 use crate::export::mcp_tool;
-use crate::handler::ToolContext;
+use crate::handler::{Caller, ToolContext};
 use crate::meta::{self, Answer, CallResult, MetaTool, Scope, DEFAULT_SEARCH_LIMIT};
+
+mod server;
+pub use server::{ServeError, Server};
 
 /// Tools per `tools/list` page: 50.
 pub const PAGE_SIZE: usize = 50;
@@ -439,21 +443,40 @@ impl McpServer {
         Ok(result)
     }
 
-    /// Answers one call (see the module docs).
+    /// Answers one call (see the module docs), of a caller that said nothing about itself.
     pub async fn call(
         &self,
         name: &str,
         arguments: Value,
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
+        self.call_as(name, arguments, cancel, Caller::default())
+            .await
+    }
+
+    /// [`McpServer::call`] made by `caller`: the handler sees it as `ToolContext::caller`, with
+    /// `profile` and `exposure` set to the scope served. `tools/call` passes the client's
+    /// declared `clientInfo` and, over HTTP, its `Mcp-Session-Id`.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+        caller: Caller,
+    ) -> CallToolResult {
         let table = self.shared.table();
+        let caller = Caller {
+            profile: Some(table.catalog().profile_name(table.profile()).to_string()),
+            exposure: Some(table.exposure()),
+            ..caller
+        };
         let scope = self.scope(&table);
         let t = match meta::resolve(&scope, name) {
             Ok(t) => t,
             Err(_) => return unlisted(&table, &scope, name),
         };
         let Some(m) = MetaTool::of(table.catalog(), t) else {
-            return run(&table, t, arguments, self.owner, cancel).await;
+            return run(&table, t, arguments, self.owner, cancel, caller).await;
         };
         match meta::answer(&scope, m, t, &arguments, None) {
             Answer::Done(result) => answered(result),
@@ -461,7 +484,7 @@ impl McpServer {
             Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
                 Err(_) => unlisted(&table, &scope, &name),
                 Ok(d) => match MetaTool::of(table.catalog(), d) {
-                    None => run(&table, d, arguments, self.owner, cancel).await,
+                    None => run(&table, d, arguments, self.owner, cancel, caller).await,
                     Some(m) => answered(meta::answer_nested(&scope, m, d, &arguments, None)),
                 },
             },
@@ -487,6 +510,24 @@ impl McpServer {
     }
 }
 
+/// Who sends a request: the client's declared `clientInfo` (from the request's metadata, else
+/// the `initialize` of the session) and the HTTP session's `Mcp-Session-Id` (none on stdio).
+fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
+    let info = context.client_info();
+    let session = context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    Caller {
+        name: info.as_ref().map(|i| i.name.clone()),
+        version: info.as_ref().map(|i| i.version.clone()),
+        session,
+        ..Caller::default()
+    }
+}
+
 /// A meta-tool's answer as an MCP result: its text as the one text content.
 fn answered(result: CallResult) -> CallToolResult {
     let content = vec![ContentBlock::text(result.text)];
@@ -505,8 +546,11 @@ async fn run(
     arguments: Value,
     owner: ArchiveOwner,
     cancel: Option<tokio_util::sync::CancellationToken>,
+    caller: Caller,
 ) -> CallToolResult {
-    let mut request = CallRequest::new(t, arguments, table.allowed()).with_owner(owner);
+    let mut request = CallRequest::new(t, arguments, table.allowed())
+        .with_owner(owner)
+        .with_caller(caller);
     if let Some(token) = cancel {
         request = request.with_cancellation(token);
     }
@@ -595,7 +639,12 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let result = self
-            .call(&request.name, arguments, Some(context.ct.clone()))
+            .call_as(
+                &request.name,
+                arguments,
+                Some(context.ct.clone()),
+                caller_of(&context),
+            )
             .await;
         Ok(CallToolResponse::Complete(result))
     }
