@@ -164,7 +164,7 @@ fn text(output: &Output) -> String {
 }
 
 #[test]
-fn quickstart_builds_and_runs_a_tool_through_the_dispatch_table() {
+fn quickstart_builds_and_runs_a_tool_through_the_coordinator_with_its_state() {
     let fixture = Fixture::quickstart();
     let build = fixture.cargo(&["build", "--quiet"]);
     assert!(
@@ -186,8 +186,12 @@ fn quickstart_builds_and_runs_a_tool_through_the_dispatch_table() {
         .and_then(|json| serde_json::from_str(json).ok());
     assert_eq!(
         result,
-        Some(serde_json::json!({ "words": 4, "lines": 2 })),
-        "count_words ran through the dispatch table:\n{stdout}"
+        Some(serde_json::json!({ "words": 4, "lines": 2, "measured": 1 })),
+        "count_words ran through the coordinator with the host's state:\n{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l == "texts measured: 1"),
+        "the handler counted in the state main registered:\n{stdout}"
     );
     let search = stdout
         .lines()
@@ -197,6 +201,56 @@ fn quickstart_builds_and_runs_a_tool_through_the_dispatch_table() {
         search.starts_with(r#"tool_search: ["count_words""#),
         "the discoverable tool is found first by describing its job:\n{stdout}"
     );
+}
+
+/// `quickstart --serve` serves its own compiled tools over MCP on stdio with one call
+/// (`toolcat::mcp::Server`): a client's `tools/call` of `count_words` runs the handler with the
+/// state `main` registered.
+#[test]
+fn quickstart_serves_its_own_tools_over_mcp_stdio() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let fixture = Fixture::quickstart();
+    let build = fixture.cargo(&["build", "--quiet"]);
+    assert!(build.status.success(), "the quick start must build:\n{}", text(&build));
+    let binary = target_dir().join(host_tuple()).join("debug").join("quickstart");
+    let mut child = Command::new(&binary)
+        .arg("--serve")
+        .current_dir(fixture.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} starts: {e}", binary.display()));
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "build-script-test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "count_words", "arguments": {"text": "a b\nc"}}}),
+    ];
+    for m in messages {
+        writeln!(stdin, "{m}").expect("the server reads stdin");
+    }
+    let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let mut answer = None;
+    for line in stdout.lines() {
+        let line = line.expect("stdout reads");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC on stdout");
+        if v["id"] == 2 {
+            answer = Some(v);
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().expect("the server exits");
+    let answer = answer.expect("tools/call answers");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    let result: serde_json::Value = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("a JSON result ({e}): {answer}"));
+    assert_eq!(result, serde_json::json!({"words": 3, "lines": 2, "measured": 1}), "{answer}");
+    assert!(status.success(), "the server exits 0 when stdin ends: {status}");
 }
 
 #[test]

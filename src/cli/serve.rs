@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
-use toolcat::mcp::{self, Reload, ScopeTable, Shared};
+use toolcat::mcp::{self, Reload};
 use toolcat::{CallStore, Catalog};
 use toolcat_catalog::model::Exposure;
 
@@ -127,14 +127,15 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         coordinator = coordinator.with_servers(Arc::clone(pool));
     }
-    let table = ScopeTable::with_deprecated(coordinator, &a.profile, exposure, a.allow_deprecated)?;
+    let shared = mcp::Server::with_coordinator(coordinator, &a.profile, exposure)
+        .allow_deprecated(a.allow_deprecated)
+        .shared()?;
     eprintln!(
         "toolcat serve: profile `{}`, exposure `{}`: {} tools listed",
         a.profile,
         exposure.as_str(),
-        table.listed().len()
+        shared.table().listed().len()
     );
-    let shared = Shared::new(table);
     runtime.block_on(async move {
         if let Some(reload) = reload {
             tokio::spawn(mcp::watch(Arc::clone(&shared), reload));
