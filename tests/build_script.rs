@@ -211,8 +211,15 @@ fn quickstart_serves_its_own_tools_over_mcp_stdio() {
     use std::io::{BufRead as _, BufReader, Write as _};
     let fixture = Fixture::quickstart();
     let build = fixture.cargo(&["build", "--quiet"]);
-    assert!(build.status.success(), "the quick start must build:\n{}", text(&build));
-    let binary = target_dir().join(host_tuple()).join("debug").join("quickstart");
+    assert!(
+        build.status.success(),
+        "the quick start must build:\n{}",
+        text(&build)
+    );
+    let binary = target_dir()
+        .join(host_tuple())
+        .join("debug")
+        .join("quickstart");
     let mut child = Command::new(&binary)
         .arg("--serve")
         .current_dir(fixture.path())
@@ -246,11 +253,20 @@ fn quickstart_serves_its_own_tools_over_mcp_stdio() {
     drop(stdin);
     let status = child.wait().expect("the server exits");
     let answer = answer.expect("tools/call answers");
-    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
-    let result: serde_json::Value = serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("a JSON result ({e}): {answer}"));
-    assert_eq!(result, serde_json::json!({"words": 3, "lines": 2, "measured": 1}), "{answer}");
-    assert!(status.success(), "the server exits 0 when stdin ends: {status}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let result: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("a JSON result ({e}): {answer}"));
+    assert_eq!(
+        result,
+        serde_json::json!({"words": 3, "lines": 2, "measured": 1}),
+        "{answer}"
+    );
+    assert!(
+        status.success(),
+        "the server exits 0 when stdin ends: {status}"
+    );
 }
 
 #[test]

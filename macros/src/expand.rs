@@ -17,7 +17,8 @@ use toolcat_catalog::generated::{marker_idents, CATALOG_ENV};
 use toolcat_catalog::model::{Tier, SOURCE_LOCAL, SOURCE_LOOP};
 
 /// The required shape, quoted in signature errors.
-const SHAPE: &str = "async fn NAME(args: Args, ctx: &ToolContext[, State(v): State<T>]) -> Result<Out, ToolError>";
+const SHAPE: &str =
+    "async fn NAME(args: Args, ctx: &ToolContext[, State(v): State<T>]) -> Result<Out, ToolError>";
 
 /// What the macro needs to know about the catalog: each `[[tool]]` row's name, source and tier.
 pub(crate) struct Catalog {
@@ -591,7 +592,9 @@ mod tests {
         let item = "async fn read_file(args: ReadArgs, ctx: &ToolContext, State(db): State<Db>) -> Result<Out, ToolError> { todo!() }";
         let out = expand(quote!(), item.parse().unwrap());
         assert!(
-            out.contains("< State < Db > as :: toolcat :: FromToolContext > :: from_tool_context (ctx)"),
+            out.contains(
+                "< State < Db > as :: toolcat :: FromToolContext > :: from_tool_context (ctx)"
+            ),
             "{out}"
         );
         assert!(out.contains("read_file (args , ctx , extracted)"), "{out}");

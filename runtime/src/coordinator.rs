@@ -78,9 +78,7 @@ use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultR
 use crate::arguments::DeclaredArguments;
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
-use crate::handler::{
-    Access, CallScope, Caller, ErasedHandler, Target, ToolContext, ToolError,
-};
+use crate::handler::{Access, CallScope, Caller, ErasedHandler, Target, ToolContext, ToolError};
 use crate::records::{CallId, CallState, CallStore, NewCall};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 

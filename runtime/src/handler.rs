@@ -174,7 +174,11 @@ impl fmt::Debug for ToolContext {
             .field("in_call", &self.call.is_some())
             .field(
                 "state",
-                &self.state.values().map(|(name, _)| *name).collect::<Vec<_>>(),
+                &self
+                    .state
+                    .values()
+                    .map(|(name, _)| *name)
+                    .collect::<Vec<_>>(),
             )
             .field("caller", &self.caller)
             .finish()

@@ -64,7 +64,9 @@ async fn greet(
     greeting.calls.fetch_add(1, Ordering::SeqCst);
     // The same value through the context.
     let same = ctx.state::<Greeting>()?;
-    Ok(json!({ "text": format!("{}, {}", greeting.word, args.name), "same": same.word == greeting.word }))
+    Ok(
+        json!({ "text": format!("{}, {}", greeting.word, args.name), "same": same.word == greeting.word }),
+    )
 }
 
 struct Greet;
@@ -133,16 +135,28 @@ async fn registered_state_reaches_the_handler() {
     });
     let allowed = all();
     let outcome = coordinator
-        .call(CallRequest::new(tool("greet"), json!({"name": "Ada"}), &allowed))
+        .call(CallRequest::new(
+            tool("greet"),
+            json!({"name": "Ada"}),
+            &allowed,
+        ))
         .await;
     let value = outcome.result.expect("the call succeeds");
     let value: Value = serde_json::from_str(&value.text).expect("JSON result");
     assert_eq!(value, json!({"text": "Ahoy, Ada", "same": true}));
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "the handler read the host's value");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the handler read the host's value"
+    );
     // Clones of the coordinator share it.
     let clone = coordinator.clone();
     clone
-        .call(CallRequest::new(tool("greet"), json!({"name": "Bo"}), &allowed))
+        .call(CallRequest::new(
+            tool("greet"),
+            json!({"name": "Bo"}),
+            &allowed,
+        ))
         .await
         .result
         .expect("the clone's call succeeds");
@@ -153,14 +167,24 @@ async fn registered_state_reaches_the_handler() {
 async fn missing_state_is_a_clear_error_naming_the_type_and_the_fix() {
     let allowed = all();
     let outcome = coordinator()
-        .call(CallRequest::new(tool("greet"), json!({"name": "Ada"}), &allowed))
+        .call(CallRequest::new(
+            tool("greet"),
+            json!({"name": "Ada"}),
+            &allowed,
+        ))
         .await;
     let Err(CallError::Tool(e @ ToolError::MissingState(_))) = &outcome.result else {
         panic!("expected a missing-state error: {:?}", outcome.result);
     };
     let message = e.to_string();
-    assert!(message.contains("state::Greeting"), "names the type: {message}");
-    assert!(message.contains(".with_state(...)"), "gives the fix: {message}");
+    assert!(
+        message.contains("state::Greeting"),
+        "names the type: {message}"
+    );
+    assert!(
+        message.contains(".with_state(...)"),
+        "gives the fix: {message}"
+    );
     // `ctx.state` says the same outside a coordinator.
     let ctx = ToolContext::new(".");
     let err = ctx.state::<Greeting>().map(|_| ()).unwrap_err();
@@ -224,13 +248,19 @@ async fn over_mcp_the_handler_sees_the_client_and_the_scope() {
         line.push('\n');
         line
     };
-    let init = send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe-client", "version": "4.5.6"}
-    }}));
+    let init = send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe-client", "version": "4.5.6"}
+        }}),
+    );
     client_out.write_all(init.as_bytes()).await.unwrap();
-    let answer = lines.next_line().await.unwrap().expect("initialize answers");
+    let answer = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("initialize answers");
     assert!(answer.contains("\"id\":1"), "{answer}");
     let rest = [
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -238,11 +268,18 @@ async fn over_mcp_the_handler_sees_the_client_and_the_scope() {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Ada"}}}),
     ];
     for message in rest {
-        client_out.write_all(send(message).as_bytes()).await.unwrap();
+        client_out
+            .write_all(send(message).as_bytes())
+            .await
+            .unwrap();
     }
     let mut results = std::collections::HashMap::new();
     while results.len() < 2 {
-        let line = lines.next_line().await.unwrap().expect("the server answers");
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the server answers");
         let v: Value = serde_json::from_str(&line).expect("JSON-RPC");
         if let Some(id) = v["id"].as_i64() {
             let text = v["result"]["content"][0]["text"]
