@@ -36,7 +36,11 @@ fn init_writes_a_crate_whose_build_and_test_pass() {
         "src/main.rs",
         "src/tools.rs",
     ] {
-        assert!(demo.join(file).is_file(), "init wrote {file}:\n{}", text(&init));
+        assert!(
+            demo.join(file).is_file(),
+            "init wrote {file}:\n{}",
+            text(&init)
+        );
     }
     let manifest: toml::Table = std::fs::read_to_string(demo.join("Cargo.toml"))
         .expect("Cargo.toml reads")
@@ -44,7 +48,10 @@ fn init_writes_a_crate_whose_build_and_test_pass() {
         .expect("Cargo.toml parses");
     assert_eq!(manifest["package"]["name"].as_str(), Some("demo"));
     assert!(manifest.contains_key("workspace"), "a workspace of its own");
-    let runtime = Path::new(MANIFEST_DIR).join("runtime").canonicalize().unwrap();
+    let runtime = Path::new(MANIFEST_DIR)
+        .join("runtime")
+        .canonicalize()
+        .unwrap();
     assert_eq!(
         manifest["dependencies"]["toolcat"]["path"].as_str(),
         runtime.to_str(),
@@ -126,7 +133,8 @@ fn init_refuses_an_existing_tools_toml_and_writes_nothing() {
 #[test]
 fn init_adds_dependencies_to_an_existing_crate_keeping_its_manifest() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
-    let manifest = "[package]\nname = \"mine\" # my crate\nversion = \"0.3.0\"\nedition = \"2021\"\n\n\
+    let manifest =
+        "[package]\nname = \"mine\" # my crate\nversion = \"0.3.0\"\nedition = \"2021\"\n\n\
                     [dependencies]\n# serialization\nserde = \"1.0.200\"\n";
     std::fs::write(tmp.path().join("Cargo.toml"), manifest).unwrap();
     std::fs::create_dir(tmp.path().join("src")).unwrap();
@@ -148,7 +156,10 @@ fn init_adds_dependencies_to_an_existing_crate_keeping_its_manifest() {
         Some(version),
         "crates.io dependencies at this toolcat's version:\n{edited}"
     );
-    assert_eq!(parsed["dependencies"]["serde"]["version"].as_str(), Some("1.0.200"));
+    assert_eq!(
+        parsed["dependencies"]["serde"]["version"].as_str(),
+        Some("1.0.200")
+    );
     assert_eq!(
         parsed["dependencies"]["serde"]["features"]
             .as_array()
@@ -156,7 +167,10 @@ fn init_adds_dependencies_to_an_existing_crate_keeping_its_manifest() {
         Some(vec!["derive"]),
         "serde keeps its version and gains `derive`:\n{edited}"
     );
-    assert!(!parsed.contains_key("workspace"), "an existing crate keeps its workspace");
+    assert!(
+        !parsed.contains_key("workspace"),
+        "an existing crate keeps its workspace"
+    );
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("src/lib.rs")).unwrap(),
         "pub fn mine() {}\n",

@@ -175,8 +175,8 @@ fn checkout(path: &Path) -> anyhow::Result<PathBuf> {
 
 /// The last component of `dir`, made absolute against the current directory.
 fn dir_name(dir: &Path) -> anyhow::Result<String> {
-    let absolute = std::path::absolute(dir)
-        .with_context(|| format!("cannot resolve `{}`", dir.display()))?;
+    let absolute =
+        std::path::absolute(dir).with_context(|| format!("cannot resolve `{}`", dir.display()))?;
     absolute
         .file_name()
         .and_then(|n| n.to_str())
@@ -322,7 +322,11 @@ fn add_features(
     let features: Vec<String> = wanted
         .get("features")
         .and_then(|f| f.as_array())
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     if features.is_empty() {
         return Ok(());
@@ -339,7 +343,9 @@ fn add_features(
         .entry("features")
         .or_insert(toml_edit::value(toml_edit::Array::new()))
         .as_array_mut()
-        .with_context(|| format!("`{name}.features` in [{section}] of Cargo.toml is not an array"))?;
+        .with_context(|| {
+            format!("`{name}.features` in [{section}] of Cargo.toml is not an array")
+        })?;
     for feature in features {
         if !list.iter().any(|v| v.as_str() == Some(&feature)) {
             list.push(feature);

@@ -10,11 +10,11 @@ mod tools;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let catalog = toolcat_generated::catalog();
-    let coordinator = toolcat::Coordinator::new(
-        catalog,
-        toolcat::ToolContext::new(std::env::current_dir()?),
-    );
-    let name = std::env::args().nth(1).unwrap_or_else(|| "world".to_owned());
+    let coordinator =
+        toolcat::Coordinator::new(catalog, toolcat::ToolContext::new(std::env::current_dir()?));
+    let name = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "world".to_owned());
 
     // Every tool of the implicit profile `full` may run.
     let allowed = catalog.profile_tools(catalog.full_profile()).to_vec();

@@ -37,19 +37,33 @@ mod tests {
         let catalog = crate::toolcat_generated::catalog();
         let workspace = std::env::current_dir().expect("a current directory");
         let coordinator = Coordinator::new(catalog, ToolContext::new(workspace));
-        let tool = catalog.tool("greet").expect("greet is declared in tools.toml");
+        let tool = catalog
+            .tool("greet")
+            .expect("greet is declared in tools.toml");
         let allowed = catalog.profile_tools(catalog.full_profile()).to_vec();
 
         let outcome = coordinator
-            .call(CallRequest::new(tool, serde_json::json!({ "name": "Ada" }), &allowed))
+            .call(CallRequest::new(
+                tool,
+                serde_json::json!({ "name": "Ada" }),
+                &allowed,
+            ))
             .await;
         let value = outcome.result.expect("greet succeeds").value;
         assert_eq!(value, serde_json::json!({ "greeting": "Hello, Ada!" }));
 
         // Arguments that do not fit the input schema are refused before the handler runs.
         let refused = coordinator
-            .call(CallRequest::new(tool, serde_json::json!({ "name": 7 }), &allowed))
+            .call(CallRequest::new(
+                tool,
+                serde_json::json!({ "name": 7 }),
+                &allowed,
+            ))
             .await;
-        assert!(refused.result.is_err() && !refused.ran, "{}", refused.text());
+        assert!(
+            refused.result.is_err() && !refused.ran,
+            "{}",
+            refused.text()
+        );
     }
 }
