@@ -51,34 +51,41 @@ impl Fixture {
     }
 
     fn cargo(&self, args: &[&str]) -> Output {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let host = host_tuple();
-        Command::new(cargo)
-            .args(args)
-            // What trybuild passes to its cargo (trybuild 1's `cargo.rs` and `rustflags.rs`): an
-            // explicit `--target`, so build scripts and proc macros build without the flags, and
-            // these flags for everything else. The same flags and target make the same artifacts.
-            .args(["--target", &host])
-            .arg(format!("--config=build.rustflags={TRYBUILD_RUSTFLAGS}"))
-            .arg(format!(
-                "--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"
-            ))
-            .env_remove("RUSTFLAGS")
-            .current_dir(self.path())
-            .env("CARGO_TARGET_DIR", target_dir())
-            // The fixture is a workspace of its own, so the root's `[profile.dev]` does not reach
-            // it; the UI cases set the same (`ui-tests/tests/ui.rs`), which keeps the shared
-            // target directory small.
-            .env("CARGO_PROFILE_DEV_DEBUG", "false")
-            .env("CARGO_INCREMENTAL", "0")
-            // Set for the UI cases when they run in the same process; the fixture's build script
-            // must be the one that names the catalog.
-            .env_remove("TOOLCAT_CATALOG")
-            .env_remove("TOOLCAT_UI_CATALOG_DIR")
-            .env_remove("CARGO_MANIFEST_DIR")
-            .output()
-            .expect("cargo runs")
+        cargo(self.path(), args)
     }
+}
+
+/// Runs cargo with `args` in the crate at `dir`, in trybuild's target directory with trybuild's
+/// flags, so the dependencies compiled for the UI cases (or by any other crate built here, such
+/// as one `toolcat init` wrote) are reused.
+pub(crate) fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let host = host_tuple();
+    Command::new(cargo)
+        .args(args)
+        // What trybuild passes to its cargo (trybuild 1's `cargo.rs` and `rustflags.rs`): an
+        // explicit `--target`, so build scripts and proc macros build without the flags, and
+        // these flags for everything else. The same flags and target make the same artifacts.
+        .args(["--target", &host])
+        .arg(format!("--config=build.rustflags={TRYBUILD_RUSTFLAGS}"))
+        .arg(format!(
+            "--config=target.{host}.rustflags={TRYBUILD_RUSTFLAGS}"
+        ))
+        .env_remove("RUSTFLAGS")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        // The crate is a workspace of its own, so the root's `[profile.dev]` does not reach
+        // it; the UI cases set the same (`ui-tests/tests/ui.rs`), which keeps the shared
+        // target directory small.
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_INCREMENTAL", "0")
+        // Set for the UI cases when they run in the same process; the crate's build script
+        // must be the one that names the catalog.
+        .env_remove("TOOLCAT_CATALOG")
+        .env_remove("TOOLCAT_UI_CATALOG_DIR")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .expect("cargo runs")
 }
 
 /// The rustc flags trybuild sets for the crates it builds (`--cfg trybuild --verbose -A dead_code`),
@@ -155,7 +162,7 @@ fn rewrite_path_dependencies(fixture: &Path, manifest: &Path) {
     std::fs::write(manifest, doc.to_string()).expect("manifest writes");
 }
 
-fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "--- stdout\n{}\n--- stderr\n{}",
         String::from_utf8_lossy(&output.stdout),

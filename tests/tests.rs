@@ -16,6 +16,8 @@ mod file_races;
 mod generated;
 /// `toolcat import`: real catalogs and fixtures become tools.toml text that compiles and round-trips.
 mod import;
+/// `toolcat init`: the crate it writes builds and passes its own test; existing crates keep their files.
+mod init;
 /// Malformed catalogs: each fixture's rendered diagnostics, snapshotted, with its expected codes.
 mod invalid_catalogs;
 /// The workspace layout: no import circles, `unsafe` only in the encoder, optional parts behind traits.

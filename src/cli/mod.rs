@@ -8,7 +8,7 @@
 //!
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
 //! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
-//! [`export`], [`import`], [`generate`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! [`export`], [`import`], [`generate`], [`init`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
 
@@ -25,6 +25,7 @@ pub mod eval;
 pub mod export;
 pub mod generate;
 pub mod import;
+pub mod init;
 pub mod list;
 pub mod plan;
 pub mod search;
@@ -57,6 +58,10 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Turn a real tool surface into `tools.toml` text on stdout (report on stderr).
     Import(import::ImportArgs),
+    /// Create a crate whose tools are declared in `tools.toml` (or add that to the crate in DIR):
+    /// the catalog with its legend, build.rs, a `#[tool]` handler and a test that calls it
+    /// through the execution coordinator; no existing file is overwritten.
+    Init(init::InitArgs),
     /// Rewrite `generated/` from the catalog; with `--check`, fail naming each stale file.
     Generate(generate::GenerateArgs),
     /// What a change to a `tools.toml` does to each answer (`OLD NEW`, or `--base GIT_REV [NEW]`),
@@ -134,6 +139,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Export(a) => export::run(&a),
         Command::Import(a) => import::run(&a),
         Command::Generate(a) => generate::run(&a),
+        Command::Init(a) => init::run(&a),
         Command::Diff(a) => diff::run(&a),
         Command::Call(a) => call::run(&a),
         Command::Session(a) => session::run(&a),
