@@ -94,10 +94,10 @@ fn init_writes_a_crate_whose_build_and_test_pass() {
         test_time.as_secs_f64()
     );
 
-    let run = cargo(&demo, &["run", "--offline", "--quiet", "--", "Ada"]);
+    let run = cargo(&demo, &["run", "--offline", "--quiet"]);
     assert!(run.status.success(), "cargo run:\n{}", text(&run));
     assert!(
-        String::from_utf8_lossy(&run.stdout).contains(r#"greet: {"greeting":"Hello, Ada!"}"#),
+        String::from_utf8_lossy(&run.stdout).contains(r#"greet: {"greeting":"Hello, world!"}"#),
         "main calls greet through the coordinator:\n{}",
         text(&run)
     );
