@@ -112,6 +112,40 @@ pub struct ApprovalRequest<'a> {
 /// The host's authorization hook: `true` lets the call run.
 pub type ApprovalHook = Arc<dyn Fn(&ApprovalRequest<'_>) -> bool + Send + Sync>;
 
+/// An owned copy of an [`ApprovalRequest`], for an approver that answers asynchronously (an
+/// MCP client asked over `elicitation/create`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalPrompt {
+    /// The tool's exported name.
+    pub tool: String,
+    /// Its arguments, already valid against its input schema.
+    pub arguments: Value,
+    /// What the call will touch (see [`ApprovalRequest::targets`]); re-verified after the
+    /// answer exactly as for the hook.
+    pub targets: Vec<Target>,
+    /// The call's record, when the coordinator keeps records.
+    pub call: Option<CallId>,
+}
+
+/// A per-call asynchronous approver ([`CallRequest::with_approver`]): answers `true` to let the
+/// call run. It takes the place of the coordinator's [`ApprovalHook`] for that call only, at the
+/// same step of the pipeline (after validation and prepare, before scheduling and re-verify).
+#[derive(Clone)]
+pub struct Approver(
+    #[allow(clippy::type_complexity)]
+    pub  Arc<
+        dyn Fn(ApprovalPrompt) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>
+            + Send
+            + Sync,
+    >,
+);
+
+impl fmt::Debug for Approver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Approver(..)")
+    }
+}
+
 /// One call handed to [`Coordinator::call`].
 #[derive(Debug, Clone)]
 pub struct CallRequest<'a> {
@@ -127,6 +161,8 @@ pub struct CallRequest<'a> {
     /// Who may read the result back when it is archived (the caller's session);
     /// `None`: the coordinator's own owner ([`Coordinator::owner`]).
     pub owner: Option<ArchiveOwner>,
+    /// Asked instead of the coordinator's hook when the tool is `gated`; `None`: the hook.
+    pub approver: Option<Approver>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -139,7 +175,16 @@ impl<'a> CallRequest<'a> {
             allowed,
             cancel: None,
             owner: None,
+            approver: None,
         }
+    }
+
+    /// The same call, a `gated` tool's approval asked of `approver` (awaited) instead of the
+    /// coordinator's hook. The permission rule is unchanged: a no is [`CallError::Denied`], and
+    /// targets are re-verified after the answer.
+    pub fn with_approver(mut self, approver: Approver) -> Self {
+        self.approver = Some(approver);
+        self
     }
 
     /// The same call, cancelled when `token` is.
@@ -849,6 +894,7 @@ impl<'c> Coordinator<'c> {
             allowed,
             cancel,
             owner: None,
+            approver: None,
         };
         Ok(self.run(request, Some(id)).await)
     }
@@ -917,6 +963,7 @@ impl<'c> Coordinator<'c> {
             allowed,
             cancel,
             owner,
+            approver,
         } = request;
         let c = self.catalog;
         let cancel = cancel.unwrap_or_default();
@@ -997,12 +1044,28 @@ impl<'c> Coordinator<'c> {
                 targets: &targets,
                 call: record.id,
             };
+            if let Some(approver) = approver {
+                let prompt = ApprovalPrompt {
+                    tool: name.clone(),
+                    arguments: arguments.clone(),
+                    targets: targets.clone(),
+                    call: record.id,
+                };
+                let answer = tokio::select! {
+                    yes = (approver.0)(prompt) => yes,
+                    () = cancel.cancelled() => return (false, Err(CallError::Cancelled { tool: name })),
+                };
+                if !answer {
+                    return (false, Err(CallError::Denied { tool: name }));
+                }
+            } else {
             match &self.approval {
                 None => return (false, Err(CallError::NeedsApproval { tool: name })),
                 Some(hook) if !hook(&request) => {
                     return (false, Err(CallError::Denied { tool: name }))
                 }
                 Some(_) => {}
+            }
             }
         }
         let handler = match handler {

@@ -57,7 +57,7 @@ pub use catalog::{
     ToolSource, ToolsetId,
 };
 pub use coordinator::{
-    ApprovalHook, ApprovalRequest, ArchivedResult, CallError, CallOutcome, CallRequest, CallValue,
+    ApprovalHook, ApprovalPrompt, ApprovalRequest, Approver, ArchivedResult, CallError, CallOutcome, CallRequest, CallValue,
     Coordinator,
 };
 pub use error::{CatalogError, NameError, NameKind, SearchError};
