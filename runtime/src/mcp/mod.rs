@@ -256,7 +256,7 @@ impl ScopeTable {
             .map(|k| known[k] & !meta[k] & !hidden(k))
             .collect();
         let listed_bits: Vec<u64> = (0..catalog.words())
-            .map(|k| allowed[k] | (meta[k] & owned[k]))
+            .map(|k| allowed[k] | (meta[k] & known[k]))
             .collect();
         let listed: Vec<ToolIndex> = catalog.tools_in(&listed_bits).collect();
         let definitions = listed
