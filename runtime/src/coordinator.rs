@@ -23,6 +23,9 @@
 //! 3. **Permission**: a tool of tier `gated` runs only when the approval hook approves the
 //!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
 //!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
+//!    A request with its own asynchronous [`Approver`] ([`CallRequest::with_approver`]; the MCP
+//!    server's elicitation) is asked that instead of the hook, awaited at this same step with an
+//!    owned [`ApprovalPrompt`]; the rest of the pipeline (re-verify included) is unchanged.
 //!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
 //!    meta-tool) is refused after this step with [`CallError::Tool`]; with a remote source
 //!    ([`Coordinator::with_remote`], the server pool of feature `mcp-client`) a server tool is refused with
@@ -1059,13 +1062,13 @@ impl<'c> Coordinator<'c> {
                     return (false, Err(CallError::Denied { tool: name }));
                 }
             } else {
-            match &self.approval {
-                None => return (false, Err(CallError::NeedsApproval { tool: name })),
-                Some(hook) if !hook(&request) => {
-                    return (false, Err(CallError::Denied { tool: name }))
+                match &self.approval {
+                    None => return (false, Err(CallError::NeedsApproval { tool: name })),
+                    Some(hook) if !hook(&request) => {
+                        return (false, Err(CallError::Denied { tool: name }))
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
-            }
             }
         }
         let handler = match handler {

@@ -34,13 +34,37 @@
 //! [`ArchiveOwner`]): another session's reference is answered as one that does not exist. A
 //! meta-tool outside the listed set is refused like any other tool.
 //!
+//! # Narrowing and dynamic discovery
+//! A [`Selection`] (`toolcat serve --toolsets`, `--tools`) narrows the listed and allowed sets to
+//! the named toolsets' tools plus the named tools, within profile ∩ scope (a name outside it is
+//! refused when the table is built, [`ScopeError::Toolset`], [`ScopeError::Tool`]); the
+//! meta-tools are narrowed like any tool. With [`Selection::dynamic`] (`--dynamic`) each MCP
+//! session (one stdio connection; one HTTP `Mcp-Session-Id`, whose handler the SDK creates per
+//! session) is served its own list: at first the listed tools of visibility `inline` plus the
+//! meta-tools; the tools a `tool_search` or `tool_describe` answers (searching and describing
+//! the whole listed set) join it, up to [`Catalog::profile_max_tools`] (the core itself is not
+//! cut), and the server sends that session `notifications/tools/list_changed` (on a
+//! `tools/call`'s session only; a reload still notifies every session). A listed tool not yet
+//! joined is refused like an unlisted one, its hint saying to search for it. Joined tools are
+//! kept by name, so a reload keeps those it still lists. The cursor generation of a session is
+//! the shared one plus its own count of list changes.
+//!
+//! # Approval
+//! A client that declared the `elicitation` capability (form mode) is asked each `gated` call:
+//! the coordinator, at its permission step (after validation and prepare, before scheduling and
+//! the re-verify of targets), awaits this server's [`Approver`], which sends
+//! `elicitation/create` with [`approval_message`] (tool, arguments, targets) and a required
+//! boolean `approve`. `accept` with `approve: true` lets the call run; `decline`, `cancel`,
+//! `approve: false` or a failed request answer `denied` and nothing ran.
+//!
 //! # Errors
 //! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
 //! text content holding a JSON object `{"error": KIND, "message": ..., ...}`
 //! ([`crate::CallError::to_json`]). `KIND` is one of the coordinator's: `outside-scope`,
 //! `invalid-arguments` (`errors` names each field path as `instancePath`; `inputSchema` is the
-//! schema), `needs-approval` (a `gated` tool: this server has no approval path, so nothing ran;
-//! the message names the tier and how to allow it; `"tier": "gated"`), `rate-limited`
+//! schema), `needs-approval` (a `gated` tool called by a client without the elicitation
+//! capability, so nothing ran; the message names the tier and how to allow it;
+//! `"tier": "gated"`), `denied` (the client did not approve, see "Approval"), `rate-limited`
 //! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`]. A meta-tool's own
 //! errors are those of [`crate::meta`]: its `invalid-arguments` object, and plain texts for a
 //! failed search, a nested `tool_call` and a result reference that cannot be read.
@@ -79,8 +103,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    ElicitationAction, ElicitationSchema, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
@@ -248,7 +272,11 @@ impl ScopeTable {
         if let Some(mask) = narrowing(catalog, p, exposure, &known, &selection)? {
             let keep_meta = selection.dynamic;
             for k in 0..known.len() {
-                let kept = if keep_meta { mask[k] | meta[k] } else { mask[k] };
+                let kept = if keep_meta {
+                    mask[k] | meta[k]
+                } else {
+                    mask[k]
+                };
                 known[k] &= kept;
             }
         }
@@ -771,7 +799,10 @@ fn elicitation_approver(peer: Peer<RoleServer>) -> Approver {
                             == Some(true)
                 }
                 Err(e) => {
-                    tracing::warn!("mcp: asking the client to approve `{}` failed: {e}", prompt.tool);
+                    tracing::warn!(
+                        "mcp: asking the client to approve `{}` failed: {e}",
+                        prompt.tool
+                    );
                     false
                 }
             }
