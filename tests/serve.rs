@@ -1642,3 +1642,110 @@ async fn serve_refuses_deprecated_tools_with_their_replacement_unless_allowed() 
     assert!(body(&ran).to_string().contains("a.txt"), "{:?}", body(&ran));
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolsets_and_tools_narrow_within_the_scope_and_dynamic_sessions_grow_by_search() {
+    let ws = workspace();
+    let catalog = toolcat_cli::reference_catalog();
+    let table = |selection: mcp::Selection| {
+        ScopeTable::with_selection(
+            mcp::coordinator(catalog, ws.path().to_path_buf()),
+            "coding",
+            Exposure::Staging,
+            false,
+            selection,
+        )
+    };
+    // Narrowed: the files toolset's tools of the scope plus `glob`, nothing else.
+    let narrowed = table(mcp::Selection {
+        toolsets: vec!["files".into()],
+        tools: vec!["glob".into()],
+        dynamic: false,
+    })
+    .unwrap();
+    let names: Vec<String> = narrowed
+        .definitions()
+        .iter()
+        .map(|d| d.name.to_string())
+        .collect();
+    // `toolcat list` derives the scope's rows with their (expanded) toolsets.
+    let expected: Vec<String> = list_json(&["--profile", "coding", "--exposure", "staging"])
+        .into_iter()
+        .filter(|r| {
+            r["tier"] != "loop"
+                && (r["name"] == "glob"
+                    || r["toolsets"]
+                        .as_array()
+                        .is_some_and(|s| s.iter().any(|s| s == "files")))
+        })
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, expected);
+    // Never wider: a tool of exposure `full` and an unknown toolset are refused, naming them and
+    // the allowed names.
+    for (selection, named, allowed) in [
+        (
+            mcp::Selection {
+                tools: vec!["delete_path".into()],
+                ..Default::default()
+            },
+            "delete_path",
+            "read_file",
+        ),
+        (
+            mcp::Selection {
+                toolsets: vec!["nope".into()],
+                ..Default::default()
+            },
+            "nope",
+            "files",
+        ),
+    ] {
+        let e = table(selection).err().expect("refused").to_string();
+        assert!(e.contains(named) && e.contains(allowed), "{e}");
+    }
+
+    // Dynamic: the session starts with the inline tools plus the meta-tools; a search adds.
+    let dynamic = table(mcp::Selection {
+        dynamic: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let shared = Shared::new(dynamic);
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(mcp::serve_lines(shared, read, write));
+    let client = ().serve(client_end).await.expect("the client initializes");
+    let list = |c: &RunningService<RoleClient, ()>| {
+        let peer = c.peer().clone();
+        async move {
+            peer.list_all_tools()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    let first = list(&client).await;
+    assert!(first.contains(&"tool_search".to_string()), "{first:?}");
+    assert!(!first.contains(&"propose_edit".to_string()), "{first:?}");
+    let refused = client
+        .call_tool(call(
+            "propose_edit",
+            json!({"path": "a.txt", "old_string": "x", "new_string": "y"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "not served before a search");
+    client
+        .call_tool(call("tool_search", json!({"query": "propose_edit"})))
+        .await
+        .unwrap();
+    let after = list(&client).await;
+    assert!(
+        after.len() == first.len() + 1 && after.contains(&"propose_edit".to_string()),
+        "{after:?}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -23,6 +23,9 @@
 //! 3. **Permission**: a tool of tier `gated` runs only when the approval hook approves the
 //!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
 //!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
+//!    A request with its own asynchronous [`Approver`] ([`CallRequest::with_approver`]; the MCP
+//!    server's elicitation) is asked that instead of the hook, awaited at this same step with an
+//!    owned [`ApprovalPrompt`]; the rest of the pipeline (re-verify included) is unchanged.
 //!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
 //!    meta-tool) is refused after this step with [`CallError::Tool`]; with a remote source
 //!    ([`Coordinator::with_remote`], the server pool of feature `mcp-client`) a server tool is refused with
@@ -112,6 +115,40 @@ pub struct ApprovalRequest<'a> {
 /// The host's authorization hook: `true` lets the call run.
 pub type ApprovalHook = Arc<dyn Fn(&ApprovalRequest<'_>) -> bool + Send + Sync>;
 
+/// An owned copy of an [`ApprovalRequest`], for an approver that answers asynchronously (an
+/// MCP client asked over `elicitation/create`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalPrompt {
+    /// The tool's exported name.
+    pub tool: String,
+    /// Its arguments, already valid against its input schema.
+    pub arguments: Value,
+    /// What the call will touch (see [`ApprovalRequest::targets`]); re-verified after the
+    /// answer exactly as for the hook.
+    pub targets: Vec<Target>,
+    /// The call's record, when the coordinator keeps records.
+    pub call: Option<CallId>,
+}
+
+/// A per-call asynchronous approver ([`CallRequest::with_approver`]): answers `true` to let the
+/// call run. It takes the place of the coordinator's [`ApprovalHook`] for that call only, at the
+/// same step of the pipeline (after validation and prepare, before scheduling and re-verify).
+#[derive(Clone)]
+pub struct Approver(
+    #[allow(clippy::type_complexity)]
+    pub  Arc<
+        dyn Fn(ApprovalPrompt) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>
+            + Send
+            + Sync,
+    >,
+);
+
+impl fmt::Debug for Approver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Approver(..)")
+    }
+}
+
 /// One call handed to [`Coordinator::call`].
 #[derive(Debug, Clone)]
 pub struct CallRequest<'a> {
@@ -129,6 +166,8 @@ pub struct CallRequest<'a> {
     pub owner: Option<ArchiveOwner>,
     /// Who makes the call, as the handler sees it ([`ToolContext::caller`]); `None`: not said.
     pub caller: Option<Arc<Caller>>,
+    /// Asked instead of the coordinator's hook when the tool is `gated`; `None`: the hook.
+    pub approver: Option<Approver>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -142,6 +181,7 @@ impl<'a> CallRequest<'a> {
             cancel: None,
             owner: None,
             caller: None,
+            approver: None,
         }
     }
 
@@ -150,6 +190,14 @@ impl<'a> CallRequest<'a> {
     /// coordinator directly sets what it wants handlers to know.
     pub fn with_caller(mut self, caller: Caller) -> Self {
         self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// The same call, a `gated` tool's approval asked of `approver` (awaited) instead of the
+    /// coordinator's hook. The permission rule is unchanged: a no is [`CallError::Denied`], and
+    /// targets are re-verified after the answer.
+    pub fn with_approver(mut self, approver: Approver) -> Self {
+        self.approver = Some(approver);
         self
     }
 
@@ -877,6 +925,7 @@ impl<'c> Coordinator<'c> {
             cancel,
             owner: None,
             caller: None,
+            approver: None,
         };
         Ok(self.run(request, Some(id)).await)
     }
@@ -946,6 +995,7 @@ impl<'c> Coordinator<'c> {
             cancel,
             owner,
             caller,
+            approver,
         } = request;
         let c = self.catalog;
         // The context of this call's prepare step and handler: the coordinator's, with the caller.
@@ -1028,12 +1078,28 @@ impl<'c> Coordinator<'c> {
                 targets: &targets,
                 call: record.id,
             };
-            match &self.approval {
-                None => return (false, Err(CallError::NeedsApproval { tool: name })),
-                Some(hook) if !hook(&request) => {
-                    return (false, Err(CallError::Denied { tool: name }))
+            if let Some(approver) = approver {
+                let prompt = ApprovalPrompt {
+                    tool: name.clone(),
+                    arguments: arguments.clone(),
+                    targets: targets.clone(),
+                    call: record.id,
+                };
+                let answer = tokio::select! {
+                    yes = (approver.0)(prompt) => yes,
+                    () = cancel.cancelled() => return (false, Err(CallError::Cancelled { tool: name })),
+                };
+                if !answer {
+                    return (false, Err(CallError::Denied { tool: name }));
                 }
-                Some(_) => {}
+            } else {
+                match &self.approval {
+                    None => return (false, Err(CallError::NeedsApproval { tool: name })),
+                    Some(hook) if !hook(&request) => {
+                        return (false, Err(CallError::Denied { tool: name }))
+                    }
+                    Some(_) => {}
+                }
             }
         }
         let handler = match handler {

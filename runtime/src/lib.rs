@@ -57,8 +57,8 @@ pub use catalog::{
     ToolSource, ToolsetId,
 };
 pub use coordinator::{
-    ApprovalHook, ApprovalRequest, ArchivedResult, CallError, CallOutcome, CallRequest, CallValue,
-    Coordinator,
+    ApprovalHook, ApprovalPrompt, ApprovalRequest, Approver, ArchivedResult, CallError,
+    CallOutcome, CallRequest, CallValue, Coordinator,
 };
 pub use error::{CatalogError, NameError, NameKind, SearchError};
 pub use export::ExportFormat;

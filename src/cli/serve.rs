@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
-use toolcat::mcp::{self, Reload};
+use toolcat::mcp::{self, Reload, Selection};
 use toolcat::{CallStore, Catalog};
 use toolcat_catalog::model::Exposure;
 
@@ -51,6 +51,22 @@ pub struct ServeArgs {
     /// `replaced_by` and removal date. Kept across reloads.
     #[arg(long)]
     pub allow_deprecated: bool,
+    /// Serve only these toolsets' tools (comma-separated toolset names), plus any `--tools`;
+    /// always within the profile and exposure. A name the catalog does not declare, or a
+    /// toolset with no tool in the profile and exposure, is an error naming the allowed ones.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub toolsets: Vec<String>,
+    /// Serve only these tools (comma-separated names), plus any `--toolsets`' tools; each must
+    /// be in the profile and exposure (an error names the allowed ones otherwise).
+    #[arg(long, value_name = "X,Y", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Progressive disclosure: each MCP session starts with the inline tools and the
+    /// discovery meta-tools (`tool_search`, `tool_describe`, `tool_call`, ...); tools a
+    /// `tool_search` or `tool_describe` answers join that session's list
+    /// (`notifications/tools/list_changed` is sent) and are callable by name, up to the
+    /// profile's `max_tools`.
+    #[arg(long)]
+    pub dynamic: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; serving
     /// begins after at most `--wait`, and calls of a server still connecting answer that it is
     /// not connected.
@@ -127,14 +143,25 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         coordinator = coordinator.with_servers(Arc::clone(pool));
     }
+    let selection = Selection {
+        toolsets: a.toolsets.clone(),
+        tools: a.tools.clone(),
+        dynamic: a.dynamic,
+    };
     let shared = mcp::Server::with_coordinator(coordinator, &a.profile, exposure)
         .allow_deprecated(a.allow_deprecated)
+        .selection(selection)
         .shared()?;
     eprintln!(
-        "toolcat serve: profile `{}`, exposure `{}`: {} tools listed",
+        "toolcat serve: profile `{}`, exposure `{}`: {} tools listed{}",
         a.profile,
         exposure.as_str(),
-        shared.table().listed().len()
+        shared.table().listed().len(),
+        if a.dynamic {
+            " (each session starts with the inline tools and the meta-tools)"
+        } else {
+            ""
+        }
     );
     runtime.block_on(async move {
         if let Some(reload) = reload {

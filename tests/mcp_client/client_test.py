@@ -11,7 +11,15 @@ workspace, serving a copy of the reference catalog (`--catalog`):
    catalog order); call a silent read tool (`read_file`, `glob`); see a gated tool (`edit_file`)
    refused without approval; see a tool outside the scope (`delete_path`, exposure `full`)
    refused; check that nothing in the workspace changed and what the call store recorded;
-2. a client of protocol 2026-07-28 (`server/discover`): subscribe to tool-list changes
+2. `serve --toolsets files --tools glob`: only the `files` toolset's tools of the scope plus
+   `glob` are listed, and an unknown toolset is refused at start naming the allowed ones;
+3. `serve --dynamic`: the first list is the inline tools plus the meta-tools; a `tool_search`
+   for `propose_edit` brings `notifications/tools/list_changed` (seen by the SDK's
+   `message_handler`), the next list holds it, and it runs when called by name;
+4. approval over elicitation: a client with an `elicitation_callback` that accepts with
+   `approve: true` sees the gated `edit_file` run (the file changed, the message named the tool,
+   its arguments and the file); one that declines sees `denied` and the file unchanged;
+5. a client of protocol 2026-07-28 (`server/discover`): subscribe to tool-list changes
    (`subscriptions/listen`), move `read_file` to exposure `full` in the catalog file, receive
    `notifications/tools/list_changed`, and see `read_file` gone from the list and refused.
 
@@ -30,7 +38,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged, listen
-from mcp.types import PaginatedRequestParams
+from mcp.types import ElicitResult, PaginatedRequestParams, ToolListChangedNotification
 
 PROFILE = "coding"
 EXPOSURE = "staging"
@@ -136,6 +144,82 @@ async def exercise(session, toolcat, workspace, transport):
           f"edit_file refused (needs-approval); delete_path refused (outside-scope)")
 
 
+async def toolsets(session, toolcat, transport):
+    """`--toolsets files --tools glob`: the files toolset's tools of the scope, plus glob."""
+    await session.initialize()
+    names, _ = await list_all(session)
+    expected = [row["name"] for row in toolcat_list(toolcat, "--profile", PROFILE, "--exposure", EXPOSURE)
+                if ("files" in row["toolsets"] or row["name"] == "glob") and row["tier"] != "loop"]
+    check(names == expected, f"--toolsets files --tools glob lists {names}, expected {expected}")
+    check("tool_search" not in names and "run_command" not in names, f"nothing else is listed: {names}")
+    body = error_body(await session.call_tool("run_command", {"command": "true"}))
+    check(body["error"] == "outside-scope", f"a tool outside the selection is refused: {body}")
+    print(f"{transport}: --toolsets files --tools glob lists {len(names)} tools")
+
+
+async def dynamic(session, toolcat, transport, changes):
+    """`--dynamic`: inline core + meta-tools first; a search adds what it found."""
+    await session.initialize()
+    first, _ = await list_all(session)
+    rows = toolcat_list(toolcat, "--profile", PROFILE, "--exposure", EXPOSURE)
+    in_scope = {row["name"] for row in rows}
+    core = [row["name"] for row in toolcat_list(toolcat, "--profile", PROFILE)
+            if (row["name"] in in_scope and row["visibility"] == "inline") or row["tier"] == "loop"]
+    check(first == core, f"the first list is the inline core plus meta-tools: {set(first) ^ set(core)}")
+    check("propose_edit" not in first, "propose_edit (discoverable) is not listed at first")
+    result = await session.call_tool("tool_search", {"query": "propose_edit"})
+    check(not result.is_error, f"tool_search: {result}")
+    found = [t["name"] for t in json.loads(result.content[0].text)["tools"]]
+    check("propose_edit" in found, f"tool_search found propose_edit: {found}")
+    with anyio.fail_after(10):
+        while not changes:
+            await anyio.sleep(0.05)
+    after, _ = await list_all(session)
+    check(len(after) > len(first) and "propose_edit" in after, f"the list grew by the found tools: {set(after) - set(first)}")
+    result = await session.call_tool("propose_edit", {"path": "b.txt", "old_string": "hello", "new_string": "bye"})
+    check(not result.is_error and "+bye" in result.content[0].text, f"propose_edit ran by name: {result}")
+    print(f"{transport}: --dynamic listed {len(first)} tools, tools/list_changed after tool_search, "
+          f"{len(after)} tools after; propose_edit ran by name")
+
+
+def list_changed_handler(changes):
+    async def handler(message):
+        if isinstance(message, ToolListChangedNotification):
+            changes.append(message)
+    return handler
+
+
+def elicitation_callback(answer, asked):
+    async def callback(context, params):
+        asked.append(params.message)
+        if answer == "accept":
+            return ElicitResult(action="accept", content={"approve": True})
+        return ElicitResult(action=answer)
+    return callback
+
+
+async def elicitation(session, workspace, transport, answer, asked):
+    """A gated call asked of the client: `accept` runs it, anything else refuses it."""
+    await session.initialize()
+    path = os.path.join(workspace, "b.txt")
+    with open(path, "w") as f:
+        f.write("hello\n")
+    result = await session.call_tool("edit_file", {"path": "b.txt", "old_string": "hello", "new_string": "bye"})
+    check(len(asked) == 1, f"one elicitation was sent: {asked}")
+    check("edit_file" in asked[0] and "b.txt" in asked[0] and "bye" in asked[0],
+          f"the elicitation names the tool, its arguments and target: {asked[0]}")
+    with open(path) as f:
+        text = f.read()
+    if answer == "accept":
+        check(not result.is_error, f"approved edit_file ran: {result}")
+        check(text == "bye\n", f"the approved edit changed b.txt: {text!r}")
+    else:
+        body = error_body(result)
+        check(body["error"] == "denied", f"a {answer}d approval is denied: {body}")
+        check(text == "hello\n", f"nothing ran after {answer}: {text!r}")
+    print(f"{transport}: elicitation {answer}: edit_file {'ran' if answer == 'accept' else 'denied, nothing ran'}")
+
+
 def serve_args(workspace, catalog):
     # `--servers none`: the catalog's MCP servers stay unconnected (no child process is started).
     return ["serve", "--catalog", catalog, "--profile", PROFILE, "--exposure", EXPOSURE,
@@ -148,6 +232,20 @@ async def over_stdio(toolcat, workspace, catalog):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await exercise(session, toolcat, workspace, "stdio")
+    narrowed = StdioServerParameters(command=toolcat, args=serve_args(workspace, catalog) + ["--toolsets", "files", "--tools", "glob"])
+    async with stdio_client(narrowed) as (read, write):
+        async with ClientSession(read, write) as session:
+            await toolsets(session, toolcat, "stdio")
+    changes = []
+    dyn = StdioServerParameters(command=toolcat, args=serve_args(workspace, catalog) + ["--dynamic"])
+    async with stdio_client(dyn) as (read, write):
+        async with ClientSession(read, write, message_handler=list_changed_handler(changes)) as session:
+            await dynamic(session, toolcat, "stdio", changes)
+    for answer in ("accept", "decline", "cancel"):
+        asked = []
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=elicitation_callback(answer, asked)) as session:
+                await elicitation(session, workspace, "stdio", answer, asked)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await list_changed(session, toolcat, catalog, "stdio")
@@ -168,12 +266,60 @@ async def over_http(toolcat, workspace, catalog):
         async with streamable_http_client(url) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await exercise(session, toolcat, workspace, "http")
+        for answer in ("accept", "decline"):
+            asked = []
+            async with streamable_http_client(url) as streams:
+                async with ClientSession(streams[0], streams[1], elicitation_callback=elicitation_callback(answer, asked)) as session:
+                    await elicitation(session, workspace, "http", answer, asked)
         async with streamable_http_client(url) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await list_changed(session, toolcat, catalog, "http")
     finally:
         server.terminate()
         server.wait(timeout=10)
+    shutil.copyfile(REFERENCE, catalog)  # undo the edit of `list_changed`
+    dyn = start(toolcat, workspace, catalog, "--dynamic")
+    try:
+        url = listening(dyn)
+        changes = []
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1], message_handler=list_changed_handler(changes)) as session:
+                await dynamic(session, toolcat, "http", changes)
+        # Another session of the same server starts from the core again: the state is per session.
+        other = []
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1], message_handler=list_changed_handler(other)) as session:
+                await session.initialize()
+                names, _ = await list_all(session)
+                check("propose_edit" not in names, "a second HTTP session does not inherit the first's tools")
+        print("http: --dynamic state is per Mcp-Session-Id session")
+    finally:
+        dyn.terminate()
+        dyn.wait(timeout=10)
+
+
+def start(toolcat, workspace, catalog, *extra):
+    return subprocess.Popen(
+        [toolcat, *serve_args(workspace, catalog), *extra, "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def listening(server):
+    for line in server.stderr:
+        if "listening on " in line:
+            return line.split("listening on ", 1)[1].strip()
+    raise AssertionError("`toolcat serve --http` printed no address")
+
+
+def refused_at_start(toolcat, workspace, catalog):
+    """Unknown or outside names are refused before serving, naming the allowed ones."""
+    for flag, name, allowed in (("--toolsets", "nope", "files"), ("--tools", "delete_path", "read_file")):
+        out = subprocess.run([toolcat, *serve_args(workspace, catalog), flag, name],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        check(out.returncode != 0 and name in out.stderr and allowed in out.stderr,
+              f"`serve {flag} {name}` is refused naming it and the allowed ones: {out.returncode} {out.stderr}")
+    print("serve --toolsets nope and --tools delete_path (exposure full) are refused at start")
 
 
 def main():
@@ -184,9 +330,13 @@ def main():
     with tempfile.TemporaryDirectory() as workspace:
         with open(os.path.join(workspace, "a.txt"), "w") as f:
             f.write("hello\n")
+        with open(os.path.join(workspace, "b.txt"), "w") as f:
+            f.write("hello\n")
         catalog = os.path.join(workspace, "tools.toml")
         shutil.copyfile(REFERENCE, catalog)
         try:
+            if transport == "stdio":
+                refused_at_start(toolcat, workspace, catalog)
             anyio.run(over_stdio if transport == "stdio" else over_http, toolcat, workspace, catalog)
         except AssertionError as e:
             print(f"{transport}: FAILED: {e}", file=sys.stderr)

@@ -34,13 +34,37 @@
 //! [`ArchiveOwner`]): another session's reference is answered as one that does not exist. A
 //! meta-tool outside the listed set is refused like any other tool.
 //!
+//! # Narrowing and dynamic discovery
+//! A [`Selection`] (`toolcat serve --toolsets`, `--tools`) narrows the listed and allowed sets to
+//! the named toolsets' tools plus the named tools, within profile ∩ scope (a name outside it is
+//! refused when the table is built, [`ScopeError::Toolset`], [`ScopeError::Tool`]); the
+//! meta-tools are narrowed like any tool. With [`Selection::dynamic`] (`--dynamic`) each MCP
+//! session (one stdio connection; one HTTP `Mcp-Session-Id`, whose handler the SDK creates per
+//! session) is served its own list: at first the listed tools of visibility `inline` plus the
+//! meta-tools; the tools a `tool_search` or `tool_describe` answers (searching and describing
+//! the whole listed set) join it, up to [`Catalog::profile_max_tools`] (the core itself is not
+//! cut), and the server sends that session `notifications/tools/list_changed` (on a
+//! `tools/call`'s session only; a reload still notifies every session). A listed tool not yet
+//! joined is refused like an unlisted one, its hint saying to search for it. Joined tools are
+//! kept by name, so a reload keeps those it still lists. The cursor generation of a session is
+//! the shared one plus its own count of list changes.
+//!
+//! # Approval
+//! A client that declared the `elicitation` capability (form mode) is asked each `gated` call:
+//! the coordinator, at its permission step (after validation and prepare, before scheduling and
+//! the re-verify of targets), awaits this server's [`Approver`], which sends
+//! `elicitation/create` with [`approval_message`] (tool, arguments, targets) and a required
+//! boolean `approve`. `accept` with `approve: true` lets the call run; `decline`, `cancel`,
+//! `approve: false` or a failed request answer `denied` and nothing ran.
+//!
 //! # Errors
 //! A call that reached a tool (or was refused on the way) is a result with `isError: true` and one
 //! text content holding a JSON object `{"error": KIND, "message": ..., ...}`
 //! ([`crate::CallError::to_json`]). `KIND` is one of the coordinator's: `outside-scope`,
 //! `invalid-arguments` (`errors` names each field path as `instancePath`; `inputSchema` is the
-//! schema), `needs-approval` (a `gated` tool: this server has no approval path, so nothing ran;
-//! the message names the tier and how to allow it; `"tier": "gated"`), `rate-limited`
+//! schema), `needs-approval` (a `gated` tool called by a client without the elicitation
+//! capability, so nothing ran; the message names the tier and how to allow it;
+//! `"tier": "gated"`), `denied` (the client did not approve, see "Approval"), `rate-limited`
 //! (`retryAfterMs`), `tool-error`, and the rest of [`crate::CallError::kind`]. A meta-tool's own
 //! errors are those of [`crate::meta`]: its `invalid-arguments` object, and plain texts for a
 //! failed search, a nested `tool_call` and a result reference that cannot be read.
@@ -69,6 +93,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -77,15 +102,17 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
     ServerJsonRpcMessage,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{
+    ElicitationMode, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
+};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
 use rmcp::{Peer, ServerHandler, ServiceExt as _};
@@ -93,12 +120,12 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
 pub use toolcat_catalog::model::Exposure;
-use toolcat_catalog::model::{Status, Tier};
+use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
-use crate::coordinator::{CallError, CallRequest, Coordinator};
+use crate::coordinator::{ApprovalPrompt, Approver, CallError, CallRequest, Coordinator};
 use crate::error::{CatalogError, NameError};
 use crate::export::mcp_tool;
 use crate::handler::{Caller, ToolContext};
@@ -131,7 +158,30 @@ pub struct ScopeTable {
     known: Vec<u64>,
     /// Whether deprecated tools of the scope are listed and run ([`ScopeTable::with_deprecated`]).
     allow_deprecated: bool,
+    /// The narrowing and discovery mode served ([`ScopeTable::with_selection`]).
+    selection: Selection,
+    /// Bitset: what a `--dynamic` session is served before it discovers anything: the listed
+    /// tools of visibility `inline` plus the listed meta-tools.
+    core: Vec<u64>,
     coordinator: Coordinator<'static>,
+}
+
+/// What `toolcat serve --toolsets`, `--tools` and `--dynamic` ask of a [`ScopeTable`].
+///
+/// `toolsets` and `tools` are additive (as github-mcp-server's flags): when either is non-empty,
+/// only the named toolsets' tools plus the named tools are listed and run, always within the
+/// profile and exposure scope (never wider). Both empty: the whole scope. With `dynamic`, each
+/// MCP session starts with the core (the selected tools of visibility `inline` plus the
+/// profile's meta-tools); a `tool_search` or `tool_describe` that answers tools adds them to
+/// that session's list (see the module docs, "Dynamic discovery").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Toolset names (as declared in the catalog).
+    pub toolsets: Vec<String>,
+    /// Tool names (exported or declared).
+    pub tools: Vec<String>,
+    /// Per-session progressive disclosure.
+    pub dynamic: bool,
 }
 
 /// Why a [`ScopeTable`] could not be built.
@@ -146,6 +196,19 @@ pub enum ScopeError {
     /// A definition is not a valid MCP tool (an input schema that is not an object).
     #[error("tool `{tool}` cannot be listed over MCP: {message}; give it an object input schema")]
     Definition { tool: String, message: String },
+    /// `--toolsets` names a toolset the catalog does not declare, or one with no tool in the
+    /// profile and scope.
+    #[error("{message}; pass toolsets with tools in this profile and exposure: {}", allowed.join(", "))]
+    Toolset {
+        message: String,
+        allowed: Vec<String>,
+    },
+    /// `--tools` names a tool the catalog does not know, or one outside the profile and scope.
+    #[error("{message}; pass tools of this profile and exposure: {}", allowed.join(", "))]
+    Tool {
+        message: String,
+        allowed: Vec<String>,
+    },
 }
 
 impl ScopeTable {
@@ -175,6 +238,31 @@ impl ScopeTable {
         exposure: Exposure,
         allow_deprecated: bool,
     ) -> Result<ScopeTable, ScopeError> {
+        ScopeTable::with_selection(
+            coordinator,
+            profile,
+            exposure,
+            allow_deprecated,
+            Selection::default(),
+        )
+    }
+
+    /// [`ScopeTable::with_deprecated`], narrowed to `selection`'s toolsets and tools and in its
+    /// discovery mode ([`Selection`]). Narrowing applies to the meta-tools too, except with
+    /// `dynamic` (a dynamic session always has the profile's meta-tools).
+    ///
+    /// # Errors
+    /// As [`ScopeTable::new`]; [`ScopeError::Toolset`] for a toolset the catalog does not
+    /// declare or with no tool in the profile and scope; [`ScopeError::Tool`] for a tool the
+    /// catalog does not know or outside the profile and scope. Each names the cause and the
+    /// allowed names.
+    pub fn with_selection(
+        coordinator: Coordinator<'static>,
+        profile: &str,
+        exposure: Exposure,
+        allow_deprecated: bool,
+        selection: Selection,
+    ) -> Result<ScopeTable, ScopeError> {
         let catalog = coordinator.catalog();
         let p = catalog.profile(profile).map_err(ScopeError::Profile)?;
         let scope = catalog.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
@@ -182,14 +270,25 @@ impl ScopeTable {
         let meta = catalog.tier_tools(Tier::Loop);
         let deprecated = catalog.status_tools(Status::Deprecated);
         let hidden = |k: usize| if allow_deprecated { 0 } else { deprecated[k] };
-        let known: Vec<u64> = (0..catalog.words())
+        let mut known: Vec<u64> = (0..catalog.words())
             .map(|k| (scope[k] | meta[k]) & owned[k])
             .collect();
+        if let Some(mask) = narrowing(catalog, p, exposure, &known, &selection)? {
+            let keep_meta = selection.dynamic;
+            for k in 0..known.len() {
+                let kept = if keep_meta {
+                    mask[k] | meta[k]
+                } else {
+                    mask[k]
+                };
+                known[k] &= kept;
+            }
+        }
         let allowed: Vec<u64> = (0..catalog.words())
             .map(|k| known[k] & !meta[k] & !hidden(k))
             .collect();
         let listed_bits: Vec<u64> = (0..catalog.words())
-            .map(|k| allowed[k] | (meta[k] & owned[k]))
+            .map(|k| allowed[k] | (meta[k] & known[k]))
             .collect();
         let listed: Vec<ToolIndex> = catalog.tools_in(&listed_bits).collect();
         let definitions = listed
@@ -203,6 +302,10 @@ impl ScopeTable {
                     })
             })
             .collect::<Result<_, _>>()?;
+        let inline = catalog.visibility_tools(Visibility::Inline);
+        let core: Vec<u64> = (0..catalog.words())
+            .map(|k| listed_bits[k] & (inline[k] | meta[k]))
+            .collect();
         Ok(ScopeTable {
             catalog,
             profile: p,
@@ -213,8 +316,15 @@ impl ScopeTable {
             definitions,
             known,
             allow_deprecated,
+            selection,
+            core,
             coordinator,
         })
+    }
+
+    /// The narrowing and discovery mode served.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
     }
 
     /// Whether deprecated tools of the scope are listed and run.
@@ -287,6 +397,71 @@ impl ScopeTable {
         body["exposure"] = json!(self.exposure.as_str());
         refusal(body)
     }
+}
+
+/// The bitset `selection` narrows `known` (profile ∩ scope, meta-tools included) to, or `None`
+/// when it names nothing (the whole scope). Every name must be the catalog's and have a tool
+/// in `known`.
+fn narrowing(
+    catalog: &Catalog,
+    profile: ProfileId,
+    exposure: Exposure,
+    known: &[u64],
+    selection: &Selection,
+) -> Result<Option<Vec<u64>>, ScopeError> {
+    if selection.toolsets.is_empty() && selection.tools.is_empty() {
+        return Ok(None);
+    }
+    let within = |t: &[u64]| (0..known.len()).any(|k| t[k] & known[k] != 0);
+    let where_ = format!(
+        "profile `{}` at exposure `{}`",
+        catalog.profile_name(profile),
+        exposure.as_str()
+    );
+    let mut mask = vec![0u64; known.len()];
+    for name in &selection.toolsets {
+        let allowed = || {
+            catalog
+                .toolsets()
+                .filter(|&s| within(catalog.toolset_tools(s)))
+                .map(|s| catalog.toolset_name(s).to_string())
+                .collect()
+        };
+        let s = catalog.toolset(name).map_err(|e| ScopeError::Toolset {
+            message: format!("`--toolsets {name}`: {e}"),
+            allowed: allowed(),
+        })?;
+        let tools = catalog.toolset_tools(s);
+        if !within(tools) {
+            return Err(ScopeError::Toolset {
+                message: format!("`--toolsets {name}`: toolset `{name}` has no tool in {where_}"),
+                allowed: allowed(),
+            });
+        }
+        for k in 0..mask.len() {
+            mask[k] |= tools[k];
+        }
+    }
+    for name in &selection.tools {
+        let allowed = || {
+            catalog
+                .tools_in(known)
+                .map(|t| catalog.exported_name(t).to_string())
+                .collect()
+        };
+        let t = catalog.tool(name).map_err(|e| ScopeError::Tool {
+            message: format!("`--tools {name}`: {e}"),
+            allowed: allowed(),
+        })?;
+        if !bit(known, t.index()) {
+            return Err(ScopeError::Tool {
+                message: format!("`--tools {name}`: tool `{name}` is not in {where_}"),
+                allowed: allowed(),
+            });
+        }
+        mask[t.index() / 64] |= 1u64 << (t.index() % 64);
+    }
+    Ok(Some(mask))
 }
 
 /// The answer to a call of `name` that is not listed, within `scope` (see the module docs):
@@ -416,53 +591,137 @@ pub struct McpServer {
     /// The owner of the results archived for this session, the only ones its
     /// `read_tool_result` reads.
     owner: ArchiveOwner,
+    /// With [`Selection::dynamic`]: the exported names of the tools this session discovered,
+    /// served beside the core (names, so a reloaded catalog keeps them where it still lists them).
+    joined: Arc<Mutex<Vec<String>>>,
+    /// Bumped whenever this session's list grows; part of its cursors.
+    session_generation: Arc<AtomicU64>,
 }
 
 impl McpServer {
-    /// The handler of a new MCP session over `shared` (its own [`ArchiveOwner`]).
+    /// The handler of a new MCP session over `shared` (its own [`ArchiveOwner`] and, with
+    /// [`Selection::dynamic`], its own discovered tools).
     pub fn new(shared: Arc<Shared>) -> Self {
         McpServer {
             shared,
             owner: ArchiveOwner::new(),
+            joined: Arc::default(),
+            session_generation: Arc::default(),
+        }
+    }
+
+    /// The tools this session is served, as a bitset, or `None` when it is served the whole
+    /// listed set (not [`Selection::dynamic`]).
+    fn served(&self, table: &ScopeTable) -> Option<Vec<u64>> {
+        if !table.selection.dynamic {
+            return None;
+        }
+        let mut bits = table.core.clone();
+        let c = table.catalog();
+        for name in self.joined.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            if let Ok(t) = c.tool(name) {
+                if bit(&table.listed_bits, t.index()) {
+                    bits[t.index() / 64] |= 1u64 << (t.index() % 64);
+                }
+            }
+        }
+        Some(bits)
+    }
+
+    /// Adds the tools a `tool_search` or `tool_describe` answered to this session's list (with
+    /// [`Selection::dynamic`]), up to the profile's `max_tools` ([`Catalog::profile_max_tools`]);
+    /// returns whether the list grew.
+    fn disclose(&self, table: &ScopeTable, result: &CallResult) -> bool {
+        let (meta::Outcome::Found { tools } | meta::Outcome::Described { tools }) = &result.outcome
+        else {
+            return false;
+        };
+        let Some(mut served) = self.served(table) else {
+            return false;
+        };
+        let c = table.catalog();
+        let cap = c
+            .profile_max_tools(table.profile())
+            .map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX));
+        let mut count: usize = served.iter().map(|w| w.count_ones() as usize).sum();
+        let mut joined = self.joined.lock().unwrap_or_else(|p| p.into_inner());
+        let mut grew = false;
+        for &t in tools {
+            let i = t.index();
+            if !bit(&table.listed_bits, i) || bit(&served, i) || count >= cap {
+                continue;
+            }
+            served[i / 64] |= 1u64 << (i % 64);
+            count += 1;
+            joined.push(c.exported_name(t).to_string());
+            grew = true;
+        }
+        if grew {
+            self.session_generation.fetch_add(1, Ordering::SeqCst);
+        }
+        grew
+    }
+
+    /// This session's cursor generation: the shared one plus this session's own (both only
+    /// grow, so the sum changes whenever either list change happens).
+    fn cursor_generation(&self) -> u64 {
+        self.shared.generation() + self.session_generation.load(Ordering::SeqCst)
+    }
+
+    /// The `tools/list` definitions this session is served.
+    fn definitions(&self, table: &ScopeTable) -> Vec<Tool> {
+        match self.served(table) {
+            None => table.definitions().to_vec(),
+            Some(bits) => table
+                .listed()
+                .iter()
+                .zip(table.definitions())
+                .filter(|(t, _)| bit(&bits, t.index()))
+                .map(|(_, d)| d.clone())
+                .collect(),
         }
     }
 
     /// One page of `tools/list`.
     fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
         let table = self.shared.table();
-        let generation = self.shared.generation();
+        let generation = self.cursor_generation();
+        let definitions = self.definitions(&table);
         let offset = match cursor {
             None => 0,
-            Some(c) => parse_cursor(c, generation, table.definitions().len())?,
+            Some(c) => parse_cursor(c, generation, definitions.len())?,
         };
-        let end = (offset + PAGE_SIZE).min(table.definitions().len());
-        let mut result = ListToolsResult::with_all_items(table.definitions()[offset..end].to_vec());
-        if end < table.definitions().len() {
+        let end = (offset + PAGE_SIZE).min(definitions.len());
+        let mut result = ListToolsResult::with_all_items(definitions[offset..end].to_vec());
+        if end < definitions.len() {
             result.next_cursor = Some(format!("{generation}:{end}"));
         }
         Ok(result)
     }
 
-    /// Answers one call (see the module docs), of a caller that said nothing about itself.
+    /// Answers one call (see the module docs), of a caller that said nothing about itself; a
+    /// `gated` tool is refused as `needs-approval`.
     pub async fn call(
         &self,
         name: &str,
         arguments: Value,
         cancel: Option<tokio_util::sync::CancellationToken>,
     ) -> CallToolResult {
-        self.call_as(name, arguments, cancel, Caller::default())
+        self.call_as(name, arguments, cancel, Caller::default(), None)
             .await
     }
 
     /// [`McpServer::call`] made by `caller`: the handler sees it as `ToolContext::caller`, with
     /// `profile` and `exposure` set to the scope served. `tools/call` passes the client's
-    /// declared `clientInfo` and, over HTTP, its `Mcp-Session-Id`.
+    /// declared `clientInfo` and, over HTTP, its `Mcp-Session-Id`. A `gated` tool's approval is
+    /// asked of `approver` when given (the client's elicitation, see the module docs).
     pub async fn call_as(
         &self,
         name: &str,
         arguments: Value,
         cancel: Option<tokio_util::sync::CancellationToken>,
         caller: Caller,
+        approver: Option<Approver>,
     ) -> CallToolResult {
         let table = self.shared.table();
         let caller = Caller {
@@ -470,30 +729,39 @@ impl McpServer {
             exposure: Some(table.exposure()),
             ..caller
         };
-        let scope = self.scope(&table);
+        let served = self.served(&table);
+        let scope = self.scope(&table, served.as_deref());
         let t = match meta::resolve(&scope, name) {
             Ok(t) => t,
             Err(_) => return unlisted(&table, &scope, name),
         };
         let Some(m) = MetaTool::of(table.catalog(), t) else {
-            return run(&table, t, arguments, self.owner, cancel, caller).await;
+            return run(&table, t, arguments, self.owner, cancel, caller, approver).await;
         };
         match meta::answer(&scope, m, t, &arguments, None) {
-            Answer::Done(result) => answered(result),
+            Answer::Done(result) => {
+                self.disclose(&table, &result);
+                answered(result)
+            }
             // `tool_call`: the named tool is called exactly as by `tools/call`.
             Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
                 Err(_) => unlisted(&table, &scope, &name),
                 Ok(d) => match MetaTool::of(table.catalog(), d) {
-                    None => run(&table, d, arguments, self.owner, cancel, caller).await,
-                    Some(m) => answered(meta::answer_nested(&scope, m, d, &arguments, None)),
+                    None => run(&table, d, arguments, self.owner, cancel, caller, approver).await,
+                    Some(m) => {
+                        let result = meta::answer_nested(&scope, m, d, &arguments, None);
+                        self.disclose(&table, &result);
+                        answered(result)
+                    }
                 },
             },
         }
     }
 
-    /// What the meta-tools answer within: the listed set, no search budget (an MCP session has
-    /// no turns), this session's archive owner.
-    fn scope<'a>(&self, table: &'a ScopeTable) -> Scope<'a, 'static> {
+    /// What the meta-tools answer within: the listed set (searched and described), the tools
+    /// this session is served (callable; `served`, or the listed set), no search budget (an MCP
+    /// session has no turns), this session's archive owner.
+    fn scope<'a>(&self, table: &'a ScopeTable, served: Option<&'a [u64]>) -> Scope<'a, 'static> {
         Scope {
             catalog: table.catalog(),
             coordinator: table.coordinator(),
@@ -503,7 +771,7 @@ impl McpServer {
             search_limit: DEFAULT_SEARCH_LIMIT,
             budget: None,
             known: &table.known,
-            active: &table.listed_bits,
+            active: served.unwrap_or(&table.listed_bits),
             toolsets: None,
             allow_deprecated: table.allow_deprecated,
         }
@@ -528,6 +796,81 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     }
 }
 
+/// The approver of a session whose client declared elicitation: each `gated` call sends
+/// `elicitation/create` with [`approval_message`] and a required boolean `approve`; the call
+/// runs only on `accept` with `approve: true`.
+fn elicitation_approver(peer: Peer<RoleServer>) -> Approver {
+    Approver(Arc::new(move |prompt: ApprovalPrompt| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let schema = match ElicitationSchema::builder()
+                .required_bool_property("approve", |b| {
+                    b.description("true runs the call; false refuses it")
+                })
+                .build()
+            {
+                Ok(schema) => schema,
+                Err(e) => {
+                    tracing::warn!("mcp: the approval form cannot be built: {e}");
+                    return false;
+                }
+            };
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: approval_message(&prompt),
+                requested_schema: schema,
+            };
+            match peer.create_elicitation(params).await {
+                Ok(answer) => {
+                    answer.action == ElicitationAction::Accept
+                        && answer
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get("approve"))
+                            .and_then(Value::as_bool)
+                            == Some(true)
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "mcp: asking the client to approve `{}` failed: {e}",
+                        prompt.tool
+                    );
+                    false
+                }
+            }
+        })
+    }))
+}
+
+/// The words of an approval elicitation: the tool, its arguments (JSON) and what it will touch,
+/// e.g. ``Approve the call of `write_file` (tier `gated`) with arguments {"path":"a.txt",...}? It
+/// will write `file:/ws/a.txt` (now absent).``
+pub fn approval_message(prompt: &ApprovalPrompt) -> String {
+    let targets: Vec<String> = prompt
+        .targets
+        .iter()
+        .map(|t| {
+            let access = match t.access {
+                crate::handler::Access::Read => "read",
+                crate::handler::Access::Write => "write",
+            };
+            match &t.fingerprint {
+                Some(f) => format!("{access} `{}` (now {f})", t.resource),
+                None => format!("{access} `{}`", t.resource),
+            }
+        })
+        .collect();
+    let touches = if targets.is_empty() {
+        String::new()
+    } else {
+        format!(" It will {}.", targets.join(", "))
+    };
+    format!(
+        "Approve the call of `{}` (tier `gated`) with arguments {}?{touches}",
+        prompt.tool, prompt.arguments
+    )
+}
+
 /// A meta-tool's answer as an MCP result: its text as the one text content.
 fn answered(result: CallResult) -> CallToolResult {
     let content = vec![ContentBlock::text(result.text)];
@@ -547,12 +890,16 @@ async fn run(
     owner: ArchiveOwner,
     cancel: Option<tokio_util::sync::CancellationToken>,
     caller: Caller,
+    approver: Option<Approver>,
 ) -> CallToolResult {
     let mut request = CallRequest::new(t, arguments, table.allowed())
         .with_owner(owner)
         .with_caller(caller);
     if let Some(token) = cancel {
         request = request.with_cancellation(token);
+    }
+    if let Some(approver) = approver {
+        request = request.with_approver(approver);
     }
     let outcome = table.coordinator().call(request).await;
     match outcome.result {
@@ -563,7 +910,15 @@ async fn run(
             let mut body = e.to_json();
             body["tier"] = json!("gated");
             body["message"] = json!(format!(
-                "tool `{name}` is of tier `gated`: each call needs approval, and this MCP server has no approval path, so nothing ran; to run it, call it from a host that sets an authorization hook (`toolcat::Coordinator::with_approval`), or serve a scope without it"
+                "tool `{name}` is of tier `gated`: each call needs approval, which this server asks over elicitation, and this client did not declare the `elicitation` capability, so nothing ran; to run it, connect with a client that supports elicitation, or call it from a host that sets an authorization hook (`toolcat::Coordinator::with_approval`)"
+            ));
+            refusal(body)
+        }
+        Err(e @ CallError::Denied { .. }) => {
+            let name = table.catalog().exported_name(t);
+            let mut body = e.to_json();
+            body["message"] = json!(format!(
+                "the call of `{name}` was not approved (the client declined, cancelled or answered `approve: false`), so nothing ran"
             ));
             refusal(body)
         }
@@ -611,7 +966,7 @@ impl ServerHandler for McpServer {
         )
         .with_server_info(Implementation::new("toolcat", env!("CARGO_PKG_VERSION")))
         .with_instructions(format!(
-            "toolcat serves the tools of profile `{}` within MCP exposure scope `{}`. Tools of tier `gated` need approval, which this server cannot ask for: calling them is refused.",
+            "toolcat serves the tools of profile `{}` within MCP exposure scope `{}`. Tools of tier `gated` need approval: the server asks the client over elicitation when it declared that capability, otherwise calling them is refused.",
             catalog.profile_name(table.profile()),
             table.exposure().as_str()
         ))
@@ -628,6 +983,9 @@ impl ServerHandler for McpServer {
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let table = self.shared.table();
         let t = table.catalog().tool(name).ok()?;
+        if self.served(&table).is_some_and(|s| !bit(&s, t.index())) {
+            return None;
+        }
         let k = table.listed().binary_search(&t).ok()?;
         table.definitions().get(k).cloned()
     }
@@ -638,14 +996,27 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let approver = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+            .then(|| elicitation_approver(context.peer.clone()));
+        let before = self.session_generation.load(Ordering::SeqCst);
         let result = self
             .call_as(
                 &request.name,
                 arguments,
                 Some(context.ct.clone()),
                 caller_of(&context),
+                approver,
             )
             .await;
+        if self.session_generation.load(Ordering::SeqCst) != before {
+            // This session's list grew (dynamic discovery): only this client is told.
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::info!("mcp: the client could not be told its tool list grew: {e}");
+            }
+        }
         Ok(CallToolResponse::Complete(result))
     }
 
@@ -1253,11 +1624,12 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
         let catalog: &'static Catalog = Box::leak(Box::new(catalog));
         let coordinator = old.coordinator().for_catalog(catalog);
         let profile = old.catalog().profile_name(old.profile()).to_string();
-        match ScopeTable::with_deprecated(
+        match ScopeTable::with_selection(
             coordinator,
             &profile,
             old.exposure(),
             old.allows_deprecated(),
+            old.selection().clone(),
         ) {
             Ok(table) => {
                 let n = table.listed().len();

@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{coordinator, serve_http, serve_stdio, Exposure, ScopeError, ScopeTable, Shared};
+use super::{
+    coordinator, serve_http, serve_stdio, Exposure, ScopeError, ScopeTable, Selection, Shared,
+};
 use crate::catalog::Catalog;
 use crate::coordinator::Coordinator;
 
@@ -45,6 +47,7 @@ pub struct Server {
     profile: String,
     exposure: Exposure,
     allow_deprecated: bool,
+    selection: Selection,
 }
 
 impl Server {
@@ -67,6 +70,7 @@ impl Server {
             profile: profile.to_string(),
             exposure,
             allow_deprecated: false,
+            selection: Selection::default(),
         }
     }
 
@@ -88,18 +92,27 @@ impl Server {
         self
     }
 
+    /// Narrows what is served to toolsets and tools, or serves each session progressively
+    /// ([`Selection`], [`ScopeTable::with_selection`]; `toolcat serve --toolsets`, `--tools`,
+    /// `--dynamic`). Default: every tool of the scope, listed from the start.
+    pub fn selection(mut self, selection: Selection) -> Server {
+        self.selection = selection;
+        self
+    }
+
     /// The state every connection shares, to serve it with [`serve_stdio`], [`serve_http`] or
     /// [`super::serve_lines`], or reload it with [`super::watch`].
     ///
     /// # Errors
-    /// [`ServeError::Scope`] for a profile the catalog does not declare, exposure `excluded`, or
-    /// a definition that is not a valid MCP tool.
+    /// [`ServeError::Scope`] for a profile the catalog does not declare, exposure `excluded`, a
+    /// selected toolset or tool outside the scope, or a definition that is not a valid MCP tool.
     pub fn shared(self) -> Result<Arc<Shared>, ServeError> {
-        let table = ScopeTable::with_deprecated(
+        let table = ScopeTable::with_selection(
             self.coordinator,
             &self.profile,
             self.exposure,
             self.allow_deprecated,
+            self.selection,
         )?;
         Ok(Shared::new(table))
     }
