@@ -8,6 +8,8 @@ mod calls;
 mod cli;
 /// Exported input schemas of the reference, GitHub and LiveMCPBench catalogs break no OpenAI strict-mode or Gemini `Schema` rule; the checker catches each bad shape.
 mod conformance;
+/// Which catalog `toolcat` reads without `--catalog`: `TOOLCAT_CATALOG`, `tools.toml` here or in a parent, the reference; the README's session example starts no server it does not use.
+mod discovery;
 /// `toolcat eval`: recall@k, nDCG@5 and C@5 on hand-made rankings, the `metatool` import, the token economy.
 mod eval;
 /// File tools never follow a symbolic link out of the workspace, even one swapped in mid-call; stale writes are refused.

@@ -60,7 +60,7 @@ pub struct ServersArgs {
 /// # Errors
 /// When the compiled-in text does not load (it always does: the build checked it).
 pub fn configs(arg: &CatalogArg) -> anyhow::Result<Vec<ServerConfig>> {
-    match &arg.catalog {
+    match arg.path()? {
         Some(_) => Ok(Vec::new()),
         None => ServerConfig::all_from_source(REFERENCE_LABEL, crate::REFERENCE_SOURCE)
             .map_err(anyhow::Error::from),
@@ -440,7 +440,7 @@ fn import_command_line(values: &[String], name: Option<&str>) -> String {
 /// The `description` of `[mcp_server.NAME]` in the catalog's text, when it can be read.
 fn server_description(c: &Catalog, arg: &CatalogArg, s: ServerId) -> Option<String> {
     let name = c.server_name(s);
-    let (path, source) = match &arg.catalog {
+    let (path, source) = match arg.path().ok()? {
         None => (
             REFERENCE_LABEL.to_string(),
             crate::REFERENCE_SOURCE.to_string(),
