@@ -59,7 +59,11 @@ fn repo(rel: &str) -> std::path::PathBuf {
 fn the_catalog_is_found_in_the_current_or_a_parent_directory_then_env_then_flag() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    std::fs::copy(repo("tests/fixtures/quickstart/tools.toml"), root.join("tools.toml")).unwrap();
+    std::fs::copy(
+        repo("tests/fixtures/quickstart/tools.toml"),
+        root.join("tools.toml"),
+    )
+    .unwrap();
     let sub = root.join("a/b");
     std::fs::create_dir_all(&sub).unwrap();
 
@@ -82,8 +86,15 @@ fn the_catalog_is_found_in_the_current_or_a_parent_directory_then_env_then_flag(
     // `TOOLCAT_CATALOG` wins over the discovered file.
     let other = root.join("other.toml");
     std::fs::copy(repo("tests/fixtures/valid/small.toml"), &other).unwrap();
-    let expected = listed(&toolcat_in(&root, None, &["list", "--catalog", "other.toml"]));
-    assert!(!expected.is_empty() && expected != QUICKSTART, "{expected:?}");
+    let expected = listed(&toolcat_in(
+        &root,
+        None,
+        &["list", "--catalog", "other.toml"],
+    ));
+    assert!(
+        !expected.is_empty() && expected != QUICKSTART,
+        "{expected:?}"
+    );
     let o = toolcat_in(&sub, Some(&other), &["list"]);
     assert_eq!(listed(&o), expected);
     assert_eq!(
@@ -102,7 +113,11 @@ fn the_catalog_is_found_in_the_current_or_a_parent_directory_then_env_then_flag(
     let o = toolcat_in(
         &sub,
         Some(&other),
-        &["list", "--catalog", root.join("tools.toml").to_str().unwrap()],
+        &[
+            "list",
+            "--catalog",
+            root.join("tools.toml").to_str().unwrap(),
+        ],
     );
     assert_eq!(listed(&o), QUICKSTART);
     assert_eq!(notes(&o), Vec::<String>::new(), "{}", stderr(&o));
@@ -130,7 +145,11 @@ fn without_any_tools_toml_the_reference_catalog_is_read_and_the_reference_file_i
     // A directory with no tools.toml above it (the temp dir is outside the repository).
     let dir = tempfile::tempdir().unwrap();
     let o = toolcat_in(dir.path(), None, &["list"]);
-    if dir.path().ancestors().all(|d| !d.join("tools.toml").is_file()) {
+    if dir
+        .path()
+        .ancestors()
+        .all(|d| !d.join("tools.toml").is_file())
+    {
         assert_eq!(listed(&o), reference);
         assert_eq!(notes(&o), Vec::<String>::new(), "{}", stderr(&o));
     }
@@ -141,4 +160,115 @@ fn without_any_tools_toml_the_reference_catalog_is_read_and_the_reference_file_i
     let note = notes(&o);
     assert_eq!(note.len(), 1, "{}", stderr(&o));
     assert!(note[0].contains("it is the reference catalog"), "{note:?}");
+}
+
+/// The README's `toolcat session` example (the `sh` block that pipes into `toolcat session`),
+/// verbatim.
+fn readme_session_example() -> String {
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .filter(|b| b.contains("| toolcat session --preset code --no-preselect"))
+        .collect();
+    assert_eq!(
+        blocks.len(),
+        1,
+        "the README has one such example: {blocks:?}"
+    );
+    blocks[0].to_string()
+}
+
+/// Runs `script` with `sh` in a fresh git repository with one commit, with `toolcat` and fake
+/// `npx`/`uvx` (each appends to `marker` and fails) first on `PATH`.
+fn run_with_fake_launchers(script: &str) -> (Output, Option<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = dir.path().join("marker");
+    for launcher in ["npx", "uvx"] {
+        let path = bin.join(launcher);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 1\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .expect("git runs");
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "first commit of the example"]);
+    let toolcat_dir = Path::new(env!("CARGO_BIN_EXE_toolcat")).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        toolcat_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&work)
+        .env("PATH", path)
+        .env_remove("TOOLCAT_CATALOG")
+        .output()
+        .expect("sh runs");
+    (o, std::fs::read_to_string(&marker).ok())
+}
+
+#[test]
+fn the_readme_session_example_starts_no_server_it_does_not_use() {
+    let script = readme_session_example();
+    let (o, marker) = run_with_fake_launchers(&script);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        marker,
+        None,
+        "a server process was started:\n{}",
+        stderr(&o)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let outcomes: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  error:") || l.starts_with("  result:"))
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{out}");
+    assert!(
+        outcomes[0].starts_with("  error: Tool 'git_log' not in active set. Call tool_search"),
+        "{out}"
+    );
+    assert!(
+        outcomes[1].starts_with("  result: {\"tools\":[{\"name\":\"git_log\""),
+        "{out}"
+    );
+    assert!(
+        outcomes[2].starts_with("  result:") && outcomes[2].contains("first commit of the example"),
+        "{out}"
+    );
+
+    // The control: connecting every server at start runs the launchers.
+    let eager = script.replace("--no-preselect", "--no-preselect --servers all --wait 200");
+    let (_, marker) = run_with_fake_launchers(&eager);
+    let marker = marker.expect("`--servers all` starts the declared servers");
+    assert!(marker.contains("npx") && marker.contains("uvx"), "{marker}");
 }

@@ -88,6 +88,11 @@ pub struct CatalogChoice {
     pub note: Option<String>,
 }
 
+/// Whether the file at `path` holds the reference catalog's own text ([`crate::REFERENCE_SOURCE`]).
+fn is_reference(path: &Path) -> bool {
+    toolcat::catalog::read_catalog_source(path).ok().as_deref() == Some(crate::REFERENCE_SOURCE)
+}
+
 /// Which catalog a command reads, in this order (the one rule every command follows):
 /// 1. `explicit` (`--catalog PATH`);
 /// 2. the environment variable `TOOLCAT_CATALOG` ([`CATALOG_ENV`]; empty counts as unset);
@@ -95,9 +100,10 @@ pub struct CatalogChoice {
 ///    one (as cargo finds `Cargo.toml`);
 /// 4. the reference catalog compiled into this binary.
 ///
-/// A file found by step 3 whose text is the reference catalog's own source
-/// ([`crate::REFERENCE_SOURCE`], e.g. this repository's root `tools.toml`) is read as the
-/// compiled-in catalog, with its handlers. Steps 2 and 3 from a parent directory come with a
+/// A file of step 2 or 3 whose text is the reference catalog's own source
+/// ([`crate::REFERENCE_SOURCE`], e.g. this repository's root `tools.toml`, which the build
+/// script also names in `TOOLCAT_CATALOG` for `cargo run` and `cargo test`) is read as the
+/// compiled-in catalog, with its handlers, without a note for step 2. Steps 2 and 3 from a parent directory come with a
 /// note naming the file and the reason.
 ///
 /// # Errors
@@ -118,6 +124,14 @@ pub fn choose_catalog(explicit: Option<&Path>) -> anyhow::Result<CatalogChoice> 
                 path.display()
             );
         }
+        // The build script sets the variable to this repository's `tools.toml` for `cargo run`
+        // and `cargo test`: that text is the compiled-in catalog itself.
+        if is_reference(&path) {
+            return Ok(CatalogChoice {
+                path: None,
+                note: None,
+            });
+        }
         let note = format!(
             "toolcat: catalog {} (from {CATALOG_ENV}; pass --catalog to choose another)",
             path.display()
@@ -134,8 +148,7 @@ pub fn choose_catalog(explicit: Option<&Path>) -> anyhow::Result<CatalogChoice> 
         if !candidate.is_file() {
             continue;
         }
-        let reference = toolcat::catalog::read_catalog_source(&candidate).ok().as_deref()
-            == Some(crate::REFERENCE_SOURCE);
+        let reference = is_reference(&candidate);
         let note = (depth > 0).then(|| {
             let why = if reference {
                 "found in a parent directory; it is the reference catalog, so the one compiled into this binary is read"
@@ -391,24 +404,31 @@ pub struct ConnectArgs {
     /// answer that it is not connected until it is ready.
     #[arg(long, value_name = "MS")]
     pub wait: Option<u64>,
-    /// Which MCP servers to connect: `all`, `none`, or server names, comma-separated. The tools
-    /// of a server left out answer that it is not connected.
+    /// Which MCP servers to connect at start: `all`, `none`, or server names, comma-separated
+    /// (default: none at start; each server connects at the first call of one of its tools).
+    /// The tools of a server left out answer that it is not connected.
     #[arg(
         long = "servers",
         value_name = "all|none|NAME,...",
-        value_delimiter = ',',
-        default_value = "all"
+        value_delimiter = ','
     )]
     pub servers: Vec<String>,
 }
 
 impl ConnectArgs {
+    /// Whether servers connect at the first call of one of their tools (no `--servers` given)
+    /// rather than at start.
+    pub fn lazy(&self) -> bool {
+        self.servers.iter().all(|s| s.trim().is_empty())
+    }
+
     /// The servers to connect: `None` for every server, else their names (checked against the
     /// catalog).
     ///
     /// # Errors
     /// When a name is not a server of the catalog; the message lists the declared ones.
     pub fn only(&self, c: &Catalog) -> anyhow::Result<Option<Vec<String>>> {
+        // The default (no `--servers`): every server, each connected at its first use.
         let names: Vec<&str> = self
             .servers
             .iter()

@@ -77,7 +77,8 @@ fn config_of(c: &Catalog, arg: &CatalogArg, s: ServerId) -> anyhow::Result<Serve
 }
 
 /// Starts connecting to the servers `connect` selects, in the background, inside the current
-/// tokio runtime: `None` when the catalog declares no server.
+/// tokio runtime (without `--servers`, each at the first call of one of its tools): `None` when
+/// the catalog declares no server.
 ///
 /// # Errors
 /// An unknown name in `--servers`.
@@ -98,6 +99,7 @@ pub fn start_pool(
             .unwrap_or(default_wait),
         only,
         configs: configs(arg)?,
+        lazy: connect.lazy(),
         ..PoolOptions::default()
     };
     Ok(Some(ServerPool::start(c, options)))
