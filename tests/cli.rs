@@ -240,6 +240,7 @@ fn import(kind: &str, path: &Path, out: &Path) {
 
 #[test]
 fn imported_real_catalogs_pass_check_and_github_search_finds_create_pull_request() {
+    require_data!();
     let dir = tempfile::tempdir().unwrap();
     let github = dir.path().join("github.toml");
     let live = dir.path().join("livemcpbench.toml");
