@@ -65,7 +65,8 @@ pub struct PoolOptions {
     pub configs: Vec<ServerConfig>,
     /// Connect each selected server at the first call of one of its tools, rather than at
     /// start: false. Until then the server is `not-connected` and no process is started; that
-    /// first call waits up to the server's `connect_timeout_ms` for the connection.
+    /// first call waits for the connection up to the server's `connect_timeout_ms` or
+    /// `wait_budget`, whichever is longer.
     pub lazy: bool,
 }
 
@@ -906,12 +907,13 @@ impl RemoteSource for ServerPool {
         if let Some(slot) = self.slot(server).filter(|slot| self.start_lazy(slot)) {
             // Connecting at its first use: the call waits for the connection, then checks.
             let slot = Arc::clone(slot);
+            let wait = slot.lazy_wait.max(self.options.wait_budget);
             let mut changes = self.changes.subscribe();
             let (server, tool, declared) = (server.to_string(), tool.to_string(), declared.clone());
             let timeout = self.options.call_timeout;
             return Ok(Box::new(move |arguments| {
                 Box::pin(async move {
-                    let deadline = tokio::time::Instant::now() + slot.lazy_wait;
+                    let deadline = tokio::time::Instant::now() + wait;
                     while matches!(lock(&slot.inner).phase, Phase::Connecting) {
                         tokio::select! {
                             changed = changes.changed() => if changed.is_err() { break },
