@@ -240,6 +240,7 @@ fn import(kind: &str, path: &Path, out: &Path) {
 
 #[test]
 fn imported_real_catalogs_pass_check_and_github_search_finds_create_pull_request() {
+    require_data!();
     let dir = tempfile::tempdir().unwrap();
     let github = dir.path().join("github.toml");
     let live = dir.path().join("livemcpbench.toml");
@@ -466,7 +467,9 @@ fn toolcat_bounded(args: &[&str], cwd: Option<&Path>) -> Output {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     if let Some(dir) = cwd {
-        cmd.current_dir(dir);
+        // The directory's catalog, not the `TOOLCAT_CATALOG` cargo passes on from the build
+        // script (this repository's `tools.toml`).
+        cmd.current_dir(dir).env_remove("TOOLCAT_CATALOG");
     }
     let mut child = cmd.spawn().expect("the toolcat binary runs");
     let start = std::time::Instant::now();
@@ -637,7 +640,7 @@ fn bom_at_start_of_catalog_does_not_shift_columns() {
 }
 
 #[test]
-fn check_without_catalog_labels_the_compiled_in_reference_and_notes_a_local_tools_toml() {
+fn check_without_catalog_labels_the_compiled_in_reference_and_reads_a_local_tools_toml() {
     let dir = tempfile::tempdir().unwrap();
     let out = toolcat_bounded(&["check"], Some(dir.path()));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -648,10 +651,12 @@ fn check_without_catalog_labels_the_compiled_in_reference_and_notes_a_local_tool
     );
     assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
     std::fs::write(dir.path().join("tools.toml"), "broken = \n").unwrap();
+    // A `./tools.toml` is the catalog read: its diagnostics, located in it.
     for cmd in [&["check"][..], &["generate", "--check", "--dir", "g"]] {
         let out = toolcat_bounded(cmd, Some(dir.path()));
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {}", stderr(&out));
         assert!(
-            stderr(&out).contains("note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml`"),
+            stderr(&out).contains("tools.toml:1:"),
             "{cmd:?}: {}",
             stderr(&out)
         );

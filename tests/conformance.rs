@@ -118,6 +118,7 @@ fn reference_catalog_exports_conform() {
 
 #[test]
 fn github_toolsnaps_export_conforms() {
+    require_data!();
     let counts = report(
         "github-toolsnaps",
         &imported(ImportKind::GithubToolsnaps, "github-mcp-server/toolsnaps"),
@@ -127,6 +128,7 @@ fn github_toolsnaps_export_conforms() {
 
 #[test]
 fn livemcpbench_export_conforms() {
+    require_data!();
     let counts = report(
         "livemcpbench",
         &imported(ImportKind::LiveMcpBench, "livemcpbench/tools.json"),

@@ -166,6 +166,7 @@ fn evaluate_runs_the_catalog_search() {
 
 #[test]
 fn metatool_import_holds_every_tool_with_its_name_and_description_only() {
+    require_data!();
     let path = data("metatool/plugin_des.json");
     let out = import(ImportKind::Metatool, &path).expect("the corpus imports");
     let corpus: serde_json::Map<String, serde_json::Value> =
@@ -204,6 +205,7 @@ fn metatool_import_holds_every_tool_with_its_name_and_description_only() {
 
 #[test]
 fn token_economy_plans_hold_the_core_and_the_hits() {
+    require_data!();
     let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).expect("imports");
     let c = Catalog::from_source("livemcpbench.toml", &out.text).expect("loads");
     let queries =
@@ -245,6 +247,7 @@ fn toolcat(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn eval_command_prints_the_metrics_of_the_library() {
+    require_data!();
     let dir = tempfile::tempdir().expect("temp dir");
     let catalog = dir.path().join("metatool.toml");
     let corpus = data("metatool/plugin_des.json");

@@ -118,6 +118,7 @@ fn livemcpbench_tools() -> Vec<(String, Value)> {
 
 #[test]
 fn livemcpbench_imports_527_tools_over_70_servers_and_compiles() {
+    require_data!();
     let out = imported(
         ImportKind::LiveMcpBench,
         &data("livemcpbench/tools.json"),
@@ -241,6 +242,7 @@ fn livemcpbench_imports_527_tools_over_70_servers_and_compiles() {
 
 #[test]
 fn livemcpbench_import_loads_into_the_runtime_catalog() {
+    require_data!();
     let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).unwrap();
     let catalog = toolcat::Catalog::from_source("imported.toml", &out.text)
         .unwrap_or_else(|e| panic!("the runtime rejects the imported catalog: {e}"));
@@ -249,6 +251,7 @@ fn livemcpbench_import_loads_into_the_runtime_catalog() {
 
 #[test]
 fn github_snapshots_import_92_normal_tools_and_flagged_ones_as_experimental() {
+    require_data!();
     let out = imported(
         ImportKind::GithubToolsnaps,
         &data("github-mcp-server/toolsnaps"),
@@ -321,6 +324,7 @@ fn github_snapshots_import_92_normal_tools_and_flagged_ones_as_experimental() {
 
 #[test]
 fn github_feature_flag_turned_on_makes_its_tools_active() {
+    require_data!();
     let options = ImportOptions {
         feature_flags: vec!["issues_granular".to_string()],
         ..ImportOptions::default()
@@ -353,6 +357,7 @@ fn github_feature_flag_turned_on_makes_its_tools_active() {
 
 #[test]
 fn github_unknown_feature_flag_is_an_error_naming_the_known_ones() {
+    require_data!();
     let options = ImportOptions {
         feature_flags: vec!["issue_granular".to_string()],
         ..ImportOptions::default()

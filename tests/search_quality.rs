@@ -66,6 +66,7 @@ const PULL_REQUEST_QUERIES: &[(&str, usize)] = &[
 
 #[test]
 fn github_pull_request_paraphrases_find_create_pull_request() {
+    require_data!();
     let c = github();
     for &(q, worst) in PULL_REQUEST_QUERIES {
         let top = ranked(&c, q, worst);
@@ -91,6 +92,7 @@ fn measure(c: &Catalog, set: QuerySet, rel: &str, limit: Option<usize>) -> Evalu
 #[test]
 #[ignore = "measurement harness: prints recall@k and nDCG@5 on the real dev sets"]
 fn search_quality_report() {
+    require_data!();
     let meta = imported(ImportKind::Metatool, "metatool/plugin_des.json");
     let live = imported(ImportKind::LiveMcpBench, "livemcpbench/tools.json");
     let sample_size = std::env::var("TOOLCAT_EVAL_SAMPLE")

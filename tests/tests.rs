@@ -1,5 +1,32 @@
 //! The one integration-test binary. Each module says what it pins.
 
+/// Whether the real data sets (`../shared/data` beside the repository) are here. When they are
+/// absent, prints one line naming them and returns false, so the test skips; with
+/// `TOOLCAT_REQUIRE_DATA=1` (as CI sets) it fails instead.
+pub fn data_present() -> bool {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if dir.is_dir() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TOOLCAT_REQUIRE_DATA").is_none_or(|v| v != "1"),
+        "../shared/data is absent (`{}`) and TOOLCAT_REQUIRE_DATA=1 requires it; lay the data sets out beside the repository (README, \"Data sets\")",
+        dir.display()
+    );
+    eprintln!("skipped: ../shared/data is absent (set TOOLCAT_REQUIRE_DATA=1 to fail instead)");
+    false
+}
+
+/// Returns from the test (a skip, with its line on stderr) when the data sets are absent; see
+/// [`data_present`].
+macro_rules! require_data {
+    () => {
+        if !crate::data_present() {
+            return;
+        }
+    };
+}
+
 /// A user's quick-start crate builds, runs a tool, and fails to build on a broken tools.toml.
 mod build_script;
 /// Durable call records: a call killed by SIGKILL mid-side-effect is never `succeeded` nor replayed; `toolcat calls`.
@@ -8,6 +35,8 @@ mod calls;
 mod cli;
 /// Exported input schemas of the reference, GitHub and LiveMCPBench catalogs break no OpenAI strict-mode or Gemini `Schema` rule; the checker catches each bad shape.
 mod conformance;
+/// Which catalog `toolcat` reads without `--catalog`: `TOOLCAT_CATALOG`, `tools.toml` here or in a parent, the reference; the README's session example starts no server it does not use.
+mod discovery;
 /// `toolcat eval`: recall@k, nDCG@5 and C@5 on hand-made rankings, the `metatool` import, the token economy.
 mod eval;
 /// File tools never follow a symbolic link out of the workspace, even one swapped in mid-call; stale writes are refused.

@@ -420,8 +420,10 @@ pub enum ToolError {
     /// A discovery meta-tool (tier `loop`) was called directly; a session serves those.
     #[error("tool `{0}` is a discovery meta-tool; call it through the session that serves the discovery loop")]
     MetaTool(String),
-    /// A local tool declared in `tools.toml` has no handler in this binary.
-    #[error("tool `{0}` has no handler in this binary; add a `#[tool]` function for it")]
+    /// A local tool declared in `tools.toml` has no handler in this binary (for the `toolcat`
+    /// command line: any tool outside its reference catalog, such as a tool of the user's own
+    /// crate).
+    #[error("tool `{0}` is declared, but this binary (such as the toolcat CLI) has no handler for it: build your crate's #[tool] handlers into your own binary and serve them with toolcat::mcp (see README, \"Serving your own tools\")")]
     NoHandler(String),
     /// A path argument resolves outside the workspace.
     #[error("path `{path}` is outside the workspace `{workspace}`; pass a path inside it")]

@@ -43,12 +43,132 @@ impl ModelArgs {
     }
 }
 
-/// Which catalog a command reads.
+/// Which catalog a command reads: `--catalog`, else the one [`choose_catalog`] finds.
 #[derive(Debug, Args)]
 pub struct CatalogArg {
-    /// A `tools.toml` to read instead of the reference catalog compiled into this binary.
+    /// A `tools.toml` to read (default: `TOOLCAT_CATALOG`, else `tools.toml` in the current
+    /// directory or the nearest parent directory that has one, else the reference catalog
+    /// compiled into this binary).
     #[arg(long, value_name = "PATH")]
     pub catalog: Option<PathBuf>,
+    /// The catalog chosen, once: `None` for the compiled-in one.
+    #[arg(skip)]
+    chosen: std::sync::OnceLock<Option<PathBuf>>,
+}
+
+impl CatalogArg {
+    /// The `tools.toml` this command reads, or `None` for the reference catalog compiled into
+    /// this binary, as [`choose_catalog`] decides; its note (why that catalog) goes to stderr
+    /// once.
+    ///
+    /// # Errors
+    /// As [`choose_catalog`].
+    pub fn path(&self) -> anyhow::Result<Option<&Path>> {
+        if let Some(p) = self.chosen.get() {
+            return Ok(p.as_deref());
+        }
+        let choice = choose_catalog(self.catalog.as_deref())?;
+        if let Some(note) = &choice.note {
+            eprintln!("{note}");
+        }
+        Ok(self.chosen.get_or_init(|| choice.path).as_deref())
+    }
+}
+
+/// The environment variable naming the catalog when no `--catalog` is given.
+pub const CATALOG_ENV: &str = "TOOLCAT_CATALOG";
+
+/// The catalog [`choose_catalog`] picked and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogChoice {
+    /// The file to read, or `None` for the reference catalog compiled into this binary.
+    pub path: Option<PathBuf>,
+    /// The stderr line naming the catalog and why it was chosen, when the choice is not the
+    /// obvious one (`--catalog`, `./tools.toml`, or no `tools.toml` at all).
+    pub note: Option<String>,
+}
+
+/// Whether the file at `path` holds the reference catalog's own text ([`crate::REFERENCE_SOURCE`]).
+fn is_reference(path: &Path) -> bool {
+    toolcat::catalog::read_catalog_source(path).ok().as_deref() == Some(crate::REFERENCE_SOURCE)
+}
+
+/// Which catalog a command reads, in this order (the one rule every command follows):
+/// 1. `explicit` (`--catalog PATH`);
+/// 2. the environment variable `TOOLCAT_CATALOG` ([`CATALOG_ENV`]; empty counts as unset);
+/// 3. `tools.toml` in the current directory, else in the nearest parent directory that has
+///    one (as cargo finds `Cargo.toml`);
+/// 4. the reference catalog compiled into this binary.
+///
+/// A file of step 2 or 3 whose text is the reference catalog's own source
+/// ([`crate::REFERENCE_SOURCE`], e.g. this repository's root `tools.toml`, which the build
+/// script also names in `TOOLCAT_CATALOG` for `cargo run` and `cargo test`) is read as the
+/// compiled-in catalog, with its handlers, without a note for step 2. Steps 2 and 3 from a parent directory come with a
+/// note naming the file and the reason.
+///
+/// # Errors
+/// When `TOOLCAT_CATALOG` names no file (the message names the variable and the fix), or the
+/// current directory cannot be read.
+pub fn choose_catalog(explicit: Option<&Path>) -> anyhow::Result<CatalogChoice> {
+    if let Some(path) = explicit {
+        return Ok(CatalogChoice {
+            path: Some(path.to_path_buf()),
+            note: None,
+        });
+    }
+    if let Some(value) = std::env::var_os(CATALOG_ENV).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(value);
+        if !path.is_file() {
+            bail!(
+                "{CATALOG_ENV} names `{}`, which is not a file; point {CATALOG_ENV} at a `tools.toml`, or unset it to use the catalog of the current directory",
+                path.display()
+            );
+        }
+        // The build script sets the variable to this repository's `tools.toml` for `cargo run`
+        // and `cargo test`: that text is the compiled-in catalog itself.
+        if is_reference(&path) {
+            return Ok(CatalogChoice {
+                path: None,
+                note: None,
+            });
+        }
+        let note = format!(
+            "toolcat: catalog {} (from {CATALOG_ENV}; pass --catalog to choose another)",
+            path.display()
+        );
+        return Ok(CatalogChoice {
+            path: Some(path),
+            note: Some(note),
+        });
+    }
+    let cwd = std::env::current_dir()
+        .context("cannot read the current directory; pass `--catalog PATH`")?;
+    for (depth, dir) in cwd.ancestors().enumerate() {
+        let candidate = dir.join("tools.toml");
+        if !candidate.is_file() {
+            continue;
+        }
+        let reference = is_reference(&candidate);
+        let note = (depth > 0).then(|| {
+            let why = if reference {
+                "found in a parent directory; it is the reference catalog, so the one compiled into this binary is read"
+            } else {
+                "found in a parent directory"
+            };
+            format!(
+                "toolcat: catalog {} ({why}; pass --catalog to choose another)",
+                candidate.display()
+            )
+        });
+        return Ok(CatalogChoice {
+            path: (!reference).then_some(candidate),
+            note,
+        });
+    }
+    Ok(CatalogChoice {
+        path: None,
+        note: None,
+    })
 }
 
 /// An MCP exposure scope a client can be granted.
@@ -108,26 +228,9 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// How diagnostics and reports name the catalog compiled into the binary when no `--catalog` is
-/// given, so that it is not mistaken for a `tools.toml` in the current directory.
+/// How diagnostics and reports name the catalog compiled into the binary, so that it is not
+/// mistaken for a `tools.toml` file.
 pub const REFERENCE_LABEL: &str = "<compiled-in reference catalog> (tools.toml)";
-
-/// When no `--catalog` is given but the current directory has a `tools.toml` other than the
-/// reference catalog, says on stderr that the compiled-in reference catalog is read instead, and
-/// how to read that file.
-pub fn note_reference_catalog(arg: &CatalogArg) {
-    let local = Path::new("tools.toml");
-    // No note when the file is the reference catalog itself (in this repository).
-    if arg.catalog.is_none()
-        && local.is_file()
-        && toolcat::catalog::read_catalog_source(local).ok().as_deref()
-            != Some(crate::REFERENCE_SOURCE)
-    {
-        eprintln!(
-            "note: reading the compiled-in reference catalog, not `./tools.toml`; pass `--catalog tools.toml` to read that file"
-        );
-    }
-}
 
 /// `n` and `noun`, with an `s` unless `n` is 1: `1 error`, `2 errors`.
 pub fn count(n: usize, noun: &str) -> String {
@@ -154,7 +257,8 @@ impl std::ops::Deref for CatalogRef {
     }
 }
 
-/// The catalog of `--catalog`, or the reference catalog compiled into this binary.
+/// The catalog [`CatalogArg::path`] chooses: a file, or the reference catalog compiled into
+/// this binary.
 ///
 /// A `--catalog` file's local tools get the reference agent's `#[tool]` handlers by name
 /// (`Catalog::load_with_handlers`), as `toolcat serve --catalog` does, so every command sees the
@@ -162,7 +266,7 @@ impl std::ops::Deref for CatalogRef {
 /// handler is named after has none (its calls answer `no handler`).
 pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
     let handlers: &[Option<toolcat::ErasedHandler>] = &crate::toolcat_generated::HANDLERS;
-    match &arg.catalog {
+    match arg.path()? {
         None => Ok(CatalogRef::Compiled(crate::reference_catalog())),
         Some(path) => {
             let c = match Catalog::load_with_handlers(path, handlers) {
@@ -300,24 +404,31 @@ pub struct ConnectArgs {
     /// answer that it is not connected until it is ready.
     #[arg(long, value_name = "MS")]
     pub wait: Option<u64>,
-    /// Which MCP servers to connect: `all`, `none`, or server names, comma-separated. The tools
-    /// of a server left out answer that it is not connected.
+    /// Which MCP servers to connect at start: `all`, `none`, or server names, comma-separated
+    /// (default: none at start; each server connects at the first call of one of its tools).
+    /// The tools of a server left out answer that it is not connected.
     #[arg(
         long = "servers",
         value_name = "all|none|NAME,...",
-        value_delimiter = ',',
-        default_value = "all"
+        value_delimiter = ','
     )]
     pub servers: Vec<String>,
 }
 
 impl ConnectArgs {
+    /// Whether servers connect at the first call of one of their tools (no `--servers` given)
+    /// rather than at start.
+    pub fn lazy(&self) -> bool {
+        self.servers.iter().all(|s| s.trim().is_empty())
+    }
+
     /// The servers to connect: `None` for every server, else their names (checked against the
     /// catalog).
     ///
     /// # Errors
     /// When a name is not a server of the catalog; the message lists the declared ones.
     pub fn only(&self, c: &Catalog) -> anyhow::Result<Option<Vec<String>>> {
+        // The default (no `--servers`): every server, each connected at its first use.
         let names: Vec<&str> = self
             .servers
             .iter()

@@ -9,7 +9,7 @@ use toolcat::Catalog;
 use toolcat_catalog::diagnostics::{render_all, render_all_capped, Diagnostic};
 use toolcat_catalog::model::Target;
 
-use super::args::{catalog, count, note_reference_catalog, CatalogArg, REFERENCE_LABEL};
+use super::args::{catalog, count, CatalogArg, REFERENCE_LABEL};
 use super::servers;
 
 #[derive(Debug, Args)]
@@ -81,8 +81,7 @@ impl From<TargetArg> for Target {
 
 /// Runs `toolcat check`.
 pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
-    note_reference_catalog(&a.catalog);
-    let (path, source) = match &a.catalog.catalog {
+    let (path, source) = match a.catalog.path()? {
         None => (
             REFERENCE_LABEL.to_string(),
             Cow::Borrowed(crate::REFERENCE_SOURCE),
@@ -107,7 +106,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             if let Some(targets) = &targets {
                 // The report needs input schemas: the handlers' on the reference catalog.
                 let loaded;
-                let c: &Catalog = match &a.catalog.catalog {
+                let c: &Catalog = match a.catalog.path()? {
                     None => crate::reference_catalog(),
                     Some(_) => {
                         loaded = Catalog::from_tables(compiled.tables.clone())

@@ -10,7 +10,7 @@ use clap::Args;
 use toolcat::export::{export_tools, target_report, ExportFormat};
 use toolcat_catalog::targets::{FindingKind, Target};
 
-use super::args::{catalog, count, note_reference_catalog, CatalogArg};
+use super::args::{catalog, count, CatalogArg};
 use super::plan::FormatArg;
 
 #[derive(Debug, Args)]
@@ -24,7 +24,6 @@ pub struct ExportArgs {
 
 /// Runs `toolcat export`.
 pub fn run(a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    note_reference_catalog(&a.catalog);
     let c = catalog(&a.catalog)?;
     let format = ExportFormat::from(a.format);
     let value = export_tools(&c, c.tools(), format);

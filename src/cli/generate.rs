@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::args::{catalog, note_reference_catalog, CatalogArg};
+use super::args::{catalog, CatalogArg};
 use crate::generate;
 
 #[derive(Debug, Args)]
@@ -25,7 +25,6 @@ pub struct GenerateArgs {
 
 /// Runs `toolcat generate`.
 pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
-    note_reference_catalog(&a.catalog);
     // A `--catalog` file's local tools get the reference agent's handlers by name, so an edited
     // copy of the reference catalog exports the same schemas and its files differ only where
     // the rows do.

@@ -1,5 +1,6 @@
 //! The `toolcat` command line: check, list, search, plan, export, import and generate, on the
-//! reference catalog compiled into the binary or on any `tools.toml` given with `--catalog PATH`.
+//! catalog [`args::choose_catalog`] picks: `--catalog PATH`, `TOOLCAT_CATALOG`, a `tools.toml` in
+//! the current or a parent directory, else the reference catalog compiled into the binary.
 //!
 //! Output contract: data goes to stdout (text, or JSON with `--json`/`plan`), diagnostics, reports
 //! and statistics to stderr; exit code 0 on success, 1 when the input is invalid or a check fails,

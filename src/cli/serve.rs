@@ -86,7 +86,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let exposure = Exposure::from(a.exposure);
     let handlers: &'static [Option<toolcat::ErasedHandler>] = &crate::toolcat_generated::HANDLERS;
-    let (catalog, reload): (&'static Catalog, Option<Reload>) = match &a.catalog.catalog {
+    let (catalog, reload): (&'static Catalog, Option<Reload>) = match a.catalog.path()? {
         None => (crate::reference_catalog(), None),
         Some(path) => {
             let catalog = match Catalog::load_with_handlers(path, handlers) {
@@ -101,9 +101,9 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             if !catalog.warnings().is_empty() {
                 eprintln!("{}", catalog.render_warnings().trim_end_matches('\n'));
             }
-            let watched = path.clone();
+            let watched = path.to_path_buf();
             let reload = Reload {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 load: Box::new(move || Catalog::load_with_handlers(&watched, handlers)),
             };
             // Served for the life of the process (see `toolcat::mcp`, "Reloading").

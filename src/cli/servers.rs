@@ -60,7 +60,7 @@ pub struct ServersArgs {
 /// # Errors
 /// When the compiled-in text does not load (it always does: the build checked it).
 pub fn configs(arg: &CatalogArg) -> anyhow::Result<Vec<ServerConfig>> {
-    match &arg.catalog {
+    match arg.path()? {
         Some(_) => Ok(Vec::new()),
         None => ServerConfig::all_from_source(REFERENCE_LABEL, crate::REFERENCE_SOURCE)
             .map_err(anyhow::Error::from),
@@ -77,7 +77,8 @@ fn config_of(c: &Catalog, arg: &CatalogArg, s: ServerId) -> anyhow::Result<Serve
 }
 
 /// Starts connecting to the servers `connect` selects, in the background, inside the current
-/// tokio runtime: `None` when the catalog declares no server.
+/// tokio runtime (without `--servers`, each at the first call of one of its tools): `None` when
+/// the catalog declares no server.
 ///
 /// # Errors
 /// An unknown name in `--servers`.
@@ -98,6 +99,7 @@ pub fn start_pool(
             .unwrap_or(default_wait),
         only,
         configs: configs(arg)?,
+        lazy: connect.lazy(),
         ..PoolOptions::default()
     };
     Ok(Some(ServerPool::start(c, options)))
@@ -440,7 +442,7 @@ fn import_command_line(values: &[String], name: Option<&str>) -> String {
 /// The `description` of `[mcp_server.NAME]` in the catalog's text, when it can be read.
 fn server_description(c: &Catalog, arg: &CatalogArg, s: ServerId) -> Option<String> {
     let name = c.server_name(s);
-    let (path, source) = match &arg.catalog {
+    let (path, source) = match arg.path().ok()? {
         None => (
             REFERENCE_LABEL.to_string(),
             crate::REFERENCE_SOURCE.to_string(),

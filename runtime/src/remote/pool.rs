@@ -63,6 +63,11 @@ pub struct PoolOptions {
     /// catalog's tables keep no `env`, `headers` or `connect_timeout_ms`: pass
     /// [`ServerConfig::all_from_source`] of its `tools.toml`).
     pub configs: Vec<ServerConfig>,
+    /// Connect each selected server at the first call of one of its tools, rather than at
+    /// start: false. Until then the server is `not-connected` and no process is started; that
+    /// first call waits for the connection up to the server's `connect_timeout_ms` or
+    /// `wait_budget`, whichever is longer.
+    pub lazy: bool,
 }
 
 impl Default for PoolOptions {
@@ -74,6 +79,7 @@ impl Default for PoolOptions {
             call_timeout: None,
             only: None,
             configs: Vec::new(),
+            lazy: false,
         }
     }
 }
@@ -559,6 +565,8 @@ enum Phase {
         retry_at: Option<Instant>,
     },
     NotConnected,
+    /// Selected in a lazy pool and not used yet: connected at the first call of its tools.
+    Idle,
 }
 
 /// One server of the pool.
@@ -566,6 +574,10 @@ struct Slot {
     name: String,
     transport: &'static str,
     inner: Mutex<Inner>,
+    /// A lazy pool's server not started yet: its configuration, taken at the first use.
+    pending: Mutex<Option<ServerConfig>>,
+    /// How long the first call of a lazily connected server waits for it.
+    lazy_wait: Duration,
 }
 
 impl Slot {
@@ -581,7 +593,7 @@ impl Slot {
                         .unwrap_or(u64::MAX)
                 }),
             },
-            Phase::NotConnected => ServerState::NotConnected,
+            Phase::NotConnected | Phase::Idle => ServerState::NotConnected,
         };
         ServerStatus {
             name: self.name.clone(),
@@ -603,6 +615,8 @@ pub struct ServerPool {
     options: PoolOptions,
     changes: watch::Sender<u64>,
     shutdown: CancellationToken,
+    /// Where a lazy pool's connection tasks run.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for ServerPool {
@@ -675,7 +689,12 @@ impl ServerPool {
                     error: error.clone(),
                     retry_at: None,
                 },
+                (Ok(_), true, Some(_)) if options.lazy => Phase::Idle,
                 (Ok(_), true, Some(_)) => Phase::Connecting,
+            };
+            let lazy_wait = match &config {
+                Ok(c) => c.connect_timeout(),
+                Err(_) => Duration::ZERO,
             };
             let slot = Arc::new(Slot {
                 name,
@@ -691,8 +710,12 @@ impl ServerPool {
                     secrets: Secrets::default(),
                     cut_off: Arc::default(),
                 }),
+                pending: Mutex::new(None),
+                lazy_wait,
             });
-            if let (Ok(config), true, Some(runtime)) = (config, selected, &runtime) {
+            if let (Ok(config), true, Some(_), true) = (&config, selected, &runtime, options.lazy) {
+                *lock(&slot.pending) = Some(config.clone());
+            } else if let (Ok(config), true, Some(runtime)) = (config, selected, &runtime) {
                 let task = Task {
                     slot: Arc::clone(&slot),
                     config,
@@ -709,6 +732,7 @@ impl ServerPool {
             options,
             changes,
             shutdown,
+            runtime,
         })
     }
 
@@ -773,8 +797,43 @@ impl ServerPool {
                 hint: "start the server pool from the catalog that declares it".to_string(),
             });
         };
-        let inner = lock(&slot.inner);
-        let peer = match (&inner.phase, &inner.peer) {
+        check_slot(slot, server, tool, declared, self.options.call_timeout)
+    }
+
+    /// In a lazy pool, starts `slot`'s connection at its first use; true while that connection
+    /// is being made (the call then waits for it).
+    fn start_lazy(&self, slot: &Arc<Slot>) -> bool {
+        if !self.options.lazy {
+            return false;
+        }
+        let Some(runtime) = &self.runtime else {
+            return false;
+        };
+        if let Some(config) = lock(&slot.pending).take() {
+            lock(&slot.inner).phase = Phase::Connecting;
+            let task = Task {
+                slot: Arc::clone(slot),
+                config,
+                options: self.options.clone(),
+                changes: self.changes.clone(),
+                shutdown: self.shutdown.clone(),
+            };
+            runtime.spawn(task.run());
+        }
+        matches!(lock(&slot.inner).phase, Phase::Connecting)
+    }
+}
+
+/// [`ServerPool::check`] on one server.
+fn check_slot(
+    slot: &Slot,
+    server: &str,
+    tool: &str,
+    declared: &Value,
+    call_timeout: Option<Duration>,
+) -> Result<RemoteCall, Refusal> {
+    let inner = lock(&slot.inner);
+    let peer = match (&inner.phase, &inner.peer) {
             (Phase::Ready, Some(peer)) if !peer.is_transport_closed() => peer.clone(),
             (Phase::Ready, _) => {
                 return Err(Refusal::NotConnected {
@@ -801,7 +860,7 @@ impl ServerPool {
                     hint: "fix what the error names (the server's command, url or environment) if it keeps failing; `toolcat servers` shows its state".to_string(),
                 });
             }
-            (Phase::NotConnected, _) => {
+            (Phase::NotConnected | Phase::Idle, _) => {
                 return Err(Refusal::NotConnected {
                     status: "not connected in this process (not started)".to_string(),
                     hint: "start it with the agent's other servers, or pick a local tool"
@@ -809,34 +868,33 @@ impl ServerPool {
                 })
             }
         };
-        let Some(discovery) = &inner.discovery else {
-            return Err(Refusal::NotConnected {
-                status: "connected, with its tools not yet listed".to_string(),
-                hint: "try again in a moment".to_string(),
-            });
-        };
-        let Some(remote) = discovery.tool(tool) else {
-            return Err(Refusal::Drift(
-                SchemaDrift {
-                    changes: vec![SchemaChange::ToolMissing {
-                        tool: tool.to_string(),
-                    }],
-                }
-                .to_string(),
-            ));
-        };
-        if let Some(drift) = compare(declared, &remote.input_schema) {
-            return Err(Refusal::Drift(drift.to_string()));
-        }
-        Ok(RemoteCall {
-            peer,
-            server: server.to_string(),
-            tool: tool.to_string(),
-            secrets: inner.secrets.clone(),
-            cut_off: Arc::clone(&inner.cut_off),
-            timeout: self.options.call_timeout,
-        })
+    let Some(discovery) = &inner.discovery else {
+        return Err(Refusal::NotConnected {
+            status: "connected, with its tools not yet listed".to_string(),
+            hint: "try again in a moment".to_string(),
+        });
+    };
+    let Some(remote) = discovery.tool(tool) else {
+        return Err(Refusal::Drift(
+            SchemaDrift {
+                changes: vec![SchemaChange::ToolMissing {
+                    tool: tool.to_string(),
+                }],
+            }
+            .to_string(),
+        ));
+    };
+    if let Some(drift) = compare(declared, &remote.input_schema) {
+        return Err(Refusal::Drift(drift.to_string()));
     }
+    Ok(RemoteCall {
+        peer,
+        server: server.to_string(),
+        tool: tool.to_string(),
+        secrets: inner.secrets.clone(),
+        cut_off: Arc::clone(&inner.cut_off),
+        timeout: call_timeout,
+    })
 }
 
 impl RemoteSource for ServerPool {
@@ -846,6 +904,36 @@ impl RemoteSource for ServerPool {
         tool: &str,
         declared: &Value,
     ) -> Result<crate::remote_source::RemoteCall, Refusal> {
+        if let Some(slot) = self.slot(server).filter(|slot| self.start_lazy(slot)) {
+            // Connecting at its first use: the call waits for the connection, then checks.
+            let slot = Arc::clone(slot);
+            let wait = slot.lazy_wait.max(self.options.wait_budget);
+            let mut changes = self.changes.subscribe();
+            let (server, tool, declared) = (server.to_string(), tool.to_string(), declared.clone());
+            let timeout = self.options.call_timeout;
+            return Ok(Box::new(move |arguments| {
+                Box::pin(async move {
+                    let deadline = tokio::time::Instant::now() + wait;
+                    while matches!(lock(&slot.inner).phase, Phase::Connecting) {
+                        tokio::select! {
+                            changed = changes.changed() => if changed.is_err() { break },
+                            _ = tokio::time::sleep_until(deadline) => break,
+                        }
+                    }
+                    match check_slot(&slot, &server, &tool, &declared, timeout) {
+                        Ok(call) => call.run(arguments).await,
+                        Err(Refusal::NotConnected { status, hint }) => {
+                            RemoteOutcome::Done(Err(ToolError::Failed(format!(
+                                "MCP server `{server}`, connected at the first call of `{tool}`, is {status}; {hint}"
+                            ))))
+                        }
+                        Err(Refusal::Drift(change)) => RemoteOutcome::Done(Err(ToolError::Failed(
+                            format!("MCP server `{server}` does not serve `{tool}` as declared: {change}"),
+                        ))),
+                    }
+                })
+            }));
+        }
         let call = ServerPool::check(self, server, tool, declared)?;
         Ok(Box::new(move |arguments| Box::pin(call.run(arguments))))
     }
