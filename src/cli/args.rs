@@ -174,7 +174,7 @@ pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
                 Err(e) => return Err(anyhow::anyhow!("{e}")),
             };
             if !c.warnings().is_empty() {
-                eprint!("{}", c.render_warnings());
+                super::seen::print_warnings_once(path, c.warnings().len(), &c.render_warnings());
             }
             Ok(CatalogRef::Loaded(Box::new(c)))
         }
