@@ -140,14 +140,22 @@ pub fn run(a: &CallArgs) -> anyhow::Result<Exit> {
             if matches!(e, toolcat::CallError::NeedsApproval { .. }) {
                 eprintln!("help: pass `--approve` to approve this operation from the command line");
             }
-            use toolcat::CallError as E;
-            // Refused for its input before anything ran: 1; it ran (or tried to reach its
-            // server) and failed: 3.
+            use toolcat::{CallError as E, ToolError as T};
+            // Refused for its input (or its row's drift) before anything ran: 1; it ran, or
+            // its server could not be reached, and it failed: 3.
             Ok(match e {
                 E::OutsideScope { .. }
                 | E::InvalidArguments { .. }
                 | E::NeedsApproval { .. }
-                | E::Denied { .. } => Exit::CheckFailed,
+                | E::Denied { .. }
+                | E::SchemaDrift { .. }
+                | E::Tool(
+                    T::InvalidArguments { .. }
+                    | T::UnknownTool(_)
+                    | T::MetaTool(_)
+                    | T::NoHandler(_)
+                    | T::OutsideWorkspace { .. },
+                ) => Exit::CheckFailed,
                 _ => Exit::Runtime,
             })
         }

@@ -7,7 +7,7 @@
 
 //!
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
-//! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
+//! no sibling but the leaf [`seen`] (catalog warnings shown once per content); each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
 //! [`export`], [`import`], [`generate`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
@@ -109,8 +109,10 @@ pub enum Exit {
     /// 0: the command did what it was asked (a reader that closed stdout early included).
     Ok,
     /// 1: a check failed or the input is invalid: an invalid catalog, stale `generated/`, live
-    /// drift, a denied widening of `diff --deny-widening`, a call refused before it ran (unknown
-    /// tool, arguments that do not fit, a gated tool without `--approve`).
+    /// drift, a denied widening of `diff --deny-widening`, a call refused for its input (unknown
+    /// tool, arguments that do not fit, a path outside the workspace, a gated tool without
+    /// `--approve`, a remote tool whose server's schema drifted from its row), a file named on
+    /// the command line that does not exist.
     CheckFailed,
     /// 2: a usage error; clap itself exits with it on a bad flag or value.
     Usage,
@@ -131,16 +133,21 @@ impl From<Exit> for ExitCode {
 }
 
 /// The exit class of an error a command returned: [`Exit::CheckFailed`] for an invalid catalog
-/// ([`args::Reported`]) and other bad input, [`Exit::Runtime`] when an I/O error is among its
-/// causes.
+/// ([`args::Reported`]) and other bad input (a file named on the command line that does not
+/// exist included), [`Exit::Runtime`] when another I/O error is among its causes.
 fn exit_of(e: &anyhow::Error) -> Exit {
     if e.is::<args::Reported>() {
         return Exit::CheckFailed;
     }
     let io = e.chain().any(|c| {
-        c.is::<std::io::Error>()
-            || c.downcast_ref::<serde_json::Error>()
-                .is_some_and(|j| j.io_error_kind().is_some())
+        let kind = c
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| j.io_error_kind())
+            });
+        kind.is_some_and(|k| k != std::io::ErrorKind::NotFound)
     });
     if io {
         Exit::Runtime
