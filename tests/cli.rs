@@ -333,7 +333,7 @@ fn call_runs_local_handlers_for_real_and_refuses_what_cannot_run_here() {
         "--args",
         r#"{"owner": "o", "repo": "r", "title": "t", "head": "h", "base": "b"}"#,
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3));
     assert!(
         stderr(&o).contains("not connected") && stderr(&o).contains("`github`"),
         "{}",

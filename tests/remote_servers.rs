@@ -637,7 +637,7 @@ fn a_github_tool_of_the_reference_catalog_answers_not_connected() {
         ],
         None,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(err.contains("`github__get_me`"), "{err}");
     assert!(err.contains("MCP server `github`"), "{err}");
@@ -690,7 +690,7 @@ fn a_server_killed_during_a_call_leaves_it_outcome_unknown_and_the_others_serve(
         ],
         None,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(err.contains("may or may not have happened"), "{err}");
     assert!(err.contains("never replayed"), "{err}");

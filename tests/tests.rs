@@ -33,6 +33,8 @@ mod build_script;
 mod calls;
 /// The `toolcat` command line on the reference catalog and on real imported catalogs.
 mod cli;
+/// `toolcat` habits: completions, exit-code classes, a closed stdout ending quietly, `--json`, no progress on a piped stderr, warnings shown once.
+mod cli_habits;
 /// Exported input schemas of the reference, GitHub and LiveMCPBench catalogs break no OpenAI strict-mode or Gemini `Schema` rule; the checker catches each bad shape.
 mod conformance;
 /// Which catalog `toolcat` reads without `--catalog`: `TOOLCAT_CATALOG`, `tools.toml` here or in a parent, the reference; the README's session example starts no server it does not use.

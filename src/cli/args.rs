@@ -1,7 +1,7 @@
 //! The arguments and the catalog resolution every command shares: which catalog (`--catalog`),
 //! call store (`--store`), MCP servers (`--servers`, `--wait`), exposure scope and workspace a
-//! command uses, and the catalog, profile and toolsets they name. A leaf: it imports no other
-//! module of the command line.
+//! command uses, and the catalog, profile and toolsets they name. It imports no other module of
+//! the command line but the leaf [`super::seen`] (warnings shown once).
 
 use std::path::{Path, PathBuf};
 
@@ -278,7 +278,7 @@ pub(crate) fn catalog(arg: &CatalogArg) -> anyhow::Result<CatalogRef> {
                 Err(e) => return Err(anyhow::anyhow!("{e}")),
             };
             if !c.warnings().is_empty() {
-                eprint!("{}", c.render_warnings());
+                super::seen::print_warnings_once(path, c.warnings().len(), &c.render_warnings());
             }
             Ok(CatalogRef::Loaded(Box::new(c)))
         }

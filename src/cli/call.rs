@@ -1,9 +1,9 @@
 //! `toolcat call`: one tool with JSON arguments through the execution coordinator, recorded in
 //! the call store; its JSON result on stdout.
 
+use crate::cli::Exit;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
@@ -40,14 +40,14 @@ pub struct CallArgs {
 }
 
 /// Runs `toolcat call`.
-pub fn run(a: &CallArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &CallArgs) -> anyhow::Result<Exit> {
     let c = catalog(&a.catalog)?;
     let tool = c.tool(&a.name)?;
     if !a.allow_deprecated {
         if let Some(notice) = toolcat::meta::deprecation_notice(&c, tool) {
             eprintln!("error: {notice}; nothing ran");
             eprintln!("help: pass `--allow-deprecated` to run it anyway until its removal");
-            return Ok(ExitCode::FAILURE);
+            return Ok(Exit::CheckFailed);
         }
     }
     let args: serde_json::Value = serde_json::from_str(&a.args).with_context(|| {
@@ -133,14 +133,31 @@ pub fn run(a: &CallArgs) -> anyhow::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             serde_json::to_writer_pretty(&mut out, &value.value)?;
             writeln!(out)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Ok)
         }
         Err(e) => {
             eprintln!("error: {e}");
             if matches!(e, toolcat::CallError::NeedsApproval { .. }) {
                 eprintln!("help: pass `--approve` to approve this operation from the command line");
             }
-            Ok(ExitCode::FAILURE)
+            use toolcat::{CallError as E, ToolError as T};
+            // Refused for its input (or its row's drift) before anything ran: 1; it ran, or
+            // its server could not be reached, and it failed: 3.
+            Ok(match e {
+                E::OutsideScope { .. }
+                | E::InvalidArguments { .. }
+                | E::NeedsApproval { .. }
+                | E::Denied { .. }
+                | E::SchemaDrift { .. }
+                | E::Tool(
+                    T::InvalidArguments { .. }
+                    | T::UnknownTool(_)
+                    | T::MetaTool(_)
+                    | T::NoHandler(_)
+                    | T::OutsideWorkspace { .. },
+                ) => Exit::CheckFailed,
+                _ => Exit::Runtime,
+            })
         }
     }
 }

@@ -7,9 +7,9 @@
 //! known — the side effect may or may not have happened — instead of showing a call as running
 //! forever. Nothing is run again.
 
+use crate::cli::Exit;
 use std::io::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
 use clap::Args;
 use toolcat::{CallRecord, CallState, CallStore, DamagedRecord, StoreError};
@@ -44,23 +44,8 @@ pub struct CallsArgs {
 /// Runs `toolcat calls`. A store file that does not exist holds no records: nothing is created.
 /// A store this user cannot write is listed read-only, with a warning; a record that cannot be
 /// read back is flagged in its place (and on stderr) while the others are listed.
-pub fn run(a: &CallsArgs) -> anyhow::Result<ExitCode> {
-    match list(a) {
-        Err(e) if is_broken_pipe(&e) => Ok(ExitCode::SUCCESS),
-        r => r,
-    }
-}
-
-/// True when `e` is a write to a closed pipe (`toolcat calls | head`): the reader has all it
-/// wants, so the command ends quietly.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || c.downcast_ref::<serde_json::Error>()
-                .and_then(|j| j.io_error_kind())
-                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
-    })
+pub fn run(a: &CallsArgs) -> anyhow::Result<Exit> {
+    list(a)
 }
 
 /// Opens the store to list it: writable when it can be (so calls of ended processes are
@@ -88,7 +73,7 @@ fn open_for_listing(path: &Path) -> anyhow::Result<CallStore> {
     }
 }
 
-fn list(a: &CallsArgs) -> anyhow::Result<ExitCode> {
+fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
     let path = a.store.path(false)?;
     let rows: Vec<Result<CallRecord, DamagedRecord>> = if path.exists() {
         let store = open_for_listing(&path)?;
@@ -142,7 +127,7 @@ fn list(a: &CallsArgs) -> anyhow::Result<ExitCode> {
             .map(|s| format!(" in state `{s}`"))
             .unwrap_or_default();
         eprintln!("no call records{which} in `{}`", path.display());
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok);
     }
     let id_w = rows
         .iter()
@@ -192,11 +177,11 @@ fn list(a: &CallsArgs) -> anyhow::Result<ExitCode> {
 
 /// Success when every record was read back; failure when `damaged` records were flagged (the
 /// listing is complete otherwise).
-fn exit_code(damaged: usize) -> ExitCode {
+fn exit_code(damaged: usize) -> Exit {
     if damaged == 0 {
-        ExitCode::SUCCESS
+        Exit::Ok
     } else {
-        ExitCode::FAILURE
+        Exit::CheckFailed
     }
 }
 

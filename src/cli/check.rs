@@ -1,8 +1,9 @@
 //! `toolcat check`: validate a catalog (every diagnostic on stderr), optionally against export
 //! targets (`--target`) and the MCP servers it declares (`--live`).
 
+use crate::cli::Exit;
 use std::borrow::Cow;
-use std::process::ExitCode;
+use std::io::Write as _;
 
 use clap::{Args, ValueEnum};
 use toolcat::Catalog;
@@ -45,10 +46,12 @@ pub struct CheckArgs {
     /// milliseconds (default: its `connect_timeout_ms`, else 10000).
     #[arg(long, value_name = "MS", requires = "live")]
     pub timeout: Option<u64>,
-    /// With `--live`: print the comparison as a JSON array, one object per server (`server`,
-    /// `clean`, `added`, `removed`, `changed` with each `tool`, `change` and `changes`, or
-    /// `error`).
-    #[arg(long, requires = "live")]
+    /// Print the result as JSON on stdout: a valid catalog as one object (`catalog`, `ok`:
+    /// true, `tools`, `profiles`, `toolsets`, `presets`, `mcp_servers`, `warnings`: counts);
+    /// with `--live`, the comparison as a JSON array, one object per server (`server`, `clean`,
+    /// `added`, `removed`, `changed` with each `tool`, `change` and `changes`, or `error`).
+    /// Diagnostics stay on stderr.
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -80,7 +83,7 @@ impl From<TargetArg> for Target {
 }
 
 /// Runs `toolcat check`.
-pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &CheckArgs) -> anyhow::Result<Exit> {
     let (path, source) = match a.catalog.path()? {
         None => (
             REFERENCE_LABEL.to_string(),
@@ -91,7 +94,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             // Not UTF-8 (E0106): located like every diagnostic of the file.
             Err(e @ toolcat::CatalogError::Invalid { .. }) => {
                 eprint!("{e}");
-                return Ok(ExitCode::FAILURE);
+                return Ok(Exit::CheckFailed);
             }
             Err(e) => return Err(anyhow::anyhow!("{e}")),
         },
@@ -123,7 +126,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                         count(errors, "error"),
                         toolcat_catalog::targets::target_list(targets)
                     );
-                    return Ok(ExitCode::FAILURE);
+                    return Ok(Exit::CheckFailed);
                 }
             }
             let t = &compiled.tables;
@@ -136,32 +139,48 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                 count(t.server_names.len(), "MCP server"),
                 count(compiled.warnings.len(), "warning")
             );
+            if !a.live && a.json {
+                let value = serde_json::json!({
+                    "catalog": path,
+                    "ok": true,
+                    "tools": t.len,
+                    "profiles": t.profile_names.len(),
+                    "toolsets": t.toolset_names.len(),
+                    "presets": t.preset_names.len(),
+                    "mcp_servers": t.server_names.len(),
+                    "warnings": compiled.warnings.len(),
+                });
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer_pretty(&mut out, &value)?;
+                writeln!(out)?;
+                return Ok(Exit::Ok);
+            }
             if !a.live {
-                println!("{summary}");
-                return Ok(ExitCode::SUCCESS);
+                writeln!(std::io::stdout().lock(), "{summary}")?;
+                return Ok(Exit::Ok);
             }
             // The rows are valid; the live comparison goes to stdout (as JSON with `--json`),
             // the summary to stderr.
             eprintln!("{summary}");
             let c = catalog(&a.catalog)?;
-            let clean = servers::check_live(
+            let exit = servers::check_live(
                 &c,
                 &a.catalog,
                 &a.servers,
                 a.timeout.map(std::time::Duration::from_millis),
                 a.json,
             )?;
-            if clean {
-                Ok(ExitCode::SUCCESS)
+            if exit == Exit::Ok {
+                Ok(exit)
             } else {
                 eprintln!("{path}: the declared rows differ from what the MCP servers serve now, or a server cannot be reached; update the changed rows (`toolcat import --from-server NAME` prints that server's rows alone: copy them over the old ones, do not redirect it onto the catalog) or the server");
-                Ok(ExitCode::FAILURE)
+                Ok(exit)
             }
         }
         Err(diagnostics) => {
             // `render_all` ends with the summary line (`error: 2 errors and 1 warning in PATH`).
             eprint!("{}", render_warnings(a, &diagnostics, &path, &source));
-            Ok(ExitCode::FAILURE)
+            Ok(Exit::CheckFailed)
         }
     }
 }

@@ -2,9 +2,10 @@
 //! git revision and a file, as text, Markdown (a pull-request comment) or JSON. The comparison
 //! is the library's (`toolcat_catalog::diff`); this module reads the two catalogs and renders.
 
+use crate::cli::Exit;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
@@ -28,6 +29,10 @@ pub struct DiffArgs {
     /// `text`, `markdown` (for a pull-request comment) or `json`.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
+    /// The same as `--format json`, the spelling every command shares: one object with `old`
+    /// and `new` (the labels), `widening` (bool) and the diff's fields (`widenings`, ...).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Exit 1 when a change widens what callers can reach (the kinds are listed in
     /// `toolcat_catalog::diff`); the report is printed either way.
     #[arg(long)]
@@ -42,7 +47,7 @@ pub enum DiffFormat {
 }
 
 /// Runs `toolcat diff`.
-pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &DiffArgs) -> anyhow::Result<Exit> {
     let ((old_label, old_source), (new_label, new_source)) = match (&a.base, a.paths.as_slice()) {
         (None, [old, new]) => (read_file(old)?, read_file(new)?),
         (None, _) => bail!(
@@ -60,7 +65,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let new = compile(&new_label, &new_source)?;
     let mut d = diff(&old.0, &new.0);
     add_server_settings(&mut d, &old.1, &new.1);
-    let text = match a.format {
+    let format = if a.json { DiffFormat::Json } else { a.format };
+    let text = match format {
         DiffFormat::Text => text(&d, &old_label, &new_label),
         DiffFormat::Markdown => markdown(&d, &old_label, &new_label),
         DiffFormat::Json => {
@@ -74,16 +80,16 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&value)? + "\n"
         }
     };
-    print!("{text}");
+    write!(std::io::stdout().lock(), "{text}")?;
     if a.deny_widening && !d.widenings.is_empty() {
         eprintln!(
             "{}: {} (`--deny-widening`); review them, or drop `--deny-widening` to report only",
             new_label,
             count(d.widenings.len(), "widening change")
         );
-        return Ok(ExitCode::FAILURE);
+        return Ok(Exit::CheckFailed);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// A catalog file's text, read as `check` and the loader read it

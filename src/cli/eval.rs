@@ -2,9 +2,9 @@
 //! its plans. The measurement itself is [`crate::eval`] (query formats, gold, metrics); this
 //! module parses the command line and prints.
 
+use crate::cli::Exit;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -82,7 +82,7 @@ pub struct EvalArgs {
 }
 
 /// Runs `toolcat eval`.
-pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
     let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
     let set = QuerySet::from(a.format);
     let queries = eval::read_queries(set, &a.queries)?;
@@ -96,18 +96,24 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let chosen = eval::sample(&queries, limit);
     let mut out = std::io::stdout().lock();
     if a.token_economy {
-        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT)?;
+        let bar = crate::cli::spinner(format!("counting tokens of {} queries", chosen.len()));
+        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT);
+        bar.finish_and_clear();
+        let economy = economy?;
         if economy.tasks.is_empty() {
             return Err(no_gold(a, &c, economy.skipped));
         }
         print_economy(&mut out, a, &economy)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok);
     }
     #[cfg(feature = "semantic")]
     if a.semantic {
         return semantic::run(a, &c, set, chosen, &mut out);
     }
-    let e = eval::evaluate(&c, set, chosen)?;
+    let bar = crate::cli::spinner(format!("searching {} queries", chosen.len()));
+    let e = eval::evaluate(&c, set, chosen);
+    bar.finish_and_clear();
+    let e = e?;
     if e.queries == 0 {
         return Err(no_gold(a, &c, e.skipped));
     }
@@ -133,7 +139,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<ExitCode> {
             e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// The error of a run that evaluated nothing: none of the `skipped` queries names a tool of the
@@ -230,9 +236,9 @@ fn print_economy(
 /// with the per-query latency of the fused search.
 #[cfg(feature = "semantic")]
 mod semantic {
+    use crate::cli::Exit;
     use std::collections::BTreeSet;
     use std::io::Write;
-    use std::process::ExitCode;
     use std::time::{Duration, Instant};
 
     use anyhow::Context as _;
@@ -269,7 +275,7 @@ mod semantic {
         set: QuerySet,
         chosen: Vec<&Query>,
         out: &mut impl Write,
-    ) -> anyhow::Result<ExitCode> {
+    ) -> anyhow::Result<Exit> {
         let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
             anyhow::bail!(
                 "semantic evaluation needs a model: pass --model DIR or set {}; `semantic/tests/model/fetch` puts all-MiniLM-L6-v2 at target/models/all-MiniLM-L6-v2",
@@ -353,7 +359,7 @@ mod semantic {
             });
             serde_json::to_writer(&mut *out, &v)?;
             writeln!(out)?;
-            return Ok(ExitCode::SUCCESS);
+            return Ok(Exit::Ok);
         }
         writeln!(
             out,
@@ -389,6 +395,6 @@ mod semantic {
             if threads == 1 { "" } else { "s" },
             f.us_per_query
         )?;
-        Ok(ExitCode::SUCCESS)
+        Ok(Exit::Ok)
     }
 }

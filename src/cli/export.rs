@@ -3,8 +3,8 @@
 //! because its input schema cannot be written as a Gemini `Schema` is named on stderr with the
 //! rule and the JSON location (`toolcat::export::target_report`); a summary line follows.
 
+use crate::cli::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use clap::Args;
 use toolcat::export::{export_tools, target_report, ExportFormat};
@@ -23,7 +23,7 @@ pub struct ExportArgs {
 }
 
 /// Runs `toolcat export`.
-pub fn run(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ExportArgs) -> anyhow::Result<Exit> {
     let c = catalog(&a.catalog)?;
     let format = ExportFormat::from(a.format);
     let value = export_tools(&c, c.tools(), format);
@@ -60,5 +60,5 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("{format}: {} exported", count(total, "tool"));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

@@ -1,8 +1,9 @@
 //! `toolcat generate`: rewrite `generated/` from the catalog, or with `--check` name each stale
 //! file (the files themselves are [`crate::generate`]'s).
 
+use crate::cli::Exit;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Args;
 
@@ -24,7 +25,7 @@ pub struct GenerateArgs {
 }
 
 /// Runs `toolcat generate`.
-pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &GenerateArgs) -> anyhow::Result<Exit> {
     // A `--catalog` file's local tools get the reference agent's handlers by name, so an edited
     // copy of the reference catalog exports the same schemas and its files differ only where
     // the rows do.
@@ -33,8 +34,13 @@ pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
     if a.check {
         let stale = generate::stale(&a.dir, &files);
         if stale.is_empty() {
-            println!("{}: {} files fresh", a.dir.display(), files.len());
-            return Ok(ExitCode::SUCCESS);
+            writeln!(
+                std::io::stdout().lock(),
+                "{}: {} files fresh",
+                a.dir.display(),
+                files.len()
+            )?;
+            return Ok(Exit::Ok);
         }
         for path in &stale {
             eprintln!(
@@ -43,12 +49,12 @@ pub fn run(a: &GenerateArgs) -> anyhow::Result<ExitCode> {
                 generate::COMMAND
             );
         }
-        return Ok(ExitCode::FAILURE);
+        return Ok(Exit::CheckFailed);
     }
     let written = generate::write(Path::new(&a.dir), &files)?;
     for path in &written {
-        println!("wrote {}", path.display());
+        writeln!(std::io::stdout().lock(), "wrote {}", path.display())?;
     }
     eprintln!("{} of {} files changed", written.len(), files.len());
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

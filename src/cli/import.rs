@@ -1,8 +1,9 @@
 //! `toolcat import`: a real tool surface (a file, a directory or a running MCP server) as
 //! `tools.toml` text on stdout, with a report on stderr.
 
+use crate::cli::Exit;
+use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
@@ -77,7 +78,7 @@ pub struct ImportArgs {
 }
 
 /// Runs `toolcat import`.
-pub fn run(a: &ImportArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ImportArgs) -> anyhow::Result<Exit> {
     let (Some(from), Some(path)) = (a.from, &a.path) else {
         return servers::import_from_servers(
             &a.catalog,
@@ -95,7 +96,7 @@ pub fn run(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         ..ImportOptions::default()
     };
     let output = import::import_with(from.into(), path, &options)?;
-    print!("{}", output.text);
+    write!(std::io::stdout().lock(), "{}", output.text)?;
     eprint!("{}", output.report);
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

@@ -10,7 +10,7 @@
 //! file is ever overwritten.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use super::Exit;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
@@ -43,7 +43,7 @@ const DEPENDENCIES_TOML: &str = include_str!("init/dependencies.toml");
 const DISCOVERY_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
 
 /// Runs `toolcat init`.
-pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
     let dir = match &a.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -150,7 +150,7 @@ pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
          tools.toml and their handlers in src/tools.rs",
         dir.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// The toolcat checkout of `--path`, absolute; it must hold the crates the new crate depends on.

@@ -1,7 +1,7 @@
 //! `toolcat list`: the tools a profile owns, optionally within toolsets or an exposure scope.
 
+use crate::cli::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
@@ -23,13 +23,14 @@ pub struct ListArgs {
     /// profile's discovery meta-tools, which this list leaves out).
     #[arg(long, value_name = "S")]
     pub exposure: Option<ScopeArg>,
-    /// Print a JSON array instead of a table.
+    /// Print a JSON array instead of a table, one object per tool: `name` (exported),
+    /// `description`, `visibility`, `tier`, `effect`, `exposure`, `status` and `toolsets`.
     #[arg(long)]
     pub json: bool,
 }
 
 /// Runs `toolcat list`.
-pub fn run(a: &ListArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ListArgs) -> anyhow::Result<Exit> {
     let c = catalog(&a.catalog)?;
     let p = profile(&c, a.profile.as_deref())?;
     let sets = toolsets(&c, &a.toolsets)?;
@@ -93,5 +94,5 @@ pub fn run(a: &ListArgs) -> anyhow::Result<ExitCode> {
         }
         eprintln!("{}", count(tools.len(), "tool"));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

@@ -3,19 +3,20 @@
 //! the current or a parent directory, else the reference catalog compiled into the binary.
 //!
 //! Output contract: data goes to stdout (text, or JSON with `--json`/`plan`), diagnostics, reports
-//! and statistics to stderr; exit code 0 on success, 1 when the input is invalid or a check fails,
-//! 2 on a usage error (clap).
+//! and statistics to stderr; the exit code is an [`Exit`] (the README's "Exit codes" table). A
+//! write to a closed stdout (`toolcat list | head -1`) ends the command quietly with exit 0.
 
 //!
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
-//! no sibling; each subcommand is a module of its own ([`check`], [`list`], [`search`], [`plan`],
-//! [`export`], [`import`], [`generate`], [`init`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! no sibling but the leaf [`seen`] (catalog warnings shown once per content); each subcommand is
+//! a module of its own ([`check`], [`list`], [`search`], [`plan`], [`export`], [`import`],
+//! [`generate`], [`init`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 pub mod args;
 pub mod call;
@@ -30,13 +31,22 @@ pub mod init;
 pub mod list;
 pub mod plan;
 pub mod search;
+pub mod seen;
 pub mod serve;
 pub mod servers;
 pub mod session;
 
 /// Declare every tool once; derive who owns, sees, may run and is exposed to what.
 #[derive(Debug, Parser)]
-#[command(name = "toolcat", version, about, long_about = None)]
+#[command(
+    name = "toolcat",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 ok; 1 a check failed or the input is invalid; 2 usage error; \
+                  3 runtime failure (a tool failed, a server unreachable, I/O). The README's \
+                  \"Exit codes\" table has the details."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -90,6 +100,104 @@ pub enum Command {
     /// `ready` (with its tool count and when they were listed), `failed` (why, and when the next
     /// attempt is) or `not-connected`.
     Servers(servers::ServersArgs),
+    /// Print the completion script of SHELL on stdout, e.g.
+    /// `toolcat completions bash > ~/.local/share/bash-completion/completions/toolcat`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// How a command ends: the process exit code, one value per class (the README's "Exit codes"
+/// table is its documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the command did what it was asked (a reader that closed stdout early included).
+    Ok,
+    /// 1: a check failed or the input is invalid: an invalid catalog, stale `generated/`, live
+    /// drift, a denied widening of `diff --deny-widening`, a call refused for its input (unknown
+    /// tool, arguments that do not fit, a path outside the workspace, a gated tool without
+    /// `--approve`, a remote tool whose server's schema drifted from its row), a file named on
+    /// the command line that does not exist.
+    CheckFailed,
+    /// 2: a usage error; clap itself exits with it on a bad flag or value.
+    Usage,
+    /// 3: a runtime failure: a tool ran and failed in `toolcat call`, an MCP server cannot be
+    /// reached, an I/O error.
+    Runtime,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(match e {
+            Exit::Ok => 0,
+            Exit::CheckFailed => 1,
+            Exit::Usage => 2,
+            Exit::Runtime => 3,
+        })
+    }
+}
+
+/// The exit class of an error a command returned: [`Exit::CheckFailed`] for an invalid catalog
+/// ([`args::Reported`]) and other bad input (a file named on the command line that does not
+/// exist included), [`Exit::Runtime`] when another I/O error is among its causes.
+fn exit_of(e: &anyhow::Error) -> Exit {
+    if e.is::<args::Reported>() {
+        return Exit::CheckFailed;
+    }
+    let io = e.chain().any(|c| {
+        let kind = c
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| j.io_error_kind())
+            });
+        kind.is_some_and(|k| k != std::io::ErrorKind::NotFound)
+    });
+    if io {
+        Exit::Runtime
+    } else {
+        Exit::CheckFailed
+    }
+}
+
+/// True when `e` is a write to a closed pipe (`toolcat list | head -1`): the reader has all it
+/// wants, so the command ends quietly. Rust ignores `SIGPIPE`, so every write to stdout returns
+/// this error instead of killing the process; the commands write with `write!`, never `print!`
+/// (which would panic).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// A spinner on stderr saying `message`, for work that may take over a second (connecting MCP
+/// servers, an evaluation); the caller ends it with `finish_and_clear`. Hidden when stderr is
+/// not a terminal (indicatif's `ProgressDrawTarget::stderr`), so piped or captured stderr holds
+/// no drawing.
+pub(crate) fn spinner(
+    message: impl Into<std::borrow::Cow<'static, str>>,
+) -> indicatif::ProgressBar {
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(indicatif::ProgressStyle::default_spinner());
+    bar.set_message(message);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
+/// `toolcat completions SHELL`: the script on stdout.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<Exit> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "toolcat", &mut out);
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+    Ok(Exit::Ok)
 }
 
 /// The environment variable that filters the libraries' log messages (`tracing` events), in
@@ -148,14 +256,16 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Eval(a) => eval::run(&a),
         Command::Serve(a) => serve::run(&a),
         Command::Servers(a) => servers::run(&a),
+        Command::Completions { shell } => completions(shell),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => code.into(),
+        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
         // The diagnostics are on stderr already, as `PATH:LINE:COL: ...` lines.
-        Err(e) if e.is::<args::Reported>() => ExitCode::FAILURE,
+        Err(e) if e.is::<args::Reported>() => Exit::CheckFailed.into(),
         Err(e) => {
             eprintln!("error: {}", error_chain(&e));
-            ExitCode::FAILURE
+            exit_of(&e).into()
         }
     }
 }

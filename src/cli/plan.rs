@@ -1,8 +1,8 @@
 //! `toolcat plan`: the tool definitions the model gets this turn, as JSON on stdout; on stderr, one
 //! `refused:` line per tool the format cannot declare (Gemini), and with `--stats` the counts.
 
+use crate::cli::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use toolcat::export::{export_plan_with, ExportFormat, ExportOptions, SearchMode};
@@ -68,7 +68,7 @@ pub struct PlanArgs {
 }
 
 /// Runs `toolcat plan`.
-pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &PlanArgs) -> anyhow::Result<Exit> {
     let format = ExportFormat::from(a.format);
     if a.hosted_search && !ExportFormat::HOSTED_SEARCH.contains(&format) {
         let takes: Vec<String> = ExportFormat::HOSTED_SEARCH
@@ -181,5 +181,5 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             stats.profile_tokens.saturating_sub(stats.tokens)
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

@@ -1,8 +1,8 @@
 //! `toolcat search`: a profile's tools for a query, exact name first, then BM25 (fused with a
 //! sentence-embedding model with `--semantic`).
 
+use crate::cli::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 
 use anyhow::bail;
 #[cfg(feature = "semantic")]
@@ -56,7 +56,7 @@ pub struct SearchArgs {
 }
 
 /// Runs `toolcat search`.
-pub fn run(a: &SearchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &SearchArgs) -> anyhow::Result<Exit> {
     let c = catalog(&a.catalog)?;
     let p = profile(&c, a.profile.as_deref())?;
     let query = a.query.join(" ");
@@ -113,7 +113,7 @@ pub fn run(a: &SearchArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// `toolcat search --semantic`: fused hits, or BM25 hits after a one-line notice on standard

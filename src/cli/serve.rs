@@ -6,9 +6,9 @@
 //! diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
 //! is unusable. Calls are recorded in the call store (`--store`, as for `toolcat calls`).
 
+use crate::cli::Exit;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -75,7 +75,7 @@ pub struct ServeArgs {
 }
 
 /// Runs `toolcat serve`.
-pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     if let Some(addr) = a.http {
         // Checked before the catalog loads: the refusal is about the command line alone.
         if !addr.ip().is_loopback() {
@@ -94,12 +94,16 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
                 // The diagnostics of an invalid catalog, rendered with their summary line.
                 Err(e @ toolcat::CatalogError::Invalid { .. }) => {
                     eprintln!("{}", e.to_string().trim_end_matches('\n'));
-                    return Ok(ExitCode::FAILURE);
+                    return Ok(Exit::CheckFailed);
                 }
                 Err(e) => anyhow::bail!("{e}"),
             };
             if !catalog.warnings().is_empty() {
-                eprintln!("{}", catalog.render_warnings().trim_end_matches('\n'));
+                super::seen::print_warnings_once(
+                    path,
+                    catalog.warnings().len(),
+                    &catalog.render_warnings(),
+                );
             }
             let watched = path.to_path_buf();
             let reload = Reload {
@@ -181,5 +185,5 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     // Stdin ended: the client is gone; pending reload polls and handler tasks end with the
     // runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }

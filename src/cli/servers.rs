@@ -9,8 +9,8 @@
 //! connecting keeps connecting, and its tools answer that it is not connected until it is ready.
 //! `toolcat::remote` documents the states, the discovery cache, schema drift and credentials.
 
+use crate::cli::Exit;
 use std::io::Write as _;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -145,7 +145,7 @@ pub fn note_unready(pool: &ServerPool, budget: Duration) {
 // ---------------------------------------------------------------------------------------------
 
 /// Runs `toolcat servers`: exit 0 once the status is printed, whatever the states.
-pub fn run(a: &ServersArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &ServersArgs) -> anyhow::Result<Exit> {
     let c = args::catalog(&a.catalog)?;
     for name in &a.servers {
         args::server_id(&c, name)?;
@@ -155,6 +155,7 @@ pub fn run(a: &ServersArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let bar = crate::cli::spinner("connecting the MCP servers");
     let statuses = runtime.block_on(async {
         let options = PoolOptions {
             only: (!a.servers.is_empty()).then(|| a.servers.clone()),
@@ -164,20 +165,22 @@ pub fn run(a: &ServersArgs) -> anyhow::Result<ExitCode> {
         let pool = ServerPool::start(&c, options);
         pool.wait_ready(Duration::from_millis(a.wait)).await;
         anyhow::Ok(pool.status())
-    })?;
+    });
+    bar.finish_and_clear();
+    let statuses = statuses?;
     // The pool's child processes end with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(1));
     let mut out = std::io::stdout().lock();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &statuses)?;
         writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok);
     }
     if statuses.is_empty() {
         eprintln!(
             "the catalog declares no MCP server; add `[mcp_server.NAME]` tables to connect one"
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Ok);
     }
     let width = statuses
         .iter()
@@ -202,7 +205,7 @@ pub fn run(a: &ServersArgs) -> anyhow::Result<ExitCode> {
             detail(s)
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// What the table's last column says about a server.
@@ -340,7 +343,7 @@ pub fn import_from_servers(
     values: &[String],
     name: Option<&str>,
     timeout: Option<Duration>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Exit> {
     if name.is_some() && values.len() > 1 {
         bail!("`--server NAME` names the one server of `--from-server`; with several, write each as `--from-server NAME=COMMAND`");
     }
@@ -359,10 +362,12 @@ pub fn import_from_servers(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let bar = crate::cli::spinner("listing the MCP servers' tools");
     let discoveries = runtime.block_on(discover_all(
         sources.iter().map(|s| s.config.clone()).collect(),
         timeout,
     ));
+    bar.finish_and_clear();
     runtime.shutdown_timeout(Duration::from_secs(1));
     let mut live = Vec::new();
     for (source, discovery) in sources.iter().zip(discoveries) {
@@ -413,7 +418,7 @@ pub fn import_from_servers(
     }
     let command = import_command_line(values, name);
     let output = import::import_live(&live, &command)?;
-    print!("{}", output.text);
+    write!(std::io::stdout().lock(), "{}", output.text)?;
     eprint!("{}", output.report);
     if !output.report.renamed.is_empty() {
         // A renamed row records the server's name as `remote_name`: calls send that name, so
@@ -423,7 +428,7 @@ pub fn import_from_servers(
             output.report.renamed.len()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// The command line the imported text's header names.
@@ -504,15 +509,15 @@ async fn discover_all(
 // ---------------------------------------------------------------------------------------------
 
 /// `toolcat check --live`: lists each selected server's tools now and compares them with the
-/// declared rows; prints one block per server and returns whether every server matched (a
-/// server that cannot be reached does not match).
+/// declared rows; prints one block per server and returns [`Exit::Ok`] when every server matched,
+/// [`Exit::Runtime`] when a server cannot be reached, else [`Exit::CheckFailed`] (drift).
 pub fn check_live(
     c: &Catalog,
     arg: &CatalogArg,
     only: &[String],
     timeout: Option<Duration>,
     json_out: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Exit> {
     let servers: Vec<ServerId> = if only.is_empty() {
         c.servers().collect()
     } else {
@@ -522,7 +527,7 @@ pub fn check_live(
     };
     if servers.is_empty() {
         eprintln!("the catalog declares no MCP server: nothing to check live");
-        return Ok(true);
+        return Ok(Exit::Ok);
     }
     let mut configs = Vec::new();
     for &s in &servers {
@@ -533,9 +538,12 @@ pub fn check_live(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let bar = crate::cli::spinner("listing the MCP servers' tools");
     let discoveries = runtime.block_on(discover_all(configs, timeout));
+    bar.finish_and_clear();
     runtime.shutdown_timeout(Duration::from_secs(1));
     let mut clean = true;
+    let mut unreachable = false;
     let mut rows = Vec::new();
     let mut out = std::io::stdout().lock();
     for (&s, discovery) in servers.iter().zip(discoveries) {
@@ -544,6 +552,7 @@ pub fn check_live(
             Ok(d) => remote::live_report(c, s, &d),
             Err(e) => {
                 clean = false;
+                unreachable = true;
                 if json_out {
                     rows.push(json!({"server": name, "error": e.to_string()}));
                 } else {
@@ -563,7 +572,13 @@ pub fn check_live(
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     }
-    Ok(clean)
+    Ok(if unreachable {
+        Exit::Runtime
+    } else if clean {
+        Exit::Ok
+    } else {
+        Exit::CheckFailed
+    })
 }
 
 /// The exported name of server `s`'s row `declared`, or the name itself when no row has it.

@@ -8,9 +8,9 @@
 //! `  reply: JSON` line per message, or a `"reply"` array on the step's `--json` line. Without
 //! `--format` the output is the text of each answer, as before.
 
+use crate::cli::Exit;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
@@ -83,7 +83,7 @@ fn export_format(text: &str) -> Result<ExportFormat, String> {
 }
 
 /// Runs `toolcat session`.
-pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &SessionArgs) -> anyhow::Result<Exit> {
     use std::io::BufRead as _;
     use toolcat::session::transcript::{self, EntryKind, Preselect, Settings};
 
@@ -331,5 +331,5 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<ExitCode> {
     drop(pool);
     // The servers' child processes end with the runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
