@@ -9,8 +9,8 @@
 //! `Cargo.toml` gets the dependencies (edited with `toml_edit`, its formatting kept); no existing
 //! file is ever overwritten.
 
-use std::path::{Path, PathBuf};
 use super::Exit;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 use clap::Args;
