@@ -272,3 +272,32 @@ fn the_readme_session_example_starts_no_server_it_does_not_use() {
     let marker = marker.expect("`--servers all` starts the declared servers");
     assert!(marker.contains("npx") && marker.contains("uvx"), "{marker}");
 }
+
+/// A `tools.toml` that is there but cannot be read as a file (a dangling link, a directory) is
+/// an error naming it, never a silent fall-back to the reference catalog.
+#[test]
+fn a_tools_toml_that_is_not_a_file_is_an_error_not_a_fall_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("c");
+    std::fs::create_dir(&sub).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("absent"), dir.path().join("tools.toml")).unwrap();
+    for cwd in [dir.path(), sub.as_path()] {
+        let o = toolcat_in(cwd, None, &["list"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains("tools.toml` is not a file") && err.contains("--catalog PATH"),
+            "{err}"
+        );
+    }
+    let as_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(as_dir.path().join("tools.toml")).unwrap();
+    let o = toolcat_in(as_dir.path(), None, &["list"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not a file"), "{}", stderr(&o));
+}

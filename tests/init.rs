@@ -188,3 +188,53 @@ fn init_adds_dependencies_to_an_existing_crate_keeping_its_manifest() {
     let again = toolcat(&["init"], tmp.path());
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
 }
+
+/// Every refusal comes before anything is written: a file where `src/` must go, a manifest with
+/// `build = false`, or a DIR that is a file leave the directory exactly as it was.
+#[test]
+fn init_refuses_what_is_in_the_way_before_writing_anything() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let crate_dir = tmp.path().join("blocked");
+    std::fs::create_dir(&crate_dir).unwrap();
+    std::fs::write(crate_dir.join("src"), "precious\n").unwrap();
+    let init = toolcat(&["init", "blocked"], tmp.path());
+    assert_eq!(init.status.code(), Some(1), "{}", text(&init));
+    let stderr = String::from_utf8_lossy(&init.stderr);
+    assert!(
+        stderr.contains("src` is in the way") && stderr.contains("move it aside"),
+        "{stderr}"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(&crate_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["src"], "nothing is written");
+    assert_eq!(
+        std::fs::read_to_string(crate_dir.join("src")).unwrap(),
+        "precious\n"
+    );
+
+    let no_build = tmp.path().join("no-build");
+    std::fs::create_dir(&no_build).unwrap();
+    let manifest =
+        "[package]\nname = \"nb\"\nversion = \"0.1.0\"\nedition = \"2021\"\nbuild = false\n";
+    std::fs::write(no_build.join("Cargo.toml"), manifest).unwrap();
+    let init = toolcat(&["init"], &no_build);
+    assert_eq!(init.status.code(), Some(1), "{}", text(&init));
+    assert!(
+        String::from_utf8_lossy(&init.stderr).contains("`build = false`"),
+        "{}",
+        text(&init)
+    );
+    assert!(!no_build.join("tools.toml").exists(), "nothing is written");
+
+    std::fs::write(tmp.path().join("afile"), "x").unwrap();
+    let init = toolcat(&["init", "afile"], tmp.path());
+    assert_eq!(init.status.code(), Some(1), "{}", text(&init));
+    assert!(
+        String::from_utf8_lossy(&init.stderr).contains("is a file, not a directory"),
+        "{}",
+        text(&init)
+    );
+}

@@ -1704,6 +1704,33 @@ async fn toolsets_and_tools_narrow_within_the_scope_and_dynamic_sessions_grow_by
         let e = table(selection).err().expect("refused").to_string();
         assert!(e.contains(named) && e.contains(allowed), "{e}");
     }
+    // A deprecated tool named by `--tools` is refused, naming its replacement and the flag that
+    // serves it, rather than narrowed to and then hidden (an empty list); with the flag it is
+    // served.
+    let deprecated = |allow: bool| {
+        ScopeTable::with_selection(
+            mcp::coordinator(catalog, ws.path().to_path_buf()),
+            "full",
+            Exposure::ReadOnly,
+            allow,
+            mcp::Selection {
+                tools: vec!["find_files".into()],
+                ..Default::default()
+            },
+        )
+    };
+    let e = deprecated(false).err().expect("refused").to_string();
+    assert!(
+        e.contains("find_files") && e.contains("`glob`") && e.contains("--allow-deprecated"),
+        "{e}"
+    );
+    let served: Vec<String> = deprecated(true)
+        .unwrap()
+        .definitions()
+        .iter()
+        .map(|d| d.name.to_string())
+        .collect();
+    assert_eq!(served, ["find_files"]);
 
     // Dynamic: the session starts with the inline tools plus the meta-tools; a search adds.
     let dynamic = table(mcp::Selection {

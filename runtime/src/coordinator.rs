@@ -24,8 +24,11 @@
 //!    concrete operation ([`ApprovalRequest`]: tool, arguments, targets with fingerprints). No
 //!    hook: [`CallError::NeedsApproval`]; a no: [`CallError::Denied`]. Tier `silent` never asks.
 //!    A request with its own asynchronous [`Approver`] ([`CallRequest::with_approver`]; the MCP
-//!    server's elicitation) is asked that instead of the hook, awaited at this same step with an
-//!    owned [`ApprovalPrompt`]; the rest of the pipeline (re-verify included) is unchanged.
+//!    server's elicitation) is asked too, awaited at this same step with an owned
+//!    [`ApprovalPrompt`]: the hook, when set, decides first and a no from either is
+//!    [`CallError::Denied`], so an approver can add a refusal but never lift the host's; with an
+//!    approver and no hook the approver decides. The rest of the pipeline (re-verify included)
+//!    is unchanged.
 //!    A tool that cannot run here (no handler, a remote server without a connection, a discovery
 //!    meta-tool) is refused after this step with [`CallError::Tool`]; with a remote source
 //!    ([`Coordinator::with_remote`], the server pool of feature `mcp-client`) a server tool is refused with
@@ -131,8 +134,9 @@ pub struct ApprovalPrompt {
 }
 
 /// A per-call asynchronous approver ([`CallRequest::with_approver`]): answers `true` to let the
-/// call run. It takes the place of the coordinator's [`ApprovalHook`] for that call only, at the
-/// same step of the pipeline (after validation and prepare, before scheduling and re-verify).
+/// call run. It is asked at the permission step (after validation and prepare, before
+/// scheduling and re-verify), after the coordinator's [`ApprovalHook`] when one is set: it can
+/// refuse what the hook allowed, never allow what the hook refused.
 #[derive(Clone)]
 pub struct Approver(
     #[allow(clippy::type_complexity)]
@@ -193,9 +197,9 @@ impl<'a> CallRequest<'a> {
         self
     }
 
-    /// The same call, a `gated` tool's approval asked of `approver` (awaited) instead of the
-    /// coordinator's hook. The permission rule is unchanged: a no is [`CallError::Denied`], and
-    /// targets are re-verified after the answer.
+    /// The same call, a `gated` tool's approval also asked of `approver` (awaited), after the
+    /// coordinator's hook when one is set: a no from either is [`CallError::Denied`], and
+    /// targets are re-verified after the answers.
     pub fn with_approver(mut self, approver: Approver) -> Self {
         self.approver = Some(approver);
         self
@@ -819,19 +823,7 @@ impl<'c> Coordinator<'c> {
         };
         source
             .check(server, c.remote_name(t), c.input_schema(t))
-            .map_err(|refusal| match refusal {
-                Refusal::NotConnected { status, hint } => CallError::ServerNotConnected {
-                    tool: c.exported_name(t).to_string(),
-                    server: server.to_string(),
-                    status,
-                    hint,
-                },
-                Refusal::Drift(change) => CallError::SchemaDrift {
-                    tool: c.exported_name(t).to_string(),
-                    server: server.to_string(),
-                    change,
-                },
-            })
+            .map_err(|refusal| refusal_error(c.exported_name(t), server, refusal))
     }
 
     /// Takes one call from the rate limit of `t`.
@@ -1078,6 +1070,15 @@ impl<'c> Coordinator<'c> {
                 targets: &targets,
                 call: record.id,
             };
+            // The host's hook, when set, always decides first: a per-call approver (a client's
+            // elicitation) can add a refusal, never lift one.
+            match (&self.approval, &approver) {
+                (None, None) => return (false, Err(CallError::NeedsApproval { tool: name })),
+                (Some(hook), _) if !hook(&request) => {
+                    return (false, Err(CallError::Denied { tool: name }))
+                }
+                _ => {}
+            }
             if let Some(approver) = approver {
                 let prompt = ApprovalPrompt {
                     tool: name.clone(),
@@ -1091,14 +1092,6 @@ impl<'c> Coordinator<'c> {
                 };
                 if !answer {
                     return (false, Err(CallError::Denied { tool: name }));
-                }
-            } else {
-                match &self.approval {
-                    None => return (false, Err(CallError::NeedsApproval { tool: name })),
-                    Some(hook) if !hook(&request) => {
-                        return (false, Err(CallError::Denied { tool: name }))
-                    }
-                    Some(_) => {}
                 }
             }
         }
@@ -1171,13 +1164,23 @@ impl<'c> Coordinator<'c> {
             }
             // Sent once: a broken connection after the request left ends `outcome_unknown`,
             // and nothing here sends it again.
-            Runner::Remote(remote) => tokio::spawn(async move {
-                let _guards = guards;
-                match remote(arguments).await {
-                    RemoteOutcome::Done(result) => finish.finish(result),
-                    RemoteOutcome::Unknown(reason) => finish.unknown(reason),
-                }
-            }),
+            Runner::Remote(remote) => {
+                let server = match c.source(t) {
+                    ToolSource::Server(s) => c.server_name(s).to_string(),
+                    _ => String::new(),
+                };
+                tokio::spawn(async move {
+                    let _guards = guards;
+                    match remote(arguments).await {
+                        RemoteOutcome::Done(result) => finish.finish(result),
+                        RemoteOutcome::Unknown(reason) => finish.unknown(reason),
+                        RemoteOutcome::Refused(refusal) => {
+                            let e = refusal_error(&finish.tool, &server, refusal);
+                            finish.refused(e)
+                        }
+                    }
+                })
+            }
         };
         let timeout = self.timeout(t);
         let expired = async {
@@ -1212,7 +1215,12 @@ impl<'c> Coordinator<'c> {
                 if record_error.is_some() {
                     record.error = record_error;
                 }
-                (true, result)
+                // A lazily connected server's refusal: nothing was sent.
+                let sent = !matches!(
+                    result,
+                    Err(CallError::ServerNotConnected { .. } | CallError::SchemaDrift { .. })
+                );
+                (sent, result)
             }
             Err(_) => {
                 let e = self.stopped(t, &name, &scope, Stop::Panicked);
@@ -1301,6 +1309,23 @@ impl Record {
     }
 }
 
+/// The call error of a remote source's refusal of tool `tool` (exported name) of `server`.
+fn refusal_error(tool: &str, server: &str, refusal: Refusal) -> CallError {
+    match refusal {
+        Refusal::NotConnected { status, hint } => CallError::ServerNotConnected {
+            tool: tool.to_string(),
+            server: server.to_string(),
+            status,
+            hint,
+        },
+        Refusal::Drift(change) => CallError::SchemaDrift {
+            tool: tool.to_string(),
+            server: server.to_string(),
+            change,
+        },
+    }
+}
+
 /// What the handler's task needs to turn its result into the caller's and the record's.
 struct Finish {
     store: Option<Arc<CallStore>>,
@@ -1321,6 +1346,18 @@ impl Finish {
         let mut error = None;
         if let (Some(store), Some(id)) = (&self.store, self.id) {
             if let Err(w) = store.set_state(id, CallState::OutcomeUnknown, Some(&e.to_string())) {
+                error = Some(w.to_string());
+            }
+        }
+        (Err(e), error)
+    }
+
+    /// The caller's result and the final record (`failed`) of a call a lazily connected server
+    /// refused before anything was sent.
+    fn refused(self, e: CallError) -> (Result<CallValue, CallError>, Option<String>) {
+        let mut error = None;
+        if let (Some(store), Some(id)) = (&self.store, self.id) {
+            if let Err(w) = store.set_state(id, CallState::Failed, Some(&e.to_string())) {
                 error = Some(w.to_string());
             }
         }

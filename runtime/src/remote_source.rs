@@ -42,4 +42,9 @@ pub enum RemoteOutcome {
     /// The connection broke or the answer did not come in time after the request was sent: the
     /// reason, for "the call of `x` {reason}" ([`crate::CallError::OutcomeUnknown`]).
     Unknown(String),
+    /// Nothing was sent: a server connected at the call's first use (lazily) was then not
+    /// connected, or serves the tool differently from its row; answered as the same refusal
+    /// [`RemoteSource::check`] gives ([`crate::CallError::ServerNotConnected`],
+    /// [`crate::CallError::SchemaDrift`]).
+    Refused(Refusal),
 }

@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use sha2::Digest as _;
 use toolcat::archive::ResultArchive;
 use toolcat::{
-    erase, Access, ApprovalRequest, BoxFuture, CallError, CallRequest, CallState, CallStore,
-    CancellationToken, Catalog, Coordinator, ErasedHandler, Target, ToolContext, ToolError,
-    ToolHandler, ToolIndex,
+    erase, Access, ApprovalRequest, Approver, BoxFuture, CallError, CallRequest, CallState,
+    CallStore, CancellationToken, Catalog, Coordinator, ErasedHandler, Target, ToolContext,
+    ToolError, ToolHandler, ToolIndex,
 };
 
 const CATALOG: &str = r#"
@@ -1410,4 +1410,76 @@ async fn a_read_past_its_timeout_is_a_plain_error_and_the_default_applies_to_oth
         ))
         .await;
     assert_eq!(out.result.expect("no limit").value, json!({"waited": 150}));
+}
+
+/// A per-call approver (a client's elicitation over MCP) is asked after the host's hook and can
+/// only add a refusal: a hook's no stands whatever the approver says, and the approver is then
+/// not asked.
+#[tokio::test]
+async fn a_per_call_approver_never_lifts_the_hooks_refusal() {
+    let (_dir, ws, coordinator, _store) = setup();
+    let allowed = all();
+    let args = json!({"path": "a.txt", "content": "x"});
+    let asked = Arc::new(AtomicUsize::new(0));
+    let approver = |yes: bool, asked: &Arc<AtomicUsize>| {
+        let asked = Arc::clone(asked);
+        Approver(Arc::new(move |_| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { yes })
+        }))
+    };
+
+    // No hook: the approver decides.
+    let out = coordinator
+        .call(
+            CallRequest::new(tool("write_note"), args.clone(), &allowed)
+                .with_approver(approver(false, &asked)),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Denied { .. })),
+        "{out:?}"
+    );
+    assert!(!ws.join("a.txt").exists());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A hook that refuses: denied, and the approver is not asked.
+    let refusing = coordinator.with_approval(|_| false);
+    let out = refusing
+        .call(
+            CallRequest::new(tool("write_note"), args.clone(), &allowed)
+                .with_approver(approver(true, &asked)),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Denied { .. })),
+        "{out:?}"
+    );
+    assert!(!out.ran);
+    assert!(!ws.join("a.txt").exists());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A hook that allows: the approver still decides.
+    let allowing = refusing.with_approval(|_| true);
+    let out = allowing
+        .call(
+            CallRequest::new(tool("write_note"), args.clone(), &allowed)
+                .with_approver(approver(false, &asked)),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::Denied { .. })),
+        "{out:?}"
+    );
+    assert!(!ws.join("a.txt").exists());
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let out = allowing
+        .call(
+            CallRequest::new(tool("write_note"), args, &allowed)
+                .with_approver(approver(true, &asked)),
+        )
+        .await;
+    assert!(out.result.is_ok(), "{out:?}");
+    assert!(ws.join("a.txt").exists());
+    assert_eq!(asked.load(Ordering::SeqCst), 3);
 }

@@ -145,8 +145,16 @@ pub fn choose_catalog(explicit: Option<&Path>) -> anyhow::Result<CatalogChoice> 
         .context("cannot read the current directory; pass `--catalog PATH`")?;
     for (depth, dir) in cwd.ancestors().enumerate() {
         let candidate = dir.join("tools.toml");
-        if !candidate.is_file() {
+        // Absent: look further up. Present but not a readable file (a directory, a dangling
+        // link): an error, never a silent fall-back to another catalog.
+        if candidate.symlink_metadata().is_err() {
             continue;
+        }
+        if !candidate.is_file() {
+            bail!(
+                "`{}` is not a file (a directory or a broken link), so it cannot be read as the catalog; fix or remove it, or pass `--catalog PATH`",
+                candidate.display()
+            );
         }
         let reference = is_reference(&candidate);
         let note = (depth > 0).then(|| {

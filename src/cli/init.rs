@@ -49,6 +49,12 @@ pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let toolcat_dir = a.path.as_deref().map(checkout).transpose()?;
+    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+        bail!(
+            "`{}` is a file, not a directory; pass the directory of the crate to `toolcat init`",
+            dir.display()
+        );
+    }
     let manifest_path = dir.join("Cargo.toml");
     let existing = manifest_path.exists();
 
@@ -78,6 +84,9 @@ pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
         .and_then(|n| n.as_str())
         .unwrap_or("my-agent")
         .to_owned();
+    // The owner of the new rows is the package name: checked as `--name` is, so it is written
+    // into tools.toml as a plain string.
+    check_package_name(&owner)?;
 
     let mut files: Vec<(PathBuf, String)> = vec![
         (dir.join("tools.toml"), tools_toml(&owner)?),
@@ -94,6 +103,14 @@ pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
         files.push((dir.join("src/main.rs"), MAIN_RS.to_owned()));
     }
     if existing {
+        if let Some(build) = package.get("build").filter(|b| b.as_str().is_none()) {
+            bail!(
+                "`{}` sets `build = {}`, so cargo would not run the build script that compiles \
+                 toolcat's catalog; remove the `build` key",
+                manifest_path.display(),
+                build.to_string().trim()
+            );
+        }
         if let Some(build) = package.get("build").and_then(|b| b.as_str()) {
             bail!(
                 "`{}` names a build script of its own (`build = \"{build}\"`); toolcat's catalog \
@@ -103,8 +120,24 @@ pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
             );
         }
     }
+    // Everything is checked before anything is written, so a refusal leaves the directory as
+    // it was: no file in the way (a dangling link counts), every parent a directory or absent.
     for (path, _) in &files {
-        if path.exists() {
+        for parent in path
+            .ancestors()
+            .skip(1)
+            .take_while(|p| p.starts_with(&dir) && *p != dir.as_path())
+        {
+            if parent.symlink_metadata().is_ok() && !parent.is_dir() {
+                bail!(
+                    "`{}` is in the way: it is not a directory, and `toolcat init` writes `{}`; \
+                     move it aside and run it again",
+                    parent.display(),
+                    path.display()
+                );
+            }
+        }
+        if path.symlink_metadata().is_ok() {
             bail!(
                 "`{}` exists already; `toolcat init` never overwrites a file: move it aside (or \
                  run `toolcat init` in another directory) and run it again",

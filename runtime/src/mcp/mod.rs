@@ -273,6 +273,30 @@ impl ScopeTable {
         let mut known: Vec<u64> = (0..catalog.words())
             .map(|k| (scope[k] | meta[k]) & owned[k])
             .collect();
+        // A deprecated tool named by `--tools` would be narrowed to and then hidden: refused
+        // instead, naming the flag that serves it.
+        if !allow_deprecated {
+            for name in &selection.tools {
+                if let Ok(t) = catalog.tool(name) {
+                    if bit(deprecated, t.index()) && bit(&known, t.index()) {
+                        let replaced = catalog
+                            .replaced_by(t)
+                            .map(|r| format!(" (replaced by `{}`)", catalog.exported_name(r)))
+                            .unwrap_or_default();
+                        return Err(ScopeError::Tool {
+                            message: format!(
+                                "`--tools {name}`: tool `{name}` is deprecated{replaced}; pass `--allow-deprecated` to serve it"
+                            ),
+                            allowed: catalog
+                                .tools_in(&known)
+                                .filter(|t| !bit(deprecated, t.index()))
+                                .map(|t| catalog.exported_name(t).to_string())
+                                .collect(),
+                        });
+                    }
+                }
+            }
+        }
         if let Some(mask) = narrowing(catalog, p, exposure, &known, &selection)? {
             let keep_meta = selection.dynamic;
             for k in 0..known.len() {
@@ -1647,7 +1671,7 @@ pub async fn watch(shared: Arc<Shared>, reload: Reload) {
 }
 
 /// Builds the coordinator of `catalog` running local tools in `workspace`, with no approval hook
-/// (so `gated` tools are refused).
+/// (so `gated` tools run only after a client's elicitation approves them, see the module docs).
 pub fn coordinator(catalog: &'static Catalog, workspace: PathBuf) -> Coordinator<'static> {
     Coordinator::new(catalog, ToolContext::new(workspace))
 }

@@ -39,7 +39,8 @@ pub enum ServeError {
 /// ```
 ///
 /// Defaults: local tools run in the current directory ([`Server::workspace`]), no approval hook
-/// (tools of tier `gated` are refused), deprecated tools neither listed nor run, no call store.
+/// (tools of tier `gated` run only when a client that supports elicitation approves them, and
+/// are refused as `needs-approval` otherwise), deprecated tools neither listed nor run, no call store.
 /// A host that needs those builds its own coordinator and uses [`Server::with_coordinator`].
 #[derive(Debug)]
 pub struct Server {

@@ -923,13 +923,14 @@ impl RemoteSource for ServerPool {
                     match check_slot(&slot, &server, &tool, &declared, timeout) {
                         Ok(call) => call.run(arguments).await,
                         Err(Refusal::NotConnected { status, hint }) => {
-                            RemoteOutcome::Done(Err(ToolError::Failed(format!(
-                                "MCP server `{server}`, connected at the first call of `{tool}`, is {status}; {hint}"
-                            ))))
+                            RemoteOutcome::Refused(Refusal::NotConnected {
+                                status: format!(
+                                    "{status} (connected at the first call of `{tool}`)"
+                                ),
+                                hint,
+                            })
                         }
-                        Err(Refusal::Drift(change)) => RemoteOutcome::Done(Err(ToolError::Failed(
-                            format!("MCP server `{server}` does not serve `{tool}` as declared: {change}"),
-                        ))),
+                        Err(refusal) => RemoteOutcome::Refused(refusal),
                     }
                 })
             }));
