@@ -238,3 +238,28 @@ fn init_refuses_what_is_in_the_way_before_writing_anything() {
         text(&init)
     );
 }
+
+/// An existing crate's package name becomes the owner of the new rows only when it is a valid
+/// package name: one that would break the generated `tools.toml` is refused before writing.
+#[test]
+fn init_refuses_a_package_name_that_is_not_one() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let manifest =
+        "[package]\nname = \"a\\\"b\\nx = 1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    std::fs::write(tmp.path().join("Cargo.toml"), manifest).unwrap();
+    let init = toolcat(&["init"], tmp.path());
+    assert_eq!(init.status.code(), Some(1), "{}", text(&init));
+    assert!(
+        String::from_utf8_lossy(&init.stderr).contains("is not a valid package name"),
+        "{}",
+        text(&init)
+    );
+    assert!(
+        !tmp.path().join("tools.toml").exists(),
+        "nothing is written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(),
+        manifest
+    );
+}

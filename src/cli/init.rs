@@ -86,7 +86,15 @@ pub fn run(a: &InitArgs) -> anyhow::Result<Exit> {
         .to_owned();
     // The owner of the new rows is the package name: checked as `--name` is, so it is written
     // into tools.toml as a plain string.
-    check_package_name(&owner)?;
+    if existing && check_package_name(&owner).is_err() {
+        bail!(
+            "the package name {owner:?} of `{}` is not a valid package name (ASCII letters, \
+             digits, `-` and `_`, starting with a letter), and it would be the owner of the new \
+             tools.toml rows; fix the name in `{}`",
+            manifest_path.display(),
+            manifest_path.display()
+        );
+    }
 
     let mut files: Vec<(PathBuf, String)> = vec![
         (dir.join("tools.toml"), tools_toml(&owner)?),
