@@ -385,3 +385,46 @@ fn catalog_warnings_are_shown_once_per_content_and_check_shows_them_all() {
         );
     }
 }
+
+/// `serve` checks its profile, exposure and `--tools` before it starts a server: a bad name is
+/// refused at once (exit 1) and no server process is started, even with `--servers all`.
+#[test]
+fn serve_refuses_a_bad_selection_before_starting_any_server() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let launcher = dir.path().join("server.sh");
+    std::fs::write(
+        &launcher,
+        format!("#!/bin/sh\ntouch {:?}\nsleep 5\n", marker.to_str().unwrap()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let catalog = unreachable_catalog(dir.path());
+    let text = std::fs::read_to_string(&catalog).unwrap().replace(
+        dir.path().join("no-such-program").to_str().unwrap(),
+        launcher.to_str().unwrap(),
+    );
+    std::fs::write(&catalog, text).unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let o = toolcat(&[
+        "serve",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--profile",
+        "full",
+        "--exposure",
+        "read-only",
+        "--servers",
+        "all",
+        "--tools",
+        "nope",
+        "--workspace",
+        dir.path().to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+    assert!(!marker.exists(), "no server was started");
+}

@@ -115,6 +115,21 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
         }
     };
     let workspace = workspace_dir(a.workspace.as_deref())?;
+    let selection = Selection {
+        toolsets: a.toolsets.clone(),
+        tools: a.tools.clone(),
+        dynamic: a.dynamic,
+    };
+    // The profile, exposure and selection are checked before any server is started: a bad
+    // `--tools` or `--toolsets` is refused at once, not after the connection wait.
+    mcp::Server::with_coordinator(
+        mcp::coordinator(catalog, workspace.clone()),
+        &a.profile,
+        exposure,
+    )
+    .allow_deprecated(a.allow_deprecated)
+    .selection(selection.clone())
+    .shared()?;
     let store_path = a.store.path(true)?;
     let store = CallStore::open(&store_path)
         .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
@@ -147,11 +162,6 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
         }
         coordinator = coordinator.with_servers(Arc::clone(pool));
     }
-    let selection = Selection {
-        toolsets: a.toolsets.clone(),
-        tools: a.tools.clone(),
-        dynamic: a.dynamic,
-    };
     let shared = mcp::Server::with_coordinator(coordinator, &a.profile, exposure)
         .allow_deprecated(a.allow_deprecated)
         .selection(selection)
