@@ -269,35 +269,13 @@ impl ScopeTable {
         let owned = catalog.profile_tools(p);
         let meta = catalog.tier_tools(Tier::Loop);
         let deprecated = catalog.status_tools(Status::Deprecated);
-        let hidden = |k: usize| if allow_deprecated { 0 } else { deprecated[k] };
+        let hidden: Vec<u64> = (0..catalog.words())
+            .map(|k| if allow_deprecated { 0 } else { deprecated[k] })
+            .collect();
         let mut known: Vec<u64> = (0..catalog.words())
             .map(|k| (scope[k] | meta[k]) & owned[k])
             .collect();
-        // A deprecated tool named by `--tools` would be narrowed to and then hidden: refused
-        // instead, naming the flag that serves it.
-        if !allow_deprecated {
-            for name in &selection.tools {
-                if let Ok(t) = catalog.tool(name) {
-                    if bit(deprecated, t.index()) && bit(&known, t.index()) {
-                        let replaced = catalog
-                            .replaced_by(t)
-                            .map(|r| format!(" (replaced by `{}`)", catalog.exported_name(r)))
-                            .unwrap_or_default();
-                        return Err(ScopeError::Tool {
-                            message: format!(
-                                "`--tools {name}`: tool `{name}` is deprecated{replaced}; pass `--allow-deprecated` to serve it"
-                            ),
-                            allowed: catalog
-                                .tools_in(&known)
-                                .filter(|t| !bit(deprecated, t.index()))
-                                .map(|t| catalog.exported_name(t).to_string())
-                                .collect(),
-                        });
-                    }
-                }
-            }
-        }
-        if let Some(mask) = narrowing(catalog, p, exposure, &known, &selection)? {
+        if let Some(mask) = narrowing(catalog, p, exposure, &known, &hidden, &selection)? {
             let keep_meta = selection.dynamic;
             for k in 0..known.len() {
                 let kept = if keep_meta {
@@ -309,7 +287,7 @@ impl ScopeTable {
             }
         }
         let allowed: Vec<u64> = (0..catalog.words())
-            .map(|k| known[k] & !meta[k] & !hidden(k))
+            .map(|k| known[k] & !meta[k] & !hidden[k])
             .collect();
         let listed_bits: Vec<u64> = (0..catalog.words())
             .map(|k| allowed[k] | (meta[k] & known[k]))
@@ -425,12 +403,14 @@ impl ScopeTable {
 
 /// The bitset `selection` narrows `known` (profile ∩ scope, meta-tools included) to, or `None`
 /// when it names nothing (the whole scope). Every name must be the catalog's and have a tool
-/// in `known`.
+/// in `known`; a tool named by `--tools` must not be `hidden` (deprecated without
+/// `--allow-deprecated`), which would narrow to it and then serve nothing.
 fn narrowing(
     catalog: &Catalog,
     profile: ProfileId,
     exposure: Exposure,
     known: &[u64],
+    hidden: &[u64],
     selection: &Selection,
 ) -> Result<Option<Vec<u64>>, ScopeError> {
     if selection.toolsets.is_empty() && selection.tools.is_empty() {
@@ -470,6 +450,7 @@ fn narrowing(
         let allowed = || {
             catalog
                 .tools_in(known)
+                .filter(|t| !bit(hidden, t.index()))
                 .map(|t| catalog.exported_name(t).to_string())
                 .collect()
         };
@@ -480,6 +461,18 @@ fn narrowing(
         if !bit(known, t.index()) {
             return Err(ScopeError::Tool {
                 message: format!("`--tools {name}`: tool `{name}` is not in {where_}"),
+                allowed: allowed(),
+            });
+        }
+        if bit(hidden, t.index()) {
+            let replaced = catalog
+                .replaced_by(t)
+                .map(|r| format!(" (replaced by `{}`)", catalog.exported_name(r)))
+                .unwrap_or_default();
+            return Err(ScopeError::Tool {
+                message: format!(
+                    "`--tools {name}`: tool `{name}` is deprecated{replaced}; pass `--allow-deprecated` to serve it"
+                ),
                 allowed: allowed(),
             });
         }
@@ -874,10 +867,7 @@ pub fn approval_message(prompt: &ApprovalPrompt) -> String {
         .targets
         .iter()
         .map(|t| {
-            let access = match t.access {
-                crate::handler::Access::Read => "read",
-                crate::handler::Access::Write => "write",
-            };
+            let access = t.access.as_str();
             match &t.fingerprint {
                 Some(f) => format!("{access} `{}` (now {f})", t.resource),
                 None => format!("{access} `{}`", t.resource),
