@@ -21,7 +21,7 @@
 //! [`Workspace::entry_metadata`], [`Workspace::create_dir_all`], [`Workspace::parent_dir`]).
 //! Prepare steps fingerprint through it ([`Workspace::fingerprinted`]). Only regular files are
 //! opened for their content: a FIFO, socket or device is refused before it is opened, and all
-//! file work runs on the blocking pool with a timeout ([`super::workspace::blocking`]).
+//! file work runs on the blocking pool with a timeout ([`toolcat_tools::workspace::blocking`]).
 //!
 //! `write_file` and `edit_file` go through the write layer ([`Workspace::write_atomically`]: no
 //! symbolic link followed, a temporary file created exclusively in the same directory and
@@ -41,8 +41,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::{blocking, content_fingerprint, not_found, Workspace};
 use super::{failed, rfc3339};
+use toolcat_tools::workspace::{blocking, content_fingerprint, not_found, Workspace};
 
 /// Largest file `read_file` and `edit_file` load: 16 MiB.
 pub const READ_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;

@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::Workspace;
 use super::{failed, now_rfc3339, state};
+use toolcat_tools::workspace::Workspace;
 
 const MEMORY_FILE: &str = "memory.json";
 /// Most memories `memory_recall` returns.

@@ -20,7 +20,7 @@ pub mod search;
 pub mod shell;
 pub mod state;
 pub mod vcs;
-pub mod workspace;
+pub use toolcat_tools::workspace;
 
 use toolcat::ToolError;
 

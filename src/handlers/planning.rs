@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::Workspace;
 use super::{failed, now_rfc3339, state};
+use toolcat_tools::workspace::Workspace;
 
 const TODOS_FILE: &str = "todos.json";
 const PLAN_FILE: &str = "plan.json";

@@ -11,8 +11,8 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::workspace::Workspace;
 use super::{failed, rfc3339, state};
+use toolcat_tools::workspace::Workspace;
 
 const REMINDERS_FILE: &str = "reminders.json";
 /// Furthest ahead a reminder may be scheduled with `in_minutes`: one year.

@@ -28,7 +28,7 @@ use toolcat::{ToolContext, ToolError};
 
 use super::failed;
 use super::files::is_binary;
-use super::workspace::{blocking, Workspace};
+use toolcat_tools::workspace::{blocking, Workspace};
 
 /// Default and largest number of paths `glob` returns.
 pub const GLOB_MAX_RESULTS: usize = 1000;

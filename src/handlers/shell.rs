@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use toolcat::{ToolContext, ToolError};
 
 use super::failed;
-use super::workspace::Workspace;
+use toolcat_tools::workspace::Workspace;
 
 /// Bytes kept from the start of each output stream: 8 KiB.
 pub const HEAD_BYTES: usize = 8 * 1024;

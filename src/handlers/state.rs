@@ -6,7 +6,7 @@
 //! a file), no symbolic link followed (a link at `.toolcat` or at the file is refused), under
 //! the file's advisory lock, which works across processes. [`update`] holds that lock across
 //! the read and the write, so concurrent calls, in one process or many, never lose each other's
-//! update: a call that cannot get the lock within [`super::workspace::LOCK_WAIT`] fails and
+//! update: a call that cannot get the lock within [`toolcat_tools::workspace::LOCK_WAIT`] fails and
 //! says so, and writes nothing.
 
 use serde::de::DeserializeOwned;
@@ -14,8 +14,8 @@ use serde::Serialize;
 use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
-pub use super::workspace::STATE_DIR;
-use super::workspace::{blocking, Workspace};
+pub use toolcat_tools::workspace::STATE_DIR;
+use toolcat_tools::workspace::{blocking, Workspace};
 
 /// The target of `.toolcat/FILE` for a prepare step: the path as it is under the workspace root
 /// (nothing resolved or followed), scheduled with `access` by the execution coordinator, without

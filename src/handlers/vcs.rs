@@ -103,8 +103,8 @@ use toolcat::{Access, Target, ToolContext, ToolError};
 
 use super::failed;
 use super::shell::Capture;
-use super::workspace::Workspace;
 use repo::{Mode, Repo};
+use toolcat_tools::workspace::Workspace;
 
 /// Longest a single `git` invocation may run.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -10,8 +10,8 @@ use std::process::Stdio;
 use toolcat::ToolError;
 
 use super::super::failed;
-use super::super::workspace::Workspace;
 use super::GIT_TIMEOUT;
+use toolcat_tools::workspace::Workspace;
 
 /// What a call does to the repository; it decides the locks and what the shadow holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@
 //!   it stays beneath the directory, and an absolute link target counts as leaving there (it is
 //!   not resolved against the root).
 //! - Writes ([`Workspace::write_atomically`], the only write of file contents, used by
-//!   `write_file`, `edit_file` and every state file of [`super::state`]) follow no symbolic link
+//!   `write_file`, `edit_file` and every state file of an agent) follow no symbolic link
 //!   at all: the parent directories are opened one at a time with `O_NOFOLLOW`, a link at the
 //!   target is refused, the content goes to a temporary file created exclusively beside the
 //!   target and is renamed over it, under a per-target advisory lock that works across
@@ -44,10 +44,10 @@ use sha2::Digest;
 use std::fs::TryLockError;
 use toolcat::{Access, Target, ToolContext, ToolError};
 
-use super::failed;
+use crate::failed;
 
 /// Directory, relative to the workspace root, of toolcat's own files: the session state
-/// ([`super::state`]) and the write layer's lock files.
+/// (an agent's state files) and the write layer's lock files.
 pub const STATE_DIR: &str = ".toolcat";
 /// Directory, inside [`STATE_DIR`], of the lock files of [`Workspace::write_atomically`].
 pub const LOCK_DIR: &str = "locks";
