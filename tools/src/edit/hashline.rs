@@ -178,10 +178,15 @@ impl fmt::Display for HashlineError {
 
 impl std::error::Error for HashlineError {}
 
+/// The tag of an anchor as written: a whole rendered line "N#HASH|content" names the same line
+/// as its "N#HASH".
+fn tag(anchor: &str) -> &str {
+    anchor.split('|').next().unwrap_or("").trim()
+}
+
 /// An anchor as written: line number (0 for "0") and hash.
 fn parse_anchor(anchor: &str) -> Option<(usize, Option<&str>)> {
-    // The whole rendered line "N#HASH|content" names the same line; take the tag.
-    let tag = anchor.split('|').next().unwrap_or("").trim();
+    let tag = tag(anchor);
     if tag == "0" {
         return Some((0, None));
     }
@@ -251,7 +256,7 @@ fn check_anchor(
         Some(line) if line_hash(line.text).eq_ignore_ascii_case(hash) => Ok(number),
         now => Err(HashlineError::Stale {
             edit,
-            anchor: text.trim().to_string(),
+            anchor: tag(text).to_string(),
             line: number,
             now: now.map(|l| anchor(number, l.text)),
         }),
@@ -540,6 +545,12 @@ mod tests {
         assert_eq!(
             ok(TEXT, &[replace(&rendered, None, "2")]).text,
             "one\n2\nthree\nfour\nfive\n"
+        );
+        // A stale one is reported by its tag.
+        let e = apply("one\nTWO\n", &[replace(&rendered, None, "2")]).unwrap_err();
+        assert!(
+            matches!(&e, HashlineError::Stale { anchor, .. } if *anchor == at(TEXT, 2)),
+            "{e:?}"
         );
         let lower = at(TEXT, 2).to_lowercase();
         assert_eq!(
