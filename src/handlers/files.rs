@@ -12,7 +12,9 @@
 //! fingerprint of what is there now ([`toolcat::fingerprint_path`]: the content's SHA-256, or
 //! `absent`), so an approval is for that content and a change in between refuses the call; tools
 //! that only read declare read access without a fingerprint. Writers call
-//! [`ToolContext::committed`] once the change is on disk.
+//! [`ToolContext::committed`] once the change is on disk; `write_file` and `edit_file` then
+//! report it for the call's record ([`ToolContext::record_change`]: fingerprints before and
+//! after, and a unified diff).
 //!
 //! Contents are read and written through the workspace's capability directory
 //! ([`Workspace::read`], [`Workspace::write_atomically`]), so a symbolic link swapped in after
@@ -216,8 +218,9 @@ pub async fn write_file(
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
     let bytes_written = args.content.len();
-    let created = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
+    let rel = ws.relative(&path);
+    let (created, change) = {
+        let (ws, path, shown, rel) = (ws.clone(), path.clone(), args.path.clone(), rel.clone());
         blocking(&format!("`{}`", args.path), move |work| {
             // What is there as the call starts: the coordinator has just checked it against
             // the approved fingerprint, and the file must still be so when it is replaced.
@@ -228,14 +231,18 @@ pub async fn write_file(
                 )));
             }
             let content = args.content.into_bytes();
-            ws.write_atomically(&path, &shown, Some(&before), work, |_| Ok((content, ())))?;
-            Ok(before == "absent")
+            let change = ws.write_atomically(&path, &shown, Some(&before), work, |old| {
+                let change = file_change(&rel, old, &content);
+                Ok((content, change))
+            })?;
+            Ok((before == "absent", change))
         })
         .await?
     };
     ctx.committed();
+    ctx.record_change(change);
     Ok(WriteFileOutput {
-        path: ws.relative(&path),
+        path: rel,
         bytes_written,
         created,
     })
@@ -332,8 +339,9 @@ pub fn propose_edit_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Ta
 pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let replacements = {
-        let (ws, path) = (ws.clone(), path.clone());
+    let rel = ws.relative(&path);
+    let (replacements, change) = {
+        let (ws, path, rel) = (ws.clone(), path.clone(), rel.clone());
         blocking(&format!("`{}`", args.path), move |work| {
             // What is there as the call starts (see `write_file`); the edit is made under the
             // file's lock to the content read there, which must still have this fingerprint.
@@ -350,16 +358,36 @@ pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, 
                     args.replace_all,
                     &args.path,
                 )?;
-                Ok((edited.into_bytes(), replacements))
+                let change = file_change(&rel, Some(old), edited.as_bytes());
+                Ok((edited.into_bytes(), (replacements, change)))
             })
         })
         .await?
     };
     ctx.committed();
+    ctx.record_change(change);
     Ok(EditOutput {
-        path: ws.relative(&path),
+        path: rel,
         replacements,
     })
+}
+
+/// The change of the file `rel` (relative to the workspace) from `old` (`None`: absent) to
+/// `new`, for the call's record ([`ToolContext::record_change`]): content fingerprints
+/// ([`content_fingerprint`], `absent`) and a unified diff with 3 lines of context, or `Binary
+/// files a/PATH and b/PATH differ` when either side is not UTF-8.
+fn file_change(rel: &str, old: Option<&[u8]>, new: &[u8]) -> toolcat::Change {
+    let before = old.map_or_else(|| "absent".to_string(), content_fingerprint);
+    let text = std::str::from_utf8;
+    let diff = match (text(old.unwrap_or_default()), text(new)) {
+        (Ok(a), Ok(b)) => similar::TextDiff::from_lines(a, b)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{rel}"), &format!("b/{rel}"))
+            .to_string(),
+        _ => format!("Binary files a/{rel} and b/{rel} differ\n"),
+    };
+    toolcat::Change::new(rel, before, content_fingerprint(new), diff)
 }
 
 /// Shows the diff `edit_file` would make, without writing.
@@ -990,6 +1018,21 @@ mod tests {
         assert!(missing.to_string().contains("does not occur"), "{missing}");
         assert!(apply_edit(text, "", "x", false, "f").is_err());
         assert!(apply_edit(text, "a", "a", false, "f").is_err());
+    }
+
+    #[test]
+    fn a_file_change_has_fingerprints_and_a_diff_or_says_binary() {
+        let created = file_change("d/a.txt", None, b"one\n");
+        assert_eq!(created.path, "d/a.txt");
+        assert_eq!(created.before, "absent");
+        assert_eq!(created.after, content_fingerprint(b"one\n"));
+        assert_eq!(
+            created.diff,
+            "--- a/d/a.txt\n+++ b/d/a.txt\n@@ -0,0 +1 @@\n+one\n"
+        );
+        let binary = file_change("b.bin", Some(b"one\n"), &[0xff, 0x00]);
+        assert_eq!(binary.before, content_fingerprint(b"one\n"));
+        assert_eq!(binary.diff, "Binary files a/b.bin and b/b.bin differ\n");
     }
 
     #[tokio::test]
