@@ -454,6 +454,7 @@ pub async fn file_info(args: FileInfoArgs, ctx: &ToolContext) -> Result<FileInfo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolcat_tools::files::{read_file_targets, write_file_targets};
 
     fn setup() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -473,6 +474,7 @@ mod tests {
                 &WriteFileArgs {
                     path: path.into(),
                     content: String::new(),
+                    version: None,
                 },
                 &ctx,
             )
@@ -508,6 +510,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: None,
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -550,6 +553,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: None,
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -566,6 +570,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: Some(2),
                 limit: Some(2),
+                format: None,
             },
             &ctx,
         )
@@ -582,6 +587,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: Some(9),
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -600,6 +606,7 @@ mod tests {
                     path: path.into(),
                     offset: None,
                     limit: None,
+                    format: None,
                 },
                 &ctx,
             )
@@ -623,6 +630,7 @@ mod tests {
             WriteFileArgs {
                 path: "docs/a/b.md".into(),
                 content: "# b\n".into(),
+                version: None,
             },
             &ctx,
         )
@@ -636,6 +644,7 @@ mod tests {
             WriteFileArgs {
                 path: "docs/a/b.md".into(),
                 content: "# c\n".into(),
+                version: None,
             },
             &ctx,
         )
@@ -650,6 +659,7 @@ mod tests {
             WriteFileArgs {
                 path: "../x".into(),
                 content: String::new(),
+                version: None,
             },
             &ctx,
         )
@@ -658,36 +668,15 @@ mod tests {
         assert!(matches!(err, ToolError::OutsideWorkspace { .. }));
     }
 
-    #[test]
-    fn apply_edit_requires_a_unique_match_unless_replace_all() {
-        let text = "a = 1\nb = 1\n";
-        assert_eq!(
-            apply_edit(text, "a = 1", "a = 2", false, "f").expect("unique"),
-            ("a = 2\nb = 1\n".to_string(), 1)
-        );
-        let ambiguous = apply_edit(text, "= 1", "= 3", false, "f").expect_err("ambiguous");
-        assert!(
-            ambiguous.to_string().contains("occurs 2 times"),
-            "{ambiguous}"
-        );
-        assert_eq!(
-            apply_edit(text, "= 1", "= 3", true, "f").expect("all"),
-            ("a = 3\nb = 3\n".to_string(), 2)
-        );
-        let missing = apply_edit(text, "c = 1", "c = 2", false, "f").expect_err("missing");
-        assert!(missing.to_string().contains("does not occur"), "{missing}");
-        assert!(apply_edit(text, "", "x", false, "f").is_err());
-        assert!(apply_edit(text, "a", "a", false, "f").is_err());
-    }
-
     #[tokio::test]
     async fn edit_file_writes_and_propose_edit_only_previews() {
         let (dir, ctx) = setup();
-        let args = || EditArgs {
+        let args = || EditFileArgs {
             path: "src/lib.rs".into(),
             old_string: "two\n".into(),
             new_string: "TWO\n".into(),
             replace_all: false,
+            version: None,
         };
         let proposal = propose_edit(args(), &ctx).await.expect("propose");
         assert_eq!(proposal.replacements, 1);

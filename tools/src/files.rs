@@ -460,8 +460,16 @@ pub async fn write_file(
             check_version(&shown, args.version.as_deref(), Some(&before))?;
             let content = args.content;
             ws.write_atomically(&path, &shown, Some(&before), work, |old| {
-                let old_text = old.map(|b| String::from_utf8_lossy(b).into_owned());
-                let change = evidence(&relative, old_text.as_deref(), Some(&content));
+                let change = match old.map(std::str::from_utf8) {
+                    Some(Err(_)) => Change::new(
+                        relative.as_str(),
+                        old.map_or_else(String::new, content_fingerprint),
+                        content_fingerprint(content.as_bytes()),
+                        format!("Binary files a/{relative} and b/{relative} differ\n"),
+                    ),
+                    Some(Ok(text)) => evidence(&relative, Some(text), Some(&content)),
+                    None => evidence(&relative, None, Some(&content)),
+                };
                 let version = version_of(content.as_bytes());
                 Ok((content.into_bytes(), (old.is_none(), change, version)))
             })
