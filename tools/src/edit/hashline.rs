@@ -4,9 +4,9 @@
 //! touches by those tags. Every tag is checked against the text before anything changes: the
 //! line `N` must exist and its content must still hash to `HASH`, so an edit made against an
 //! older view of the file is refused ([`HashlineError::Stale`]) instead of landing on whatever
-//! line now has that number. A list of edits is validated whole (every anchor, every range, no
-//! two edits touching one line) before any output is produced, and applied at once, all
-//! anchors taken against the text as given. New content whose line starts with a rendered
+//! line now has that number. A list of at most [`MAX_EDITS`] edits is validated whole (every
+//! anchor, every range, no two edits touching one line) before any output is produced, and
+//! applied at once, all anchors taken against the text as given. New content whose line starts with a rendered
 //! anchor (`12#A1B2C3|`, copied from the read with the line) is refused
 //! ([`HashlineError::PrefixedContent`]) rather than written into the file.
 //!
@@ -56,6 +56,10 @@ pub fn render(text: &str, offset: usize, limit: usize) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Most edits one [`apply`] takes: every pair is checked for overlap, so the work grows with
+/// the square of their number.
+pub const MAX_EDITS: usize = 1000;
 
 /// One edit of [`apply`].
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -142,6 +146,8 @@ pub enum HashlineError {
     },
     /// No edits.
     Empty,
+    /// More than [`MAX_EDITS`] edits.
+    TooMany { count: usize },
 }
 
 impl fmt::Display for HashlineError {
@@ -189,6 +195,12 @@ impl fmt::Display for HashlineError {
                 edit + 1
             ),
             HashlineError::Empty => write!(f, "no edits given; pass at least one edit"),
+            HashlineError::TooMany { count } => write!(
+                f,
+                "{count} edits given, more than the {MAX_EDITS} one call takes; nothing was \
+                 changed: split them over several calls (reading the file again between them), \
+                 or write the file whole with `write_file`"
+            ),
         }
     }
 }
@@ -350,6 +362,9 @@ fn check<'a>(
 pub fn apply(text: &str, edits: &[LineEdit]) -> Result<Applied, HashlineError> {
     if edits.is_empty() {
         return Err(HashlineError::Empty);
+    }
+    if edits.len() > MAX_EDITS {
+        return Err(HashlineError::TooMany { count: edits.len() });
     }
     let file = split_lines(text);
     let checked = edits
@@ -808,6 +823,18 @@ mod tests {
             );
         }
         assert_eq!(apply(TEXT, &[]), Err(HashlineError::Empty));
+        // Past the bound, refused before any anchor is looked at; at it, applied.
+        let top = edit(LineOp::InsertAfter, "0", None, Some("x"));
+        let many = vec![top.clone(); MAX_EDITS + 1];
+        let e = apply(TEXT, &many).unwrap_err();
+        assert_eq!(
+            e,
+            HashlineError::TooMany {
+                count: MAX_EDITS + 1
+            }
+        );
+        assert!(e.to_string().contains("split them"), "{e}");
+        assert_eq!(ok(TEXT, &many[1..]).lines_added, MAX_EDITS);
     }
 
     #[test]
