@@ -619,29 +619,28 @@ pub async fn propose_edit(
 ) -> Result<ProposeEditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let bytes = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
-        blocking(&format!("`{}`", args.path), move |_| {
-            ws.read(&path, &shown, READ_MAX_FILE_BYTES)
-        })
-        .await?
-    };
-    let version = version_of(&bytes);
-    check_version(
-        &args.path,
-        args.version.as_deref(),
-        Some(&content_fingerprint(&bytes)),
-    )?;
-    let text = text_of_exact(&bytes, &args.path)?;
-    let r = replaced(&text, &args, &args.path)?;
     let shown = ws.relative(&path);
-    Ok(ProposeEditOutput {
-        diff: edit::unified_diff(&shown, &text, &r.text),
-        path: shown,
-        replacements: r.replacements,
-        matched: r.matched,
-        version,
+    // The read and the match both run on the blocking pool: a match in a large file is work.
+    let what = format!("`{}`", args.path);
+    blocking(&what, move |_| {
+        let bytes = ws.read(&path, &args.path, READ_MAX_FILE_BYTES)?;
+        let version = version_of(&bytes);
+        check_version(
+            &args.path,
+            args.version.as_deref(),
+            Some(&content_fingerprint(&bytes)),
+        )?;
+        let text = text_of_exact(&bytes, &args.path)?;
+        let r = replaced(&text, &args, &args.path)?;
+        Ok(ProposeEditOutput {
+            diff: edit::unified_diff(&shown, &text, &r.text),
+            path: shown,
+            replacements: r.replacements,
+            matched: r.matched,
+            version,
+        })
     })
+    .await
 }
 
 /// Arguments of `edit_lines` (Hashline).
