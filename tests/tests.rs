@@ -35,6 +35,8 @@ mod calls;
 mod cli;
 /// `toolcat` habits: completions, exit-code classes, a closed stdout ending quietly, `--json`, no progress on a piped stderr, warnings shown once.
 mod cli_habits;
+/// The Code Mode task set agrees with its fixtures: each expected answer recomputed from the workspace and the built repository; every tool a read tool.
+mod code_mode_tasks;
 /// Exported input schemas of the reference, GitHub and LiveMCPBench catalogs break no OpenAI strict-mode or Gemini `Schema` rule; the checker catches each bad shape.
 mod conformance;
 /// Which catalog `toolcat` reads without `--catalog`: `TOOLCAT_CATALOG`, `tools.toml` here or in a parent, the reference; the README's session example starts no server it does not use.
