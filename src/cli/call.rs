@@ -128,6 +128,7 @@ pub fn run(a: &CallArgs) -> anyhow::Result<Exit> {
     if let Some(e) = &outcome.record_error {
         eprintln!("warning: {e}");
     }
+    let ran = outcome.ran;
     match outcome.result {
         Ok(value) => {
             let mut out = std::io::stdout().lock();
@@ -141,9 +142,11 @@ pub fn run(a: &CallArgs) -> anyhow::Result<Exit> {
                 eprintln!("help: pass `--approve` to approve this operation from the command line");
             }
             use toolcat::{CallError as E, ToolError as T};
-            // Refused for its input (or its row's drift) before anything ran: 1; it ran, or
-            // its server could not be reached, and it failed: 3.
+            // Refused for its input (or its row's drift) before anything ran, by the
+            // coordinator or by the tool's prepare step (a stale version, a patch that does not
+            // parse): 1; it ran, or its server could not be reached, and it failed: 3.
             Ok(match e {
+                E::Tool(T::Failed(_)) if !ran => Exit::CheckFailed,
                 E::OutsideScope { .. }
                 | E::InvalidArguments { .. }
                 | E::NeedsApproval { .. }

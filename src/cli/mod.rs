@@ -118,8 +118,8 @@ pub enum Exit {
     /// 1: a check failed or the input is invalid: an invalid catalog, stale `generated/`, live
     /// drift, a denied widening of `diff --deny-widening`, a call refused for its input (unknown
     /// tool, arguments that do not fit, a path outside the workspace, a gated tool without
-    /// `--approve`, a remote tool whose server's schema drifted from its row), a file named on
-    /// the command line that does not exist.
+    /// `--approve`, a remote tool whose server's schema drifted from its row, a tool's prepare step
+    /// refusing it before it ran), a file named on the command line that does not exist.
     CheckFailed,
     /// 2: a usage error; clap itself exits with it on a bad flag or value.
     Usage,

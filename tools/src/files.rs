@@ -124,7 +124,8 @@ pub struct ReadFileArgs {
 pub struct ReadFileOutput {
     /// The path, relative to the workspace root.
     pub path: String,
-    /// The returned lines, joined with `\n` (in `hashline` format each is `N#HASH|content`).
+    /// The returned lines, joined with `\n` (in `hashline` format each is `N#HASH|content`);
+    /// line endings are not part of it, not even the file's last one (see `final_newline`).
     pub content: String,
     /// Line number of the first returned line (1-based); 0 for an empty file.
     pub start_line: usize,
@@ -136,6 +137,8 @@ pub struct ReadFileOutput {
     pub truncated: bool,
     /// The file's version ([`version_of`]); pass it to an edit to refuse it if the file changed.
     pub version: String,
+    /// The file ends with a line ending (`\n` or `\r\n`); false for an empty file.
+    pub final_newline: bool,
     /// The format of `content`.
     pub format: ReadFormat,
 }
@@ -215,6 +218,7 @@ pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFile
         total_lines: total,
         truncated: end < total,
         version,
+        final_newline: text.ends_with('\n'),
         format,
     })
 }
@@ -1136,8 +1140,8 @@ fn plan_file(
         }
         patch::FilePatch::Update { chunks, .. } => {
             let (fingerprint, text) = current()?;
-            let new_text = patch::apply_chunks(&shown, &text, chunks)
-                .map_err(|e| failed(format!("{e}; nothing was written")))?;
+            let new_text =
+                patch::apply_chunks(&shown, &text, chunks).map_err(|e| failed(e.to_string()))?;
             if new_text == text && move_to.is_none() {
                 return Err(failed(format!(
                     "the hunks of `{shown}` leave it as it is (they remove no line and add none, \

@@ -61,7 +61,8 @@ pub fn render(text: &str, offset: usize, limit: usize) -> String {
 /// the square of their number.
 pub const MAX_EDITS: usize = 1000;
 
-/// One edit of [`apply`].
+/// One edit of `edit_lines`: an operation on a line or a range of lines, anchored to the
+/// `N#HASH` tags of a Hashline read.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LineEdit {
@@ -79,7 +80,7 @@ pub struct LineEdit {
     pub content: Option<String>,
 }
 
-/// The kind of a [`LineEdit`].
+/// What an edit does.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LineOp {
@@ -117,12 +118,14 @@ pub enum HashlineError {
     /// `anchor` is not "N#HASH" (or is "0" anywhere but the `start` of `insert_after`).
     BadAnchor { edit: usize, anchor: String },
     /// Line `line` is gone or different: `now` is the anchor of what is there (`None` when the
-    /// text has fewer lines).
+    /// text has fewer lines); `moved_to` is the anchor of the one line that now has the anchored
+    /// hash, when exactly one has it (the line moved), as a hint: the edit is refused either way.
     Stale {
         edit: usize,
         anchor: String,
         line: usize,
         now: Option<String>,
+        moved_to: Option<String>,
     },
     /// `end` before `start`, `end` on an insert, `content` missing on `replace` or an insert, or
     /// present on `delete`.
@@ -160,18 +163,34 @@ impl fmt::Display for HashlineError {
                  `insert_after`, for the top of the file",
                 edit + 1
             ),
-            HashlineError::Stale { edit, anchor, line, now: Some(now) } => write!(
-                f,
-                "edit {}: anchor `{anchor}` is stale: line {line} is now `{now}`, the file changed \
-                 since it was read; nothing was changed: read the file again and use its new anchors",
-                edit + 1
-            ),
-            HashlineError::Stale { edit, anchor, line, now: None } => write!(
-                f,
-                "edit {}: anchor `{anchor}` is stale: the file has no line {line} any more; \
-                 nothing was changed: read the file again and use its new anchors",
-                edit + 1
-            ),
+            HashlineError::Stale {
+                edit,
+                anchor,
+                line,
+                now,
+                moved_to,
+            } => {
+                match now {
+                    Some(now) => write!(
+                        f,
+                        "edit {}: anchor `{anchor}` is stale: line {line} is now `{now}`, the \
+                         file changed since it was read",
+                        edit + 1
+                    )?,
+                    None => write!(
+                        f,
+                        "edit {}: anchor `{anchor}` is stale: the file has no line {line} any more",
+                        edit + 1
+                    )?,
+                }
+                if let Some(moved) = moved_to {
+                    write!(f, " (a line with that content is now `{moved}`)")?;
+                }
+                write!(
+                    f,
+                    "; nothing was written: read the file again and use its new anchors"
+                )
+            }
             HashlineError::Range { edit } => write!(
                 f,
                 "edit {} is malformed: `end` must not come before `start` and is only for \
@@ -179,10 +198,14 @@ impl fmt::Display for HashlineError {
                  `insert_before` and must be absent for `delete`",
                 edit + 1
             ),
-            HashlineError::Overlap { first, second, line } => write!(
+            HashlineError::Overlap {
+                first,
+                second,
+                line,
+            } => write!(
                 f,
                 "edits {} and {} overlap at line {line} (two ranges share it, or an insert there \
-                 falls between lines the other edit removes); nothing was changed: merge them into \
+                 falls between lines the other edit removes); nothing was written: merge them into \
                  one edit or make their ranges disjoint",
                 first + 1,
                 second + 1
@@ -190,7 +213,7 @@ impl fmt::Display for HashlineError {
             HashlineError::PrefixedContent { edit, line, prefix } => write!(
                 f,
                 "edit {}: line {line} of `content` starts with `{prefix}`, an anchor copied from \
-                 the read; `content` is the new text only; nothing was changed: drop the \
+                 the read; `content` is the new text only; nothing was written: drop the \
                  `N#HASH|` prefixes from `content`",
                 edit + 1
             ),
@@ -304,7 +327,20 @@ fn check_anchor(
             anchor: tag(text).to_string(),
             line: number,
             now: now.map(|l| anchor(number, l.text)),
+            moved_to: moved_to(hash, lines),
         }),
+    }
+}
+
+/// The anchor of the one line of `lines` whose hash is `hash`, if exactly one has it.
+fn moved_to(hash: &str, lines: &[Line<'_>]) -> Option<String> {
+    let mut found = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| line_hash(l.text).eq_ignore_ascii_case(hash));
+    match (found.next(), found.next()) {
+        (Some((i, l)), None) => Some(anchor(i + 1, l.text)),
+        _ => None,
     }
 }
 
@@ -630,7 +666,8 @@ mod tests {
                 edit: 0,
                 anchor: old.clone(),
                 line: 2,
-                now: Some(at(moved, 2))
+                now: Some(at(moved, 2)),
+                moved_to: Some(at(moved, 3)),
             }
         );
         assert!(e.to_string().contains("read the file again"), "{e}");
@@ -644,7 +681,8 @@ mod tests {
                 edit: 0,
                 anchor: old.clone(),
                 line: 2,
-                now: Some(at(changed, 2))
+                now: Some(at(changed, 2)),
+                moved_to: None,
             }
         );
         // Past the end.
@@ -655,7 +693,8 @@ mod tests {
                 edit: 0,
                 anchor: old.clone(),
                 line: 2,
-                now: None
+                now: None,
+                moved_to: None,
             }
         );
         assert!(e.to_string().contains("no line 2"), "{e}");
@@ -674,7 +713,8 @@ mod tests {
                 edit: 1,
                 anchor: anchor(4, "FOUR"),
                 line: 4,
-                now: Some(at(TEXT, 4))
+                now: Some(at(TEXT, 4)),
+                moved_to: None,
             }
         );
     }

@@ -116,10 +116,15 @@ impl fmt::Display for PatchError {
                 first_line,
             } => write!(
                 f,
-                "`{path}`: hunk {} (patch line {patch_line}) does not match the file after the \
-                 previous hunk: the line `{}` is not where the hunk has it; nothing was changed: \
+                "`{path}`: hunk {} (patch line {patch_line}) does not match the file{}: no \
+                 place has the hunk's lines, which stop matching at `{}`; nothing was written: \
                  read the file again and copy the `@@`, ` ` and `-` lines exactly as they are now",
                 hunk + 1,
+                if *hunk > 0 {
+                    " after the previous hunk"
+                } else {
+                    ""
+                },
                 excerpt(first_line)
             ),
             PatchError::AmbiguousContext {
@@ -130,7 +135,7 @@ impl fmt::Display for PatchError {
             } => write!(
                 f,
                 "`{path}`: hunk {} (patch line {patch_line}) matches {} places (starting at lines \
-                 {}); nothing was changed: add more ` ` context lines, or an `@@ LINE` naming a \
+                 {}); nothing was written: add more ` ` context lines, or an `@@ LINE` naming a \
                  unique line above the change (such as the enclosing function's signature)",
                 hunk + 1,
                 lines.len(),
