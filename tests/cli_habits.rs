@@ -65,9 +65,24 @@ fn exit_codes_follow_the_documented_classes() {
     // 2: a usage error.
     let o = toolcat(&["list", "--no-such-flag"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    // 3: a tool that ran and failed.
+    // 3: a tool that ran and failed (a directory passes `read_file`'s prepare step, which
+    // only resolves the path, and is refused by the handler).
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("calls.sqlite");
+    std::fs::create_dir(dir.path().join("a-directory")).unwrap();
+    let o = toolcat(&[
+        "call",
+        "read_file",
+        "--args",
+        r#"{"path": "a-directory"}"#,
+        "--workspace",
+        dir.path().to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    // 1: refused by the tool's prepare step before it ran (a path that does not exist).
     let o = toolcat(&[
         "call",
         "read_file",
@@ -78,7 +93,7 @@ fn exit_codes_follow_the_documented_classes() {
         "--store",
         store.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("missing.txt"), "{}", stderr(&o));
     // 1, not 3: a call refused for its input before anything ran.
     let o = toolcat(&[
