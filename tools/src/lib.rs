@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod edit;
 pub mod workspace;
 
 use toolcat::ToolError;

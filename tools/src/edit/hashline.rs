@@ -1,0 +1,1 @@
+//! Hashline edits (in progress).

@@ -1,0 +1,1 @@
+//! The codex `apply_patch` format (in progress).
