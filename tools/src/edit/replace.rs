@@ -5,8 +5,9 @@
 //! - An exact occurrence of `old` is replaced literally by `new` (its line breaks written as the
 //!   file's: on a CRLF file a `\n` in `new` becomes `\r\n`). More than one exact occurrence is
 //!   refused unless `replace_all`, which replaces every one (left to right, not overlapping).
-//!   Exact replacement is literal about newlines: `old` ending in `\n` and `new` not ending in
-//!   one at the end of the file removes the final newline, as asked.
+//!   The file keeps its final newline or its absence whatever `old` and `new` end with (`old`
+//!   ending in `\n` and `new` not, at the end of the file, still leaves a final newline); only
+//!   a replacement that empties the file leaves it empty.
 //! - Only when there is no exact occurrence: a tolerant match over whole lines, ignoring CRLF
 //!   vs LF, trailing whitespace, and an indentation shifted uniformly (every non-blank line of
 //!   `old` equals its file line with one common leading-whitespace prefix, spaces and tabs,
@@ -155,7 +156,7 @@ pub fn str_replace(
             )
         };
         Replaced {
-            text: out,
+            text: keep_final_newline(text, out),
             replacements,
             matched: Matched::Exact,
         }
@@ -185,6 +186,21 @@ fn line_of(text: &str, at: usize) -> usize {
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
+}
+
+/// `out` (the replaced `text`) ending with a newline exactly when `text` does ("" stays "").
+fn keep_final_newline(text: &str, mut out: String) -> String {
+    let had = text.ends_with('\n');
+    if out.is_empty() || out.ends_with('\n') == had {
+        return out;
+    }
+    if had {
+        out.push_str(split_lines(text).eol);
+    } else {
+        let cut = if out.ends_with("\r\n") { 2 } else { 1 };
+        out.truncate(out.len() - cut);
+    }
+    out
 }
 
 /// `new` with its line breaks written as the file writes them (`\r\n` on a file whose lines
@@ -444,10 +460,14 @@ mod tests {
     }
 
     #[test]
-    fn exact_is_literal_about_the_final_newline() {
-        assert_eq!(ok("a\nb\n", "b\n", "c").text, "a\nc");
-        assert_eq!(ok("a\nb", "b", "c\n").text, "a\nc\n");
+    fn exact_keeps_the_final_newline_or_its_absence() {
+        assert_eq!(ok("a\nb\n", "b\n", "c").text, "a\nc\n");
+        assert_eq!(ok("a\r\nb\r\n", "b\r\n", "c").text, "a\r\nc\r\n");
+        assert_eq!(ok("a\nb", "b", "c\n").text, "a\nc");
+        assert_eq!(ok("a\r\nb", "b", "c\r\n").text, "a\r\nc");
         assert_eq!(ok("a\nb", "b", "c").text, "a\nc");
+        assert_eq!(ok("a\nb\n", "a\nb\n", "").text, "");
+        assert_eq!(ok("a\nb\n", "\nb\n", "").text, "a\n");
     }
 
     #[test]
