@@ -919,3 +919,109 @@ fn the_default_store_is_still_created_in_a_plain_workspace() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(ws.join(".toolcat/calls.sqlite").is_file());
 }
+
+/// `toolcat call TOOL --approve --args ARGS` on the workspace `work`, recording in `store`.
+fn call_in(work: &Path, store: &Path, tool: &str, args: &Value) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args(["call", tool, "--approve", "--args", &args.to_string()])
+        .arg("--store")
+        .arg(store)
+        .arg("--workspace")
+        .arg(work)
+        .current_dir(work)
+        .env_remove("TOOLCAT_STORE")
+        .output()
+        .expect("toolcat call runs")
+}
+
+fn sha256_of(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hex: String = sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+#[test]
+fn calls_show_the_files_write_file_and_edit_file_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let store = dir.path().join("calls.sqlite");
+    let written = "one\ntwo\nthree\n";
+    let o = call_in(
+        &work,
+        &store,
+        "write_file",
+        &serde_json::json!({"path": "notes/a.txt", "content": written}),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = call_in(
+        &work,
+        &store,
+        "edit_file",
+        &serde_json::json!({"path": "notes/a.txt", "old_string": "two\n", "new_string": "TWO\n"}),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // An edit that fails changes nothing and reports no change.
+    let o = call_in(
+        &work,
+        &store,
+        "edit_file",
+        &serde_json::json!({"path": "notes/a.txt", "old_string": "absent text", "new_string": "x"}),
+    );
+    assert!(!o.status.success());
+    let edited = "one\nTWO\nthree\n";
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes/a.txt")).unwrap(),
+        edited
+    );
+
+    let rows = calls_json(&store, dir.path());
+    let tools: Vec<&str> = rows.iter().map(|r| r["tool"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["edit_file", "edit_file", "write_file"], "{rows:?}");
+    assert_eq!(rows[0]["state"], "failed");
+    assert_eq!(rows[0]["changes"], serde_json::json!([]));
+    assert_eq!(rows[0]["changes_omitted"], 0);
+
+    let write = &rows[2]["changes"];
+    assert_eq!(write.as_array().map(Vec::len), Some(1), "{write}");
+    assert_eq!(write[0]["path"], "notes/a.txt");
+    assert_eq!(write[0]["before"], "absent");
+    assert_eq!(write[0]["after"], sha256_of(written.as_bytes()));
+    let diff = write[0]["diff"].as_str().unwrap();
+    assert!(
+        diff.starts_with("--- a/notes/a.txt\n+++ b/notes/a.txt\n@@ -0,0 +1,3 @@\n+one\n"),
+        "{diff}"
+    );
+    assert_eq!(write[0]["diff_truncated"], false);
+    assert_eq!(write[0]["diff_reference"], Value::Null);
+
+    let edit = &rows[1]["changes"];
+    assert_eq!(rows[1]["state"], "succeeded");
+    assert_eq!(edit[0]["before"], sha256_of(written.as_bytes()));
+    assert_eq!(edit[0]["after"], sha256_of(edited.as_bytes()));
+    let diff = edit[0]["diff"].as_str().unwrap();
+    assert!(diff.contains("\n-two\n+TWO\n"), "{diff}");
+    assert!(diff.contains("\n one\n"), "context lines: {diff}");
+
+    // The text listing shows a line per change under its call.
+    let o = toolcat(&["calls", "--store", store.to_str().unwrap()], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    let write_line = lines
+        .iter()
+        .position(|l| l.contains("write_file"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let shown = lines[write_line + 1].trim();
+    let after = sha256_of(written.as_bytes());
+    assert_eq!(
+        shown,
+        format!("changed notes/a.txt: absent → {}…", &after[..18]),
+        "{table}"
+    );
+    let changed = lines.iter().filter(|l| l.contains("changed ")).count();
+    assert_eq!(changed, 2, "{table}");
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use toolcat::{Access, Target, ToolContext, ToolError};
 use toolcat_cli::handlers::files::{
-    edit_file, propose_edit, read_file, write_file, EditArgs, ReadFileArgs, WriteFileArgs,
+    edit_file, propose_edit, read_file, write_file, EditFileArgs, ReadFileArgs, WriteFileArgs,
 };
 use toolcat_cli::handlers::memory::{memory_store, memory_store_targets, MemoryStoreArgs};
 use toolcat_cli::handlers::planning::{todo_write, TodoWriteArgs};
@@ -25,6 +25,7 @@ fn read_args(path: &str) -> ReadFileArgs {
         path: path.into(),
         offset: None,
         limit: None,
+        format: None,
     }
 }
 
@@ -32,6 +33,7 @@ fn write_args(path: &str, content: &str) -> WriteFileArgs {
     WriteFileArgs {
         path: path.into(),
         content: content.into(),
+        version: None,
     }
 }
 
@@ -73,11 +75,12 @@ fn a_symlink_to_an_outside_file_is_refused_for_read_write_and_edit() {
     );
     let edit = rt
         .block_on(edit_file(
-            EditArgs {
+            EditFileArgs {
                 path: "link.txt".into(),
                 old_string: "original".into(),
                 new_string: "PWNED".into(),
                 replace_all: false,
+                version: None,
             },
             &ctx,
         ))
@@ -491,11 +494,12 @@ fn fifos_are_refused_without_stalling_the_runtime() {
             .expect("runtime");
         let ctx = ToolContext::new(&ws_for_calls);
         let errors = rt.block_on(async {
-            let edit = || EditArgs {
+            let edit = || EditFileArgs {
                 path: "pipe".into(),
                 old_string: "a".into(),
                 new_string: "b".into(),
                 replace_all: false,
+                version: None,
             };
             let (one, two, three, four) = tokio::join!(
                 read_file(read_args("pipe"), &ctx),

@@ -45,9 +45,11 @@
 //!    after its timeout (the row's `timeout_ms`, else [`Coordinator::with_default_timeout`],
 //!    [`DEFAULT_TIMEOUT`] unless set) is stopped: [`CallError::OutcomeUnknown`] (recorded
 //!    `outcome_unknown`) when its tool may have a side effect (effect `write` or
-//!    `destructive`, or a read tool that reported a commit), else a plain
+//!    `destructive`, or a read tool that reported a commit or a change), else a plain
 //!    [`CallError::Tool`] error (recorded `failed`) for a read. The coordinator never runs a
-//!    stopped call again.
+//!    stopped call again. The files the handler reports changing
+//!    ([`ToolContext::record_change`]) are in the record as they are reported, also when the
+//!    call then fails or is stopped.
 //!
 //! Calls can be cancelled through [`CallRequest::cancel`]: before the handler starts the call
 //! ends [`CallError::Cancelled`]; a running handler is stopped, and the call is
@@ -70,6 +72,7 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -84,8 +87,10 @@ use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultR
 use crate::arguments::DeclaredArguments;
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::export::exported_schema;
-use crate::handler::{Access, CallScope, Caller, ErasedHandler, Target, ToolContext, ToolError};
-use crate::records::{CallId, CallState, CallStore, NewCall};
+use crate::handler::{
+    Access, CallScope, Caller, ErasedHandler, OnChange, Target, ToolContext, ToolError,
+};
+use crate::records::{CallId, CallState, CallStore, NewCall, MAX_CHANGES};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
 /// Most validation errors reported for one call: 10.
@@ -641,7 +646,11 @@ impl<'c> Coordinator<'c> {
     /// call is in scope, valid and within its rate limit; `running` before the handler starts;
     /// `committed` when the handler calls [`ToolContext::committed`]; then `succeeded`,
     /// `failed`, `cancelled` or `outcome_unknown`. A call refused after it was recorded ends
-    /// `failed` (or `cancelled`) with a detail starting `nothing ran:`.
+    /// `failed` (or `cancelled`) with a detail starting `nothing ran:`. The files a handler
+    /// reports changing ([`ToolContext::record_change`]) are appended to the record as they are
+    /// reported, whatever the call then comes to; a diff too large for the record is archived
+    /// whole when there is an archive ([`Coordinator::with_archive`]), for the same owner as the
+    /// call's results ([`crate::Change::diff_reference`]).
     pub fn with_store(mut self, store: Arc<CallStore>) -> Self {
         self.store = Some(store);
         self
@@ -1141,19 +1150,26 @@ impl<'c> Coordinator<'c> {
             }
             _ => None,
         };
-        let scope = CallScope::new(cancel.clone(), on_commit);
+        let owner = owner.unwrap_or(self.owner);
+        let on_change = match (&self.store, record.id) {
+            (Some(store), Some(id)) => {
+                Some(self.change_keeper(Arc::clone(store), id, owner, &name))
+            }
+            _ => None,
+        };
+        let scope = CallScope::new(cancel.clone(), on_commit, on_change);
         let ctx = context.for_call(Arc::clone(&scope));
         let finish = Finish {
             store: self.store.clone(),
             archive: self.archive.clone(),
-            owner: owner.unwrap_or(self.owner),
+            owner,
             id: record.id,
             tool: name.clone(),
         };
         // The handler runs on a task of its own that holds the locks and writes the final
         // record, so a caller that goes away cannot release the locks while the handler still
         // runs, nor leave a finished call `running`.
-        let mut task = match handler {
+        let task = match handler {
             Runner::Local(handler) => {
                 let call = handler.call;
                 tokio::spawn(async move {
@@ -1182,6 +1198,62 @@ impl<'c> Coordinator<'c> {
                 })
             }
         };
+        let (ran, result) = self
+            .await_handler(t, &name, &scope, task, cancel, record)
+            .await;
+        // A change the handler reported that could not be kept: the result stands, the record
+        // may lack the change.
+        if let Some(e) = scope.take_change_error() {
+            record.error.get_or_insert(e);
+        }
+        (ran, result)
+    }
+
+    /// What a handler that reports a [`crate::Change`] of call `id` calls: a diff over
+    /// [`crate::records::MAX_CHANGE_DIFF_BYTES`] is archived whole for `owner` (when there is an
+    /// archive, and the record still keeps changes), then the change is appended to the record,
+    /// cut ([`CallStore::add_change`]).
+    fn change_keeper(
+        &self,
+        store: Arc<CallStore>,
+        id: CallId,
+        owner: ArchiveOwner,
+        tool: &str,
+    ) -> OnChange {
+        let archive = self.archive.clone();
+        let tool = tool.to_string();
+        let reported = AtomicUsize::new(0);
+        Box::new(move |mut change| {
+            change.diff_reference = None;
+            let kept = reported.fetch_add(1, Ordering::SeqCst) < MAX_CHANGES;
+            let mut archive_error = None;
+            if let (Some(archive), true, true) = (&archive, kept, change.diff_over_limit()) {
+                match archive.put(owner, Some(id), &tool, &change.diff) {
+                    Ok(reference) => change.diff_reference = Some(reference.to_string()),
+                    Err(e) => {
+                        archive_error = Some(format!(
+                            "the whole diff of `{}` could not be archived: {e}",
+                            change.path
+                        ));
+                    }
+                }
+            }
+            store.add_change(id, &change).map_err(|e| e.to_string())?;
+            archive_error.map_or(Ok(()), Err)
+        })
+    }
+
+    /// Waits for the handler's `task` to end, or stops it when the call is cancelled or runs
+    /// past its timeout; says whether it ran and what it came to.
+    async fn await_handler(
+        &self,
+        t: ToolIndex,
+        name: &str,
+        scope: &CallScope,
+        mut task: tokio::task::JoinHandle<(Result<CallValue, CallError>, Option<String>)>,
+        cancel: CancellationToken,
+        record: &mut Record,
+    ) -> (bool, Result<CallValue, CallError>) {
         let timeout = self.timeout(t);
         let expired = async {
             match timeout {
@@ -1203,7 +1275,7 @@ impl<'c> Coordinator<'c> {
                 match task.await {
                     Ok(done) => Ok(done),
                     Err(_) => {
-                        let e = self.stopped(t, &name, &scope, stop);
+                        let e = self.stopped(t, name, scope, stop);
                         record.end(&e);
                         return (true, Err(e));
                     }
@@ -1223,7 +1295,7 @@ impl<'c> Coordinator<'c> {
                 (sent, result)
             }
             Err(_) => {
-                let e = self.stopped(t, &name, &scope, Stop::Panicked);
+                let e = self.stopped(t, name, scope, Stop::Panicked);
                 record.end(&e);
                 (true, Err(e))
             }
@@ -1234,7 +1306,9 @@ impl<'c> Coordinator<'c> {
     /// timeout or a panic) when it had no side effect, outcome unknown when it may have had
     /// one (its effect is not `read`, or it reported a commit).
     fn stopped(&self, t: ToolIndex, name: &str, scope: &CallScope, stop: Stop) -> CallError {
-        let no_effect = self.catalog.effect(t).kind == EffectKind::Read && !scope.was_committed();
+        let no_effect = self.catalog.effect(t).kind == EffectKind::Read
+            && !scope.was_committed()
+            && !scope.reported_changes();
         let tool = name.to_string();
         match (stop, no_effect) {
             (Stop::Cancelled, true) => CallError::Cancelled { tool },

@@ -48,7 +48,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -56,6 +56,8 @@ use serde::Deserialize as _;
 use serde::Serialize;
 use sha2::Digest as _;
 use tokio_util::sync::CancellationToken;
+
+use crate::records::Change;
 
 /// A boxed, sendable future, the shape of every erased handler call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -142,10 +144,19 @@ impl<T: Clone + Send + Sync + 'static> FromToolContext for State<T> {
     }
 }
 
+/// What the coordinator does with a change a handler reports: keeps it in the call's record,
+/// or says why it could not.
+pub(crate) type OnChange = Box<dyn Fn(Change) -> Result<(), String> + Send + Sync>;
+
 /// The per-call part of a [`ToolContext`].
 pub(crate) struct CallScope {
     committed: AtomicBool,
     on_commit: Option<Box<dyn Fn() + Send + Sync>>,
+    on_change: Option<OnChange>,
+    /// Whether the handler reported a change (a side effect happened).
+    changed: AtomicBool,
+    /// The first failure to keep a reported change.
+    change_error: Mutex<Option<String>>,
     cancel: CancellationToken,
 }
 
@@ -153,10 +164,14 @@ impl CallScope {
     pub(crate) fn new(
         cancel: CancellationToken,
         on_commit: Option<Box<dyn Fn() + Send + Sync>>,
+        on_change: Option<OnChange>,
     ) -> Arc<CallScope> {
         Arc::new(CallScope {
             committed: AtomicBool::new(false),
             on_commit,
+            on_change,
+            changed: AtomicBool::new(false),
+            change_error: Mutex::new(None),
             cancel,
         })
     }
@@ -164,6 +179,19 @@ impl CallScope {
     /// Whether the handler said its side effect is durable.
     pub(crate) fn was_committed(&self) -> bool {
         self.committed.load(Ordering::SeqCst)
+    }
+
+    /// Whether the handler reported a change ([`ToolContext::record_change`]).
+    pub(crate) fn reported_changes(&self) -> bool {
+        self.changed.load(Ordering::SeqCst)
+    }
+
+    /// The first failure to keep a change the handler reported, taken.
+    pub(crate) fn take_change_error(&self) -> Option<String> {
+        self.change_error
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 }
 
@@ -248,6 +276,31 @@ impl ToolContext {
                 if let Some(on_commit) = &scope.on_commit {
                     on_commit();
                 }
+            }
+        }
+    }
+
+    /// Reports that the call changed one file: the coordinator appends `change` to the call's
+    /// record as it is reported ([`crate::CallStore::add_change`]), so the record keeps it
+    /// whatever the call then comes to (a patch whose second file fails after the first was
+    /// written shows the first). Call it once per file, right after the file is written; a diff
+    /// over [`crate::records::MAX_CHANGE_DIFF_BYTES`] is cut in the record and archived whole
+    /// when the coordinator has a result archive ([`Change::diff_reference`]). Outside a
+    /// coordinated call, or for a coordinator that keeps no records, it does nothing. A change
+    /// that cannot be kept does not fail the call: the call's [`crate::CallOutcome::record_error`]
+    /// says why.
+    pub fn record_change(&self, change: Change) {
+        let Some(scope) = &self.call else {
+            return;
+        };
+        scope.changed.store(true, Ordering::SeqCst);
+        if let Some(on_change) = &scope.on_change {
+            if let Err(e) = on_change(change) {
+                scope
+                    .change_error
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .get_or_insert(e);
             }
         }
     }

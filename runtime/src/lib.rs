@@ -67,7 +67,9 @@ pub use handler::{
     Target, ToolContext, ToolError, ToolHandler,
 };
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
-pub use records::{CallId, CallRecord, CallState, CallStore, DamagedRecord, NewCall, StoreError};
+pub use records::{
+    CallId, CallRecord, CallState, CallStore, Change, DamagedRecord, NewCall, StoreError,
+};
 pub use search::{Hit, HitKind};
 pub use session::{CallResult, Outcome, Session, SessionOptions};
 pub use tokens::PlanStats;

@@ -29,7 +29,16 @@
 //! `PRAGMA application_id` [`APPLICATION_ID`] and `PRAGMA user_version` [`SCHEMA_VERSION`]; a file
 //! of another application, a newer schema or a corrupt file is refused with an error naming it.
 //! A file of an older schema is migrated when it is opened for writing; opened read-only, it is
-//! read as it is (the `calls` table is the same in every version).
+//! read as it is (a file older than version 3 has no `changes` columns: its records read with
+//! no [`CallRecord::changes`]).
+//!
+//! **Changes.** A call that writes files reports what it changed
+//! ([`crate::ToolContext::record_change`]); each [`Change`] is appended to the record as it is
+//! reported ([`CallStore::add_change`]), so the record keeps it whatever the call then comes to
+//! (a failure after the first file of a patch, a crash, a timeout). Bounds: a change's diff is
+//! kept up to [`MAX_CHANGE_DIFF_BYTES`] (the whole diff goes to the result archive when the
+//! coordinator has one, see [`Change::diff_reference`]), and a record keeps at most
+//! [`MAX_CHANGES`] changes, counting the others in [`CallRecord::changes_omitted`].
 //! A store is for one machine: the process ids it records mean nothing on another.
 
 use std::fmt;
@@ -47,8 +56,9 @@ pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// `PRAGMA user_version` this build writes and reads. Version 1: tables `calls` and `results`.
 /// Version 2: each `results` row has a random `reference` and the `owner` that may read it
 /// ([`crate::archive::ArchiveOwner`]); version-1 rows, whose references were sequential and
-/// bound to no one, are evicted by the migration.
-pub const SCHEMA_VERSION: i32 = 2;
+/// bound to no one, are evicted by the migration. Version 3: `calls` gains `changes` (a JSON
+/// array of [`Change`]s, `[]` for the records migrated) and `changes_omitted` (an integer, 0).
+pub const SCHEMA_VERSION: i32 = 3;
 /// How long a write waits for another process holding the store's write lock: 5 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest argument JSON text kept whole, in bytes (64 KiB). Larger arguments are stored as
@@ -61,6 +71,85 @@ pub const ARGUMENTS_PREFIX_BYTES: usize = 1024;
 /// Largest `detail` text kept, in bytes (4 KiB); longer text is cut at a char boundary and ends
 /// with `…`.
 pub const MAX_DETAIL_BYTES: usize = 4 * 1024;
+
+/// Most bytes of a [`Change::diff`] a record keeps (16 KiB); a longer diff is cut at a char
+/// boundary with [`Change::diff_truncated`] set, and its whole text is archived when the call has
+/// a result archive ([`Change::diff_reference`]).
+pub const MAX_CHANGE_DIFF_BYTES: usize = 16 * 1024;
+/// Most changes one record keeps (256); later ones are counted in
+/// [`CallRecord::changes_omitted`], not kept. With [`MAX_CHANGE_DIFF_BYTES`] this bounds the
+/// diffs of one record to 4 MiB.
+pub const MAX_CHANGES: usize = 256;
+
+/// One file a call changed, as its handler reported it ([`crate::ToolContext::record_change`])
+/// and its record keeps it ([`CallRecord::changes`]). Serialized with the field names below, e.g.
+/// `{"path": "src/lib.rs", "before": "sha256:…", "after": "sha256:…", "diff": "--- a/src/lib.rs
+/// …", "diff_bytes": 120, "diff_truncated": false, "diff_reference": null}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The file, relative to the workspace root (`src/lib.rs`).
+    pub path: String,
+    /// What was there before, as [`crate::fingerprint_path`] writes it: `sha256:HEX` of a file's
+    /// content, `absent` when the call created it, ….
+    pub before: String,
+    /// What is there after, in the same format (`absent` when the call deleted it).
+    pub after: String,
+    /// A unified diff of the change (`--- a/PATH`, `+++ b/PATH`, hunks), at most
+    /// [`MAX_CHANGE_DIFF_BYTES`] of it once recorded; empty when the handler has none to give.
+    pub diff: String,
+    /// Bytes of the whole diff as the handler reported it (more than `diff.len()` when cut).
+    #[serde(default)]
+    pub diff_bytes: usize,
+    /// True when `diff` is only the start of the diff (it was over [`MAX_CHANGE_DIFF_BYTES`]).
+    #[serde(default)]
+    pub diff_truncated: bool,
+    /// Where the whole diff of a cut one was archived (`result-…`,
+    /// [`crate::archive::ResultRef`]): read back with `read_tool_result`, under the same owner
+    /// as the call's results and nobody else's ([`crate::archive::ArchiveOwner`]), until it is
+    /// evicted like any archived result. `None` when the diff was not cut or the call had no
+    /// archive. Set by the coordinator; a value the handler gives is discarded.
+    #[serde(default)]
+    pub diff_reference: Option<String>,
+}
+
+impl Change {
+    /// The change of the file `path` (relative to the workspace) from fingerprint `before` to
+    /// `after`, with its unified `diff`; not yet cut or archived.
+    pub fn new(
+        path: impl Into<String>,
+        before: impl Into<String>,
+        after: impl Into<String>,
+        diff: impl Into<String>,
+    ) -> Change {
+        let diff = diff.into();
+        Change {
+            path: path.into(),
+            before: before.into(),
+            after: after.into(),
+            diff_bytes: diff.len(),
+            diff,
+            diff_truncated: false,
+            diff_reference: None,
+        }
+    }
+
+    /// Whether [`Change::diff`] is over what a record keeps ([`MAX_CHANGE_DIFF_BYTES`]).
+    pub fn diff_over_limit(&self) -> bool {
+        self.diff.len() > MAX_CHANGE_DIFF_BYTES
+    }
+
+    /// The change as a record keeps it: the diff cut to [`MAX_CHANGE_DIFF_BYTES`] at a char
+    /// boundary, `diff_truncated` set when it was cut, `diff_bytes` at least the length given.
+    fn bounded(mut self) -> Change {
+        self.diff_bytes = self.diff_bytes.max(self.diff.len());
+        if self.diff_over_limit() {
+            let kept = cut_at_char_boundary(&self.diff, MAX_CHANGE_DIFF_BYTES).len();
+            self.diff.truncate(kept);
+            self.diff_truncated = true;
+        }
+        self
+    }
+}
 
 /// The id of one call record. Displayed and serialized as `call-N`; parsed from `call-N` or `N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -262,6 +351,13 @@ pub struct CallRecord {
     pub created_at: String,
     /// When the state last changed, in the same format.
     pub updated_at: String,
+    /// The files the call changed, in the order reported (at most [`MAX_CHANGES`]); always
+    /// serialized, `[]` for a call that reported none (and for every record of a store older
+    /// than schema version 3 read read-only).
+    pub changes: Vec<Change>,
+    /// Changes reported past [`MAX_CHANGES`], counted but not kept (up to `u32::MAX`); always
+    /// serialized.
+    pub changes_omitted: u32,
 }
 
 /// A stored row that cannot be read back as a [`CallRecord`] (edited or damaged outside
@@ -321,6 +417,14 @@ pub enum StoreError {
         path: String,
         id: CallId,
         reason: String,
+    },
+    /// A change was reported for a call that is not running (`running` or `committed`): a
+    /// finished call's record never changes.
+    #[error("call `{id}` of the call store `{path}` is `{state}`, so no change can be added to its record; changes are recorded while the call runs")]
+    NotRunning {
+        path: String,
+        id: CallId,
+        state: CallState,
     },
     /// No record has this id.
     #[error("no call `{id}` in the call store `{path}`; `toolcat calls` lists the recorded calls")]
@@ -424,6 +528,12 @@ UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now
     WHERE text IS NOT NULL;
 ";
 
+/// From version 2 to 3 (see [`SCHEMA_VERSION`]).
+const MIGRATION_V3: &str = "
+ALTER TABLE calls ADD COLUMN changes TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE calls ADD COLUMN changes_omitted INTEGER NOT NULL DEFAULT 0;
+";
+
 /// The path SQLite opens for the store at `path`, with `SQLITE_OPEN_NOFOLLOW`, which refuses a
 /// symbolic link at any part of the path it is given. A relative path is given as it is (SQLite
 /// puts it under the current directory's physical path), so no part of it may be a link: the
@@ -498,7 +608,8 @@ fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
 
 /// Checks the schema of the store; a `writable` one of version 0 (empty) is created, an older one
 /// migrated to [`SCHEMA_VERSION`]. A read-only store of an older version is left as it is.
-fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<(), StoreError> {
+/// Returns the version the store has now.
+fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreError> {
     let err = |e| sqlite_error(label, e);
     let check = |conn: &Connection| -> Result<i32, StoreError> {
         let app: i32 = conn
@@ -538,8 +649,8 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<(), StoreEr
         Ok(version)
     };
     match check(conn)? {
-        SCHEMA_VERSION => return Ok(()),
-        1.. if !writable => return Ok(()),
+        SCHEMA_VERSION => return Ok(SCHEMA_VERSION),
+        v @ 1.. if !writable => return Ok(v),
         _ => {}
     }
     // Another process may be creating or migrating the schema at the same moment: take the
@@ -555,12 +666,18 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<(), StoreEr
         if version < 2 {
             conn.execute_batch(MIGRATION_V2).map_err(err)?;
         }
+        if version < 3 {
+            conn.execute_batch(MIGRATION_V3).map_err(err)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(err)?;
         Ok(())
     })();
     match created {
-        Ok(()) => conn.execute_batch("COMMIT").map_err(err),
+        Ok(()) => conn
+            .execute_batch("COMMIT")
+            .map(|()| SCHEMA_VERSION)
+            .map_err(err),
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
@@ -593,6 +710,9 @@ pub struct CallStore {
     conn: Mutex<Connection>,
     label: String,
     path: Option<PathBuf>,
+    /// Whether the file has the `changes` columns (schema version 3 on): an older file opened
+    /// read-only has none.
+    has_changes: bool,
 }
 
 impl fmt::Debug for CallStore {
@@ -604,7 +724,11 @@ impl fmt::Debug for CallStore {
 }
 
 const RECORD_COLUMNS: &str = "id, tool, arguments, arguments_truncated, state, effect, \
-     idempotent, retry_of, detail, pid, created_at, updated_at";
+     idempotent, retry_of, detail, pid, created_at, updated_at, changes, changes_omitted";
+/// [`RECORD_COLUMNS`] of a file older than schema version 3, which has no `changes` columns:
+/// its records read with none.
+const RECORD_COLUMNS_V2: &str = "id, tool, arguments, arguments_truncated, state, effect, \
+     idempotent, retry_of, detail, pid, created_at, updated_at, '[]', 0";
 
 impl CallStore {
     /// Opens the store file at `path`, creating it and its parent directories when absent.
@@ -620,6 +744,7 @@ impl CallStore {
             conn: Mutex::new(conn),
             label,
             path: Some(path.to_path_buf()),
+            has_changes: true,
         })
     }
 
@@ -652,11 +777,12 @@ impl CallStore {
                 .and_then(readable)
                 .map_err(|e| open_error(&label, e))?,
         };
-        migrate(&conn, &label, false)?;
+        let version = migrate(&conn, &label, false)?;
         Ok(CallStore {
             conn: Mutex::new(conn),
             label,
             path: Some(path.to_path_buf()),
+            has_changes: version >= 3,
         })
     }
 
@@ -667,6 +793,7 @@ impl CallStore {
             conn: Mutex::new(conn),
             label,
             path: None,
+            has_changes: true,
         })
     }
 
@@ -677,6 +804,16 @@ impl CallStore {
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         |e| sqlite_error(&self.label, e)
+    }
+
+    /// The columns a record is read by ([`RECORD_COLUMNS`], or [`RECORD_COLUMNS_V2`] for an
+    /// older file read as it is).
+    fn columns(&self) -> &'static str {
+        if self.has_changes {
+            RECORD_COLUMNS
+        } else {
+            RECORD_COLUMNS_V2
+        }
     }
 
     /// Records a new call in state `not_started` and returns its id; the record is on disk when
@@ -785,12 +922,77 @@ impl CallStore {
         tx.commit().map_err(self.err())
     }
 
+    /// Appends `change` to the record of call `id`, which must be `running` or `committed`; on
+    /// disk when this returns. Its diff is cut to [`MAX_CHANGE_DIFF_BYTES`]
+    /// ([`Change::diff_truncated`]); archiving the whole diff is the caller's (the coordinator
+    /// does it before calling this, setting [`Change::diff_reference`]). Past [`MAX_CHANGES`]
+    /// the change is not kept and [`CallRecord::changes_omitted`] counts it. The state and
+    /// `updated_at` are not touched.
+    ///
+    /// # Errors
+    /// [`StoreError::NotRunning`] for a record in another state (nothing is added),
+    /// [`StoreError::UnknownCall`], [`StoreError::Damaged`] when the stored changes cannot be
+    /// read back, SQLite failures.
+    pub fn add_change(&self, id: CallId, change: &Change) -> Result<(), StoreError> {
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
+        let row: Option<(String, String)> = tx
+            .query_row(
+                "SELECT state, changes FROM calls WHERE id = ?1",
+                [id.0],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(self.err())?;
+        let Some((state, stored)) = row else {
+            return Err(StoreError::UnknownCall {
+                id,
+                path: self.label.clone(),
+            });
+        };
+        let state = self.parse_state(id, &state)?;
+        if !matches!(state, CallState::Running | CallState::Committed) {
+            return Err(StoreError::NotRunning {
+                path: self.label.clone(),
+                id,
+                state,
+            });
+        }
+        let mut changes = parse_changes(&stored).map_err(|reason| StoreError::Damaged {
+            path: self.label.clone(),
+            id,
+            reason,
+        })?;
+        if changes.len() >= MAX_CHANGES {
+            tx.execute(
+                "UPDATE calls SET changes_omitted = min(changes_omitted + 1, 4294967295) WHERE id = ?1",
+                [id.0],
+            )
+            .map_err(self.err())?;
+        } else {
+            changes.push(change.clone().bounded());
+            let text = serde_json::to_string(&changes).map_err(|e| StoreError::Damaged {
+                path: self.label.clone(),
+                id,
+                reason: format!("its changes cannot be written as JSON ({e})"),
+            })?;
+            tx.execute(
+                "UPDATE calls SET changes = ?2 WHERE id = ?1",
+                params![id.0, text],
+            )
+            .map_err(self.err())?;
+        }
+        tx.commit().map_err(self.err())
+    }
+
     /// The record of call `id`, `None` when there is none.
     pub fn get(&self, id: CallId) -> Result<Option<CallRecord>, StoreError> {
         let conn = lock(&self.conn);
         let raw = conn
             .query_row(
-                &format!("SELECT {RECORD_COLUMNS} FROM calls WHERE id = ?1"),
+                &format!("SELECT {} FROM calls WHERE id = ?1", self.columns()),
                 [id.0],
                 RawRecord::from_row,
             )
@@ -832,8 +1034,8 @@ impl CallStore {
             Some(s) => {
                 let mut stmt = conn
                     .prepare(&format!(
-                        "SELECT {RECORD_COLUMNS} FROM calls WHERE state = ?1 \
-                         ORDER BY id DESC LIMIT ?2"
+                        "SELECT {} FROM calls WHERE state = ?1 ORDER BY id DESC LIMIT ?2",
+                        self.columns()
                     ))
                     .map_err(self.err())?;
                 let rows = stmt
@@ -844,7 +1046,8 @@ impl CallStore {
             None => {
                 let mut stmt = conn
                     .prepare(&format!(
-                        "SELECT {RECORD_COLUMNS} FROM calls ORDER BY id DESC LIMIT ?1"
+                        "SELECT {} FROM calls ORDER BY id DESC LIMIT ?1",
+                        self.columns()
                     ))
                     .map_err(self.err())?;
                 let rows = stmt
@@ -951,6 +1154,7 @@ impl CallStore {
             .state
             .parse()
             .map_err(|_| damaged(format!("its `state` `{}` is not a call state", r.state)))?;
+        let changes = parse_changes(&r.changes).map_err(damaged)?;
         Ok(CallRecord {
             id: CallId(r.id),
             tool: r.tool,
@@ -964,8 +1168,15 @@ impl CallStore {
             pid: r.pid,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            changes,
+            changes_omitted: r.changes_omitted,
         })
     }
+}
+
+/// The stored `changes` column: a JSON array of [`Change`]s, or why it is not one.
+fn parse_changes(text: &str) -> Result<Vec<Change>, String> {
+    serde_json::from_str(text).map_err(|e| format!("its `changes` are not a list of changes ({e})"))
 }
 
 /// A row as stored, before its JSON and state are parsed.
@@ -982,6 +1193,9 @@ struct RawRecord {
     pid: u32,
     created_at: String,
     updated_at: String,
+    /// JSON text.
+    changes: String,
+    changes_omitted: u32,
 }
 
 impl RawRecord {
@@ -1003,6 +1217,8 @@ impl RawRecord {
                 pid: column(r, 9)?,
                 created_at: column(r, 10)?,
                 updated_at: column(r, 11)?,
+                changes: column(r, 12)?,
+                changes_omitted: column(r, 13)?,
             })
         })();
         Ok(decoded.map_err(|reason| DamagedRecord {
@@ -1547,6 +1763,173 @@ mod tests {
         let store = CallStore::open(&path).unwrap();
         let done = store.list(Some(CallState::Succeeded), 100).unwrap();
         assert_eq!(done.len(), 40);
+    }
+
+    fn change(path: &str, diff: &str) -> Change {
+        Change::new(path, "absent", "sha256:00", diff)
+    }
+
+    #[test]
+    fn changes_are_appended_in_order_and_survive_a_failure() {
+        let store = CallStore::in_memory().unwrap();
+        let id = store.begin(new_call("patch", &json!({}))).unwrap();
+        assert!(store.get(id).unwrap().unwrap().changes.is_empty());
+        // Not running yet: nothing can be added.
+        let e = store.add_change(id, &change("a", "")).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StoreError::NotRunning {
+                    state: CallState::NotStarted,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        store.set_state(id, CallState::Running, None).unwrap();
+        store.add_change(id, &change("a.txt", "+a\n")).unwrap();
+        store.set_state(id, CallState::Committed, None).unwrap();
+        store.add_change(id, &change("b.txt", "+b\n")).unwrap();
+        store
+            .set_state(id, CallState::Failed, Some("c.txt failed"))
+            .unwrap();
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!(
+            r.changes,
+            vec![change("a.txt", "+a\n"), change("b.txt", "+b\n")]
+        );
+        assert_eq!(r.changes_omitted, 0);
+        // A finished call's record never changes.
+        let e = store.add_change(id, &change("c.txt", "")).unwrap_err();
+        assert!(e.to_string().contains("is `failed`, so no change"), "{e}");
+        assert_eq!(store.get(id).unwrap().unwrap().changes.len(), 2);
+        let e = store.add_change(CallId(99), &change("a", "")).unwrap_err();
+        assert!(matches!(e, StoreError::UnknownCall { .. }), "{e}");
+        let shown = serde_json::to_value(&r).unwrap();
+        assert_eq!(shown["changes"][1]["path"], "b.txt");
+        assert_eq!(shown["changes"][1]["diff_reference"], json!(null));
+        assert_eq!(shown["changes_omitted"], 0);
+        // A call without changes shows an empty list.
+        let other = store.begin(new_call("t", &json!({}))).unwrap();
+        let shown = serde_json::to_value(store.get(other).unwrap().unwrap()).unwrap();
+        assert_eq!(shown["changes"], json!([]));
+    }
+
+    #[test]
+    fn a_long_diff_is_cut_at_a_char_boundary_and_extra_changes_are_counted() {
+        let store = CallStore::in_memory().unwrap();
+        let id = store.begin(new_call("patch", &json!({}))).unwrap();
+        store.set_state(id, CallState::Running, None).unwrap();
+        // 3-byte chars: the limit falls inside one.
+        let long = "日".repeat(MAX_CHANGE_DIFF_BYTES / 3 + 10);
+        let mut given = change("big.txt", &long);
+        given.diff_reference = Some("result-x".into());
+        store.add_change(id, &given).unwrap();
+        let kept = &store.get(id).unwrap().unwrap().changes[0];
+        assert!(
+            kept.diff.len() <= MAX_CHANGE_DIFF_BYTES,
+            "{}",
+            kept.diff.len()
+        );
+        assert!(kept.diff.len() > MAX_CHANGE_DIFF_BYTES - 3);
+        assert!(long.starts_with(&kept.diff));
+        assert!(kept.diff_truncated);
+        assert_eq!(kept.diff_bytes, long.len());
+        // The store keeps what the caller set; the coordinator is who sets references.
+        assert_eq!(kept.diff_reference.as_deref(), Some("result-x"));
+        for i in 1..MAX_CHANGES + 3 {
+            store
+                .add_change(id, &change(&format!("f{i}"), "+x\n"))
+                .unwrap();
+        }
+        let r = store.get(id).unwrap().unwrap();
+        assert_eq!(r.changes.len(), MAX_CHANGES);
+        assert_eq!(r.changes_omitted, 3);
+        assert_eq!(
+            r.changes[MAX_CHANGES - 1].path,
+            format!("f{}", MAX_CHANGES - 1)
+        );
+        assert!(!r.changes[1].diff_truncated);
+    }
+
+    #[test]
+    fn a_damaged_changes_column_flags_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let store = CallStore::open(&path).unwrap();
+        let bad = store.begin(new_call("t", &json!({}))).unwrap();
+        let good = store.begin(new_call("t", &json!({}))).unwrap();
+        lock(&store.conn)
+            .execute(
+                "UPDATE calls SET changes = '{\"path\": 1}' WHERE id = ?1",
+                [bad.0],
+            )
+            .unwrap();
+        let rows = store.list_rows(None, 10).unwrap();
+        assert_eq!(rows[0].as_ref().map(|r| r.id), Ok(good));
+        let damaged = rows[1].as_ref().unwrap_err();
+        assert!(
+            damaged
+                .reason
+                .contains("`changes` are not a list of changes"),
+            "{damaged:?}"
+        );
+        store.set_state(bad, CallState::Running, None).unwrap();
+        let e = store.add_change(bad, &change("a", "")).unwrap_err();
+        assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_store_of_schema_2_is_read_as_it_is_and_migrated_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA_V1).unwrap();
+            conn.execute_batch(MIGRATION_V2).unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            conn.execute(
+                "INSERT INTO calls (tool, arguments, state, effect, idempotent, pid, created_at, \
+                 updated_at) VALUES ('write_file', '{\"path\":\"a\"}', 'succeeded', 'write', 0, \
+                 1, 'then', 'then')",
+                [],
+            )
+            .unwrap();
+        }
+        let version = |path: &Path| -> i32 {
+            Connection::open(path)
+                .unwrap()
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap()
+        };
+        // Read-only, the file is read as it is: its record has no changes.
+        let read_only = CallStore::open_read_only(&path).unwrap();
+        let old = read_only.list(None, 10).unwrap();
+        assert_eq!(old.len(), 1);
+        assert_eq!(old[0].tool, "write_file");
+        assert_eq!((old[0].changes.len(), old[0].changes_omitted), (0, 0));
+        drop(read_only);
+        assert_eq!(version(&path), 2);
+
+        let store = CallStore::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+        let migrated = store.get(old[0].id).unwrap().unwrap();
+        assert_eq!(migrated, old[0]);
+        let id = store.begin(new_call("write_file", &json!({}))).unwrap();
+        store.set_state(id, CallState::Running, None).unwrap();
+        store.add_change(id, &change("a", "+a\n")).unwrap();
+        drop(store);
+        // Opened again, read-only or not, nothing changes.
+        let read_only = CallStore::open_read_only(&path).unwrap();
+        assert_eq!(
+            read_only.get(id).unwrap().unwrap().changes,
+            vec![change("a", "+a\n")]
+        );
+        drop(read_only);
+        let store = CallStore::open(&path).unwrap();
+        assert_eq!(store.list(None, 10).unwrap().len(), 2);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The execution coordinator on a small catalog whose handlers really read and write files in a
 //! temporary workspace: approval of the concrete operation, re-verification, denial, scope,
 //! scheduling of 100 concurrent calls, rate limits, cancellation, records, retry, the archive,
-//! argument names outside the schema and per-tool timeouts.
+//! argument names outside the schema, per-tool timeouts and the changes a handler reports.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Digest as _;
-use toolcat::archive::ResultArchive;
+use toolcat::archive::{ArchiveError, ArchiveOwner, ResultArchive};
+use toolcat::records::MAX_CHANGE_DIFF_BYTES;
 use toolcat::{
-    erase, Access, ApprovalRequest, Approver, BoxFuture, CallError, CallRequest, CallState,
-    CallStore, CancellationToken, Catalog, Coordinator, ErasedHandler, Target, ToolContext,
-    ToolError, ToolHandler, ToolIndex,
+    erase, fingerprint_path, Access, ApprovalRequest, Approver, BoxFuture, CallError, CallRequest,
+    CallState, CallStore, CancellationToken, Catalog, Change, Coordinator, ErasedHandler, Target,
+    ToolContext, ToolError, ToolHandler, ToolIndex,
 };
 
 const CATALOG: &str = r#"
@@ -125,6 +126,16 @@ tier = "silent"
 effect = "read"
 exposure = "read-only"
 timeout_ms = 300
+toolsets = ["notes"]
+owner = "tests"
+
+[[tool]]
+name = "patch_notes"
+description = "Writes several notes, one after the other, reporting each change."
+visibility = "inline"
+tier = "gated"
+effect = "write"
+exposure = "full"
 toolsets = ["notes"]
 owner = "tests"
 "#;
@@ -416,7 +427,65 @@ impl ToolHandler for SlowRead {
     }
 }
 
-static HANDLERS: [Option<ErasedHandler>; 10] = [
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PatchFile {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PatchArgs {
+    files: Vec<PatchFile>,
+    /// The index of the file that fails, before it is written.
+    #[serde(default)]
+    fail_at: Option<usize>,
+    /// Stay after writing (to be cancelled while running).
+    #[serde(default)]
+    hold_ms: u64,
+}
+
+/// The diff `patch_notes` reports: every line of the new content added.
+fn added(path: &str, content: &str) -> String {
+    let lines: String = content.lines().map(|l| format!("+{l}\n")).collect();
+    format!(
+        "--- a/{path}\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{lines}",
+        content.lines().count()
+    )
+}
+
+/// Writes each file in turn and reports its change right after writing it; fails at `fail_at`.
+struct PatchNotes;
+impl ToolHandler for PatchNotes {
+    const NAME: &'static str = "patch_notes";
+    type Args = PatchArgs;
+    type Output = Value;
+    fn call(args: PatchArgs, ctx: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            for (i, file) in args.files.iter().enumerate() {
+                if args.fail_at == Some(i) {
+                    return Err(ToolError::Failed(format!("cannot write `{}`", file.path)));
+                }
+                let path = ctx.workspace.join(&file.path);
+                let before = fingerprint_path(&path).map_err(io)?;
+                std::fs::write(&path, &file.content).map_err(io)?;
+                ctx.committed();
+                let after = fingerprint_path(&path).map_err(io)?;
+                ctx.record_change(Change::new(
+                    &file.path,
+                    before,
+                    after,
+                    added(&file.path, &file.content),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(args.hold_ms)).await;
+            Ok(json!({ "written": args.files.len() }))
+        })
+    }
+}
+
+static HANDLERS: [Option<ErasedHandler>; 11] = [
     Some(erase::<ReadNote>()),
     Some(erase::<WriteNote>()),
     Some(erase::<AppendNote>()),
@@ -427,6 +496,7 @@ static HANDLERS: [Option<ErasedHandler>; 10] = [
     Some(erase::<EditNote>()),
     Some(erase::<SlowWrite>()),
     Some(erase::<SlowRead>()),
+    Some(erase::<PatchNotes>()),
 ];
 
 fn catalog() -> &'static Catalog {
@@ -1482,4 +1552,220 @@ async fn a_per_call_approver_never_lifts_the_hooks_refusal() {
     assert!(out.result.is_ok(), "{out:?}");
     assert!(ws.join("a.txt").exists());
     assert_eq!(asked.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn the_changes_a_handler_reports_are_in_its_record_also_when_it_then_fails() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = coordinator.with_approval(|_| true);
+    let allowed = all();
+    std::fs::write(ws.join("b.txt"), "old b\n").unwrap();
+    let files = json!([
+        {"path": "a.txt", "content": "new a\n"},
+        {"path": "b.txt", "content": "new b\n"},
+        {"path": "c.txt", "content": "new c\n"},
+    ]);
+
+    // Success: one change per file, in order, with what was there before and after.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("patch_notes"),
+            json!({"files": files.clone()}),
+            &allowed,
+        ))
+        .await;
+    assert!(out.result.is_ok(), "{out:?}");
+    assert_eq!(out.record_error, None);
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Succeeded);
+    let expected = |path: &str, before: String, content: &str| {
+        Change::new(
+            path,
+            before,
+            sha256(content.as_bytes()),
+            added(path, content),
+        )
+    };
+    assert_eq!(
+        record.changes,
+        vec![
+            expected("a.txt", "absent".into(), "new a\n"),
+            expected("b.txt", sha256(b"old b\n"), "new b\n"),
+            expected("c.txt", "absent".into(), "new c\n"),
+        ]
+    );
+
+    // The second file fails after the first was written: the record shows the first.
+    std::fs::remove_file(ws.join("a.txt")).unwrap();
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("patch_notes"),
+            json!({"files": files, "fail_at": 1}),
+            &allowed,
+        ))
+        .await;
+    assert!(
+        matches!(&out.result, Err(CallError::Tool(e)) if e.to_string().contains("cannot write `b.txt`")),
+        "{out:?}"
+    );
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::Failed);
+    assert_eq!(
+        record.changes,
+        vec![expected("a.txt", "absent".into(), "new a\n")]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "new a\n"
+    );
+
+    // Cancelled while it holds after writing: `outcome_unknown`, the change kept.
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.cancel();
+    });
+    let out = coordinator
+        .call(
+            CallRequest::new(
+                tool("patch_notes"),
+                json!({"files": [{"path": "d.txt", "content": "d\n"}], "hold_ms": 60_000}),
+                &allowed,
+            )
+            .with_cancellation(token),
+        )
+        .await;
+    assert!(
+        matches!(out.result, Err(CallError::OutcomeUnknown { .. })),
+        "{out:?}"
+    );
+    let record = store.get(out.call.expect("recorded")).unwrap().unwrap();
+    assert_eq!(record.state, CallState::OutcomeUnknown);
+    assert_eq!(
+        record.changes,
+        vec![expected("d.txt", "absent".into(), "d\n")]
+    );
+
+    // Outside a coordinated call a reported change goes nowhere and the handler still runs.
+    let ctx = ToolContext::new(&ws);
+    let value = PatchNotes::call(
+        PatchArgs {
+            files: vec![PatchFile {
+                path: "e.txt".into(),
+                content: "e\n".into(),
+            }],
+            fail_at: None,
+            hold_ms: 0,
+        },
+        &ctx,
+    )
+    .await
+    .expect("runs");
+    assert_eq!(value, json!({"written": 1}));
+    assert_eq!(store.list(None, 10).unwrap().len(), 3);
+}
+
+/// Reads the whole archived text `reference` for `owner`, slice after slice.
+fn read_whole(archive: &ResultArchive, owner: ArchiveOwner, reference: &str) -> String {
+    let mut text = String::new();
+    let mut offset = 0;
+    loop {
+        let slice = archive
+            .read(owner, reference, offset, usize::MAX)
+            .expect("readable by its owner");
+        text.push_str(&slice.text);
+        match slice.next_offset {
+            Some(next) => offset = next,
+            None => return text,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_large_diff_is_cut_in_the_record_and_archived_whole_for_the_calls_owner() {
+    let (_dir, ws, coordinator, store) = setup();
+    let coordinator = coordinator.with_approval(|_| true);
+    let allowed = all();
+    let content: String = (0..3000).map(|k| format!("line {k:05} é\n")).collect();
+    let whole = added("big.txt", &content);
+    assert!(whole.len() > MAX_CHANGE_DIFF_BYTES);
+    let args = json!({"files": [{"path": "big.txt", "content": content}]});
+
+    // Without an archive: cut, no reference.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("patch_notes"),
+            args.clone(),
+            &allowed,
+        ))
+        .await;
+    assert!(out.result.is_ok(), "{out:?}");
+    let record = store.get(out.call.unwrap()).unwrap().unwrap();
+    let change = &record.changes[0];
+    assert!(change.diff_truncated);
+    assert!(change.diff.len() <= MAX_CHANGE_DIFF_BYTES);
+    assert!(whole.starts_with(&change.diff));
+    assert_eq!(change.diff_bytes, whole.len());
+    assert_eq!(change.diff_reference, None);
+
+    // With an archive: the whole diff is there, readable by the call's owner only.
+    std::fs::remove_file(ws.join("big.txt")).unwrap();
+    let archive = Arc::new(ResultArchive::in_memory().expect("archive"));
+    let coordinator = coordinator.with_archive(Arc::clone(&archive));
+    let owner = ArchiveOwner::new();
+    let out = coordinator
+        .call(CallRequest::new(tool("patch_notes"), args.clone(), &allowed).with_owner(owner))
+        .await;
+    assert!(out.result.is_ok(), "{out:?}");
+    assert_eq!(out.record_error, None);
+    let record = store.get(out.call.unwrap()).unwrap().unwrap();
+    let change = &record.changes[0];
+    assert!(change.diff_truncated && whole.starts_with(&change.diff));
+    let reference = change.diff_reference.as_deref().expect("archived");
+    assert_eq!(read_whole(&archive, owner, reference), whole);
+    assert!(matches!(
+        archive.read(ArchiveOwner::new(), reference, 0, 10),
+        Err(ArchiveError::UnknownReference { .. })
+    ));
+    assert!(matches!(
+        coordinator.read_result(reference, 0, 10),
+        Err(ArchiveError::UnknownReference { .. })
+    ));
+    let shown = serde_json::to_value(&record).unwrap();
+    assert_eq!(shown["changes"][0]["diff_reference"], json!(reference));
+    assert_eq!(shown["changes"][0]["diff_truncated"], json!(true));
+
+    // A request that names no owner: the coordinator's own, read with `read_result`.
+    std::fs::remove_file(ws.join("big.txt")).unwrap();
+    let out = coordinator
+        .call(CallRequest::new(tool("patch_notes"), args, &allowed))
+        .await;
+    let record = store.get(out.call.unwrap()).unwrap().unwrap();
+    let reference = record.changes[0].diff_reference.clone().expect("archived");
+    let start = coordinator
+        .read_result(&reference, 0, 100)
+        .expect("readable");
+    assert_eq!(start.text, whole.chars().take(100).collect::<String>());
+    assert!(matches!(
+        archive.read(owner, &reference, 0, 10),
+        Err(ArchiveError::UnknownReference { .. })
+    ));
+
+    // A small diff stays whole and is not archived.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("patch_notes"),
+            json!({"files": [{"path": "small.txt", "content": "s\n"}]}),
+            &allowed,
+        ))
+        .await;
+    let record = store.get(out.call.unwrap()).unwrap().unwrap();
+    assert_eq!(
+        (
+            record.changes[0].diff_truncated,
+            &record.changes[0].diff_reference
+        ),
+        (false, &None)
+    );
 }

@@ -6,6 +6,9 @@
 //! ([`toolcat::CallStore::recover`]); a note on stderr names each: the listing then says what is
 //! known — the side effect may or may not have happened — instead of showing a call as running
 //! forever. Nothing is run again.
+//!
+//! The text listing shows, under a call's line, one line per file it changed (path, fingerprint
+//! before → after); `--json` gives the changes whole, diffs included.
 
 use crate::cli::Exit;
 use std::io::Write as _;
@@ -36,7 +39,9 @@ pub struct CallsArgs {
     )]
     pub limit: u64,
     /// Print a JSON array of records (`id`, `tool`, `arguments`, `arguments_truncated`, `state`,
-    /// `effect`, `idempotent`, `retry_of`, `detail`, `pid`, `created_at`, `updated_at`).
+    /// `effect`, `idempotent`, `retry_of`, `detail`, `pid`, `created_at`, `updated_at`,
+    /// `changes`: the files the call changed, always a list, each `path`, `before`, `after`,
+    /// `diff`, `diff_bytes`, `diff_truncated`, `diff_reference`; and `changes_omitted`).
     #[arg(long)]
     pub json: bool,
 }
@@ -152,15 +157,18 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
     )?;
     for row in &rows {
         match row {
-            Ok(r) => writeln!(
-                out,
-                "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
-                r.id.to_string(),
-                r.state.as_str(),
-                one_line(&r.tool, 60),
-                one_line(&r.updated_at, 24),
-                one_line(r.detail.as_deref().unwrap_or(""), 100)
-            )?,
+            Ok(r) => {
+                writeln!(
+                    out,
+                    "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
+                    r.id.to_string(),
+                    r.state.as_str(),
+                    one_line(&r.tool, 60),
+                    one_line(&r.updated_at, 24),
+                    one_line(r.detail.as_deref().unwrap_or(""), 100)
+                )?;
+                write_changes(&mut out, r, id_w)?;
+            }
             Err(d) => writeln!(
                 out,
                 "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
@@ -173,6 +181,34 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
         }
     }
     Ok(exit_code(damaged))
+}
+
+/// The changes of record `r` under its line, one a line, indented past the id column:
+/// `changed PATH: BEFORE → AFTER` with the fingerprints shortened to 19 characters, then a line
+/// counting the changes not kept. The diffs are in `--json`.
+fn write_changes(
+    out: &mut impl std::io::Write,
+    r: &CallRecord,
+    id_w: usize,
+) -> std::io::Result<()> {
+    for c in &r.changes {
+        writeln!(
+            out,
+            "{:id_w$}  changed {}: {} → {}",
+            "",
+            one_line(&c.path, 200),
+            one_line(&c.before, 19),
+            one_line(&c.after, 19)
+        )?;
+    }
+    if r.changes_omitted > 0 {
+        writeln!(
+            out,
+            "{:id_w$}  and {} more changes, not kept in the record",
+            "", r.changes_omitted
+        )?;
+    }
+    Ok(())
 }
 
 /// Success when every record was read back; failure when `damaged` records were flagged (the

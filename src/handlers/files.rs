@@ -1,10 +1,10 @@
-//! Workspace files: `read_file`, `write_file`, `edit_file`, `propose_edit`, `list_directory`,
+//! Workspace files: `read_file`, `write_file`, `edit_file`, `propose_edit`, `edit_lines`,
+//! `apply_patch` (mounted from [`toolcat_tools::files`], one line each), and `list_directory`,
 //! `create_directory`, `move_path`, `delete_path`, `file_info`.
 //!
-//! Limits (so one call cannot flood the model or the process): `read_file` refuses files over
-//! [`READ_MAX_FILE_BYTES`], returns at most [`READ_DEFAULT_LINES`] lines unless asked for fewer or
-//! more, and stops at [`READ_MAX_OUTPUT_BYTES`] of text; `list_directory` returns at most
-//! [`LIST_MAX_ENTRIES`] entries. Text is decoded as UTF-8, with invalid bytes replaced.
+//! The reading and editing tools, their limits, versions, guards and change evidence are
+//! documented in [`toolcat_tools::files`]; `list_directory` returns at most
+//! [`LIST_MAX_ENTRIES`] entries.
 //!
 //! Prepare steps (`#[tool(prepare = ...)]`, run by the execution coordinator before approval and
 //! again under the resource locks): every tool here that takes a path names the canonical path
@@ -14,387 +14,75 @@
 //! that only read declare read access without a fingerprint. Writers call
 //! [`ToolContext::committed`] once the change is on disk.
 //!
-//! Contents are read and written through the workspace's capability directory
-//! ([`Workspace::read`], [`Workspace::write_atomically`]), so a symbolic link swapped in after
-//! the path was resolved cannot lead outside the workspace; `list_directory`, `file_info`,
-//! `create_directory`, `move_path` and `delete_path` act through it too ([`Workspace::list`],
-//! [`Workspace::entry_metadata`], [`Workspace::create_dir_all`], [`Workspace::parent_dir`]).
-//! Prepare steps fingerprint through it ([`Workspace::fingerprinted`]). Only regular files are
-//! opened for their content: a FIFO, socket or device is refused before it is opened, and all
-//! file work runs on the blocking pool with a timeout ([`toolcat_tools::workspace::blocking`]).
-//!
-//! `write_file` and `edit_file` go through the write layer ([`Workspace::write_atomically`]: no
-//! symbolic link followed, a temporary file created exclusively in the same directory and
-//! renamed over the target, a lock per file across processes) and replace a file only if it
-//! still holds what the call started from: the fingerprint taken as the handler starts (which
-//! the coordinator has just checked against the approved one, under the resource lock),
-//! compared again under the file's lock; `edit_file` edits the content it reads under that
-//! lock. Otherwise the call is refused with "changed while the call ran; nothing was written;
-//! call again". Remaining windows: a change between the coordinator's check and the handler's
-//! first look at the file is not detected, and a writer that bypasses the layer (an editor, a
-//! shell command) can still change the file between the final check and the rename (POSIX has
-//! no compare-and-rename).
-
-use std::path::Path;
+//! Everything goes through the workspace's capability directory ([`Workspace`]):
+//! `list_directory`, `file_info`, `create_directory`, `move_path` and `delete_path` act through
+//! [`Workspace::list`], [`Workspace::entry_metadata`], [`Workspace::create_dir_all`] and
+//! [`Workspace::parent_dir`], so a symbolic link swapped in after the path was resolved cannot
+//! lead outside the workspace.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Target, ToolContext, ToolError};
+use toolcat_tools::files as tools;
+use toolcat_tools::workspace::{blocking, not_found, Workspace};
 
 use super::{failed, rfc3339};
-use toolcat_tools::workspace::{blocking, content_fingerprint, not_found, Workspace};
 
-/// Largest file `read_file` and `edit_file` load: 16 MiB.
-pub const READ_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-/// Lines `read_file` returns when `limit` is not given.
-pub const READ_DEFAULT_LINES: usize = 2000;
-/// Most text `read_file` returns in one call: 256 KiB.
-pub const READ_MAX_OUTPUT_BYTES: usize = 256 * 1024;
+pub use toolcat_tools::files::{
+    is_binary, ApplyPatchArgs, ApplyPatchOutput, EditFileArgs, EditFileOutput, EditLinesArgs,
+    EditLinesOutput, ProposeEditOutput, ReadFileArgs, ReadFileOutput, WriteFileArgs,
+    WriteFileOutput, READ_DEFAULT_LINES, READ_MAX_FILE_BYTES, READ_MAX_OUTPUT_BYTES,
+};
+
 /// Most entries `list_directory` returns.
 pub const LIST_MAX_ENTRIES: usize = 1000;
 
-/// Arguments of `read_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReadFileArgs {
-    /// File path, relative to the workspace root.
-    pub path: String,
-    /// First line to return, counting from 1; 1 when omitted.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub offset: Option<usize>,
-    /// How many lines to return; 2000 when omitted.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub limit: Option<usize>,
-}
-
-/// Result of `read_file`.
-#[derive(Debug, Serialize)]
-pub struct ReadFileOutput {
-    /// The path, relative to the workspace root.
-    pub path: String,
-    /// The returned lines, joined with `\n`.
-    pub content: String,
-    /// Line number of the first returned line (1-based); 0 for an empty file.
-    pub start_line: usize,
-    /// Line number of the last returned line.
-    pub end_line: usize,
-    /// Lines in the whole file.
-    pub total_lines: usize,
-    /// More lines follow `end_line`; call again with `offset = end_line + 1`.
-    pub truncated: bool,
-}
-
-/// Target of `read_file`: the file, read.
-pub fn read_file_targets(args: &ReadFileArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
-    read_target(ctx, &args.path)
-}
-
-/// One existing path, read (scheduled, not fingerprinted).
-fn read_target(ctx: &ToolContext, path: &str) -> Result<Vec<Target>, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    Ok(vec![Target::path_lock(&ws.existing(path)?, Access::Read)])
-}
-
-/// Reads a window of lines of a text file.
-#[toolcat::tool(prepare = read_file_targets)]
+/// Reads a window of lines of a text file, with its version (plain or Hashline).
+#[toolcat::tool(prepare = tools::read_file_targets)]
 pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFileOutput, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.existing(&args.path)?;
-    let (text, _) = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
-        blocking(&format!("`{}`", args.path), move |_| {
-            read_text(&ws, &path, &shown)
-        })
-        .await?
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
-    let start = args.offset.unwrap_or(1).max(1);
-    let limit = args.limit.unwrap_or(READ_DEFAULT_LINES).max(1);
-    if total > 0 && start > total {
-        return Err(failed(format!(
-            "`offset` {start} is past the end of `{}`, which has {total} lines",
-            args.path
-        )));
-    }
-    let mut content = String::new();
-    let mut end = start.saturating_sub(1);
-    for line in lines.iter().skip(start - 1).take(limit) {
-        if !content.is_empty() && content.len() + line.len() + 1 > READ_MAX_OUTPUT_BYTES {
-            break;
-        }
-        if !content.is_empty() {
-            content.push('\n');
-        }
-        content.push_str(line);
-        end += 1;
-    }
-    Ok(ReadFileOutput {
-        path: ws.relative(&path),
-        content,
-        start_line: if total == 0 { 0 } else { start },
-        end_line: end,
-        total_lines: total,
-        truncated: end < total,
-    })
-}
-
-/// Loads a text file through the workspace's capability directory ([`Workspace::read`]),
-/// refusing directories, huge files and binary content; also returns the fingerprint of the
-/// bytes read ([`content_fingerprint`]), which a writer compares before replacing the file.
-fn read_text(ws: &Workspace, path: &Path, shown: &str) -> Result<(String, String), ToolError> {
-    let bytes = ws.read(path, shown, READ_MAX_FILE_BYTES)?;
-    let fingerprint = content_fingerprint(&bytes);
-    Ok((text_of(bytes, shown)?, fingerprint))
-}
-
-/// The text of a file's bytes (invalid UTF-8 replaced), refusing binary content and, for
-/// content not yet checked by [`Workspace::read`], more than [`READ_MAX_FILE_BYTES`].
-fn text_of(bytes: Vec<u8>, shown: &str) -> Result<String, ToolError> {
-    if bytes.len() as u64 > READ_MAX_FILE_BYTES {
-        return Err(failed(format!(
-            "`{shown}` is {} bytes, over the {READ_MAX_FILE_BYTES}-byte limit; use `write_file` \
-             to replace it whole",
-            bytes.len()
-        )));
-    }
-    if is_binary(&bytes) {
-        return Err(failed(format!(
-            "`{shown}` looks binary (it contains NUL bytes); only text files can be read"
-        )));
-    }
-    Ok(match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
-}
-
-/// Binary by the heuristic `git` and `grep` use: a NUL byte in the first 8 KiB.
-pub(crate) fn is_binary(bytes: &[u8]) -> bool {
-    bytes.iter().take(8192).any(|&b| b == 0)
-}
-
-/// Arguments of `write_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WriteFileArgs {
-    /// File path, relative to the workspace root; missing parent directories are created.
-    pub path: String,
-    /// The complete new content of the file.
-    pub content: String,
-}
-
-/// Result of `write_file`.
-#[derive(Debug, Serialize)]
-pub struct WriteFileOutput {
-    /// The path, relative to the workspace root.
-    pub path: String,
-    /// Bytes written.
-    pub bytes_written: usize,
-    /// The file did not exist before.
-    pub created: bool,
-}
-
-/// Target of `write_file`: the file (which may not exist yet), written, with its fingerprint.
-pub fn write_file_targets(
-    args: &WriteFileArgs,
-    ctx: &ToolContext,
-) -> Result<Vec<Target>, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.target(&args.path)?;
-    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
+    tools::read_file(args, ctx).await
 }
 
 /// Writes a whole file.
-#[toolcat::tool(prepare = write_file_targets)]
+#[toolcat::tool(prepare = tools::write_file_targets)]
 pub async fn write_file(
     args: WriteFileArgs,
     ctx: &ToolContext,
 ) -> Result<WriteFileOutput, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.target(&args.path)?;
-    let bytes_written = args.content.len();
-    let created = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
-        blocking(&format!("`{}`", args.path), move |work| {
-            // What is there as the call starts: the coordinator has just checked it against
-            // the approved fingerprint, and the file must still be so when it is replaced.
-            let before = ws.fingerprint(&path, &shown)?;
-            if before == "dir" {
-                return Err(failed(format!(
-                    "`{shown}` is a directory; pass the path of a file"
-                )));
-            }
-            let content = args.content.into_bytes();
-            ws.write_atomically(&path, &shown, Some(&before), work, |_| Ok((content, ())))?;
-            Ok(before == "absent")
-        })
-        .await?
-    };
-    ctx.committed();
-    Ok(WriteFileOutput {
-        path: ws.relative(&path),
-        bytes_written,
-        created,
-    })
+    tools::write_file(args, ctx).await
 }
 
-/// Arguments of `edit_file` and `propose_edit`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EditArgs {
-    /// File path, relative to the workspace root.
-    pub path: String,
-    /// Exact text to replace, including whitespace and indentation; must occur exactly once
-    /// unless `replace_all` is true.
-    pub old_string: String,
-    /// Text to put in its place.
-    pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one.
-    #[serde(default)]
-    pub replace_all: bool,
-}
-
-/// Result of `edit_file`.
-#[derive(Debug, Serialize)]
-pub struct EditOutput {
-    /// The path, relative to the workspace root.
-    pub path: String,
-    /// Occurrences replaced.
-    pub replacements: usize,
-}
-
-/// Result of `propose_edit`.
-#[derive(Debug, Serialize)]
-pub struct ProposeEditOutput {
-    /// The path, relative to the workspace root.
-    pub path: String,
-    /// Occurrences `edit_file` would replace.
-    pub replacements: usize,
-    /// Unified diff of the file before and after, with 3 lines of context.
-    pub diff: String,
-}
-
-/// The text after replacing `old` by `new` in `text`, and the number of replacements.
-///
-/// # Errors
-/// When `old` is empty, equals `new`, does not occur, or occurs more than once without
-/// `replace_all`.
-pub(crate) fn apply_edit(
-    text: &str,
-    old: &str,
-    new: &str,
-    replace_all: bool,
-    shown: &str,
-) -> Result<(String, usize), ToolError> {
-    if old.is_empty() {
-        return Err(failed(
-            "`old_string` is empty; pass the exact text to replace, or use `write_file` to write \
-             a whole file",
-        ));
-    }
-    if old == new {
-        return Err(failed(
-            "`old_string` and `new_string` are the same; the edit would change nothing",
-        ));
-    }
-    let count = text.matches(old).count();
-    match count {
-        0 => Err(failed(format!(
-            "`old_string` does not occur in `{shown}`; read the file and copy the text exactly, \
-             including whitespace and indentation"
-        ))),
-        1 => Ok((text.replacen(old, new, 1), 1)),
-        n if replace_all => Ok((text.replace(old, new), n)),
-        n => Err(failed(format!(
-            "`old_string` occurs {n} times in `{shown}`; include more surrounding lines to make it \
-             unique, or set `replace_all` to replace every occurrence"
-        ))),
-    }
-}
-
-/// Target of `edit_file`: the existing file, written, with its fingerprint.
-pub fn edit_file_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.existing(&args.path)?;
-    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
-}
-
-/// Target of `propose_edit`: the file, read.
-pub fn propose_edit_targets(args: &EditArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
-    read_target(ctx, &args.path)
-}
-
-/// Replaces an exact piece of text in a file.
-#[toolcat::tool(prepare = edit_file_targets)]
-pub async fn edit_file(args: EditArgs, ctx: &ToolContext) -> Result<EditOutput, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.existing(&args.path)?;
-    let replacements = {
-        let (ws, path) = (ws.clone(), path.clone());
-        blocking(&format!("`{}`", args.path), move |work| {
-            // What is there as the call starts (see `write_file`); the edit is made under the
-            // file's lock to the content read there, which must still have this fingerprint.
-            let before = ws.fingerprint(&path, &args.path)?;
-            ws.write_atomically(&path, &args.path, Some(&before), work, |old| {
-                let Some(old) = old else {
-                    return Err(not_found(&args.path));
-                };
-                let text = text_of(old.to_vec(), &args.path)?;
-                let (edited, replacements) = apply_edit(
-                    &text,
-                    &args.old_string,
-                    &args.new_string,
-                    args.replace_all,
-                    &args.path,
-                )?;
-                Ok((edited.into_bytes(), replacements))
-            })
-        })
-        .await?
-    };
-    ctx.committed();
-    Ok(EditOutput {
-        path: ws.relative(&path),
-        replacements,
-    })
+/// Replaces a piece of text in a file (string replace).
+#[toolcat::tool(prepare = tools::edit_file_targets)]
+pub async fn edit_file(args: EditFileArgs, ctx: &ToolContext) -> Result<EditFileOutput, ToolError> {
+    tools::edit_file(args, ctx).await
 }
 
 /// Shows the diff `edit_file` would make, without writing.
-#[toolcat::tool(prepare = propose_edit_targets)]
+#[toolcat::tool(prepare = tools::propose_edit_targets)]
 pub async fn propose_edit(
-    args: EditArgs,
+    args: EditFileArgs,
     ctx: &ToolContext,
 ) -> Result<ProposeEditOutput, ToolError> {
-    let ws = Workspace::open(ctx)?;
-    let path = ws.existing(&args.path)?;
-    let (text, _) = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
-        blocking(&format!("`{}`", args.path), move |_| {
-            read_text(&ws, &path, &shown)
-        })
-        .await?
-    };
-    let (edited, replacements) = apply_edit(
-        &text,
-        &args.old_string,
-        &args.new_string,
-        args.replace_all,
-        &args.path,
-    )?;
-    let shown = ws.relative(&path);
-    let diff = similar::TextDiff::from_lines(&text, &edited)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    Ok(ProposeEditOutput {
-        path: shown,
-        replacements,
-        diff,
-    })
+    tools::propose_edit(args, ctx).await
+}
+
+/// Applies line operations anchored to a Hashline read.
+#[toolcat::tool(prepare = tools::edit_lines_targets)]
+pub async fn edit_lines(
+    args: EditLinesArgs,
+    ctx: &ToolContext,
+) -> Result<EditLinesOutput, ToolError> {
+    tools::edit_lines(args, ctx).await
+}
+
+/// Applies a patch in the codex format.
+#[toolcat::tool(prepare = tools::apply_patch_targets)]
+pub async fn apply_patch(
+    args: ApplyPatchArgs,
+    ctx: &ToolContext,
+) -> Result<ApplyPatchOutput, ToolError> {
+    tools::apply_patch(args, ctx).await
 }
 
 /// Arguments of `list_directory`.
@@ -766,6 +454,7 @@ pub async fn file_info(args: FileInfoArgs, ctx: &ToolContext) -> Result<FileInfo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolcat_tools::files::{read_file_targets, write_file_targets};
 
     fn setup() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -785,6 +474,7 @@ mod tests {
                 &WriteFileArgs {
                     path: path.into(),
                     content: String::new(),
+                    version: None,
                 },
                 &ctx,
             )
@@ -820,6 +510,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: None,
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -862,6 +553,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: None,
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -878,6 +570,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: Some(2),
                 limit: Some(2),
+                format: None,
             },
             &ctx,
         )
@@ -894,6 +587,7 @@ mod tests {
                 path: "src/lib.rs".into(),
                 offset: Some(9),
                 limit: None,
+                format: None,
             },
             &ctx,
         )
@@ -912,6 +606,7 @@ mod tests {
                     path: path.into(),
                     offset: None,
                     limit: None,
+                    format: None,
                 },
                 &ctx,
             )
@@ -935,6 +630,7 @@ mod tests {
             WriteFileArgs {
                 path: "docs/a/b.md".into(),
                 content: "# b\n".into(),
+                version: None,
             },
             &ctx,
         )
@@ -948,6 +644,7 @@ mod tests {
             WriteFileArgs {
                 path: "docs/a/b.md".into(),
                 content: "# c\n".into(),
+                version: None,
             },
             &ctx,
         )
@@ -962,6 +659,7 @@ mod tests {
             WriteFileArgs {
                 path: "../x".into(),
                 content: String::new(),
+                version: None,
             },
             &ctx,
         )
@@ -970,36 +668,15 @@ mod tests {
         assert!(matches!(err, ToolError::OutsideWorkspace { .. }));
     }
 
-    #[test]
-    fn apply_edit_requires_a_unique_match_unless_replace_all() {
-        let text = "a = 1\nb = 1\n";
-        assert_eq!(
-            apply_edit(text, "a = 1", "a = 2", false, "f").expect("unique"),
-            ("a = 2\nb = 1\n".to_string(), 1)
-        );
-        let ambiguous = apply_edit(text, "= 1", "= 3", false, "f").expect_err("ambiguous");
-        assert!(
-            ambiguous.to_string().contains("occurs 2 times"),
-            "{ambiguous}"
-        );
-        assert_eq!(
-            apply_edit(text, "= 1", "= 3", true, "f").expect("all"),
-            ("a = 3\nb = 3\n".to_string(), 2)
-        );
-        let missing = apply_edit(text, "c = 1", "c = 2", false, "f").expect_err("missing");
-        assert!(missing.to_string().contains("does not occur"), "{missing}");
-        assert!(apply_edit(text, "", "x", false, "f").is_err());
-        assert!(apply_edit(text, "a", "a", false, "f").is_err());
-    }
-
     #[tokio::test]
     async fn edit_file_writes_and_propose_edit_only_previews() {
         let (dir, ctx) = setup();
-        let args = || EditArgs {
+        let args = || EditFileArgs {
             path: "src/lib.rs".into(),
             old_string: "two\n".into(),
             new_string: "TWO\n".into(),
             replace_all: false,
+            version: None,
         };
         let proposal = propose_edit(args(), &ctx).await.expect("propose");
         assert_eq!(proposal.replacements, 1);

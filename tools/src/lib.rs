@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod edit;
+pub mod files;
 pub mod workspace;
 
 use toolcat::ToolError;

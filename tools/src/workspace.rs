@@ -361,9 +361,14 @@ impl Workspace {
     ///    `create_new`), keeps an existing file's permissions, is synced, and is renamed over
     ///    the target; the directory is synced after. `work` is asked first
     ///    ([`FileWork::commit`]): a call that gave up waiting writes nothing.
+    ///    A file that did not exist at step 3 is created without ever replacing one: the
+    ///    content goes to a named temporary file (`create_new`) that is hard-linked to the
+    ///    target name (`linkat`, which fails when the name exists) and then removed, so a file
+    ///    that appeared meanwhile (written by something outside this layer) is kept and the
+    ///    call is refused with "appeared while the call ran".
     ///
     /// Remaining window: a writer that does not use this layer (an editor, a shell command)
-    /// and changes the file between step 3 and the rename is overwritten; POSIX has no
+    /// and changes an existing file between step 3 and the rename is overwritten; POSIX has no
     /// compare-and-rename.
     ///
     /// # Errors
@@ -416,6 +421,10 @@ impl Workspace {
         }
         let (content, result) = change(old.as_deref())?;
         let write_context = || format!("cannot write `{shown}`");
+        if old.is_none() {
+            create_new(&parent, &name, shown, &content, work)?;
+            return Ok(result);
+        }
         let mut temp =
             cap_tempfile::TempFile::new(&parent).map_err(|e| ToolError::io(write_context(), e))?;
         temp.write_all(&content)
@@ -437,6 +446,57 @@ impl Workspace {
             let _ = handle.sync_all();
         }
         Ok(result)
+    }
+
+    /// Deletes the regular file at `abs` if it still has the fingerprint `expected`, through
+    /// the same steps as [`Self::write_atomically`] (parents opened without following a link,
+    /// the target's lock, re-verify), and returns the content it held. `work` is asked before
+    /// the removal ([`FileWork::commit`]).
+    ///
+    /// # Errors
+    /// Those of [`Self::write_atomically`]; [`not_found`] when nothing is there.
+    pub fn remove_file_if(
+        &self,
+        abs: &Path,
+        shown: &str,
+        expected: &str,
+        work: &FileWork,
+    ) -> Result<Vec<u8>, ToolError> {
+        let rel = self.beneath(abs)?;
+        let Some(name) = rel.file_name().map(ToOwned::to_owned) else {
+            return Err(not_found(shown));
+        };
+        let root = self.dir()?;
+        let parent_rel = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parent = self.open_dirs(&root, &parent_rel, shown, false)?;
+        let _lock = self.lock(&root, &rel, shown)?;
+        let bytes = match self.current(&parent, Path::new(&name), shown)? {
+            Current::File { bytes, .. } => bytes,
+            Current::Absent => return Err(not_found(shown)),
+            Current::Dir => {
+                return Err(failed(format!(
+                    "`{shown}` is a directory; pass the path of a file"
+                )))
+            }
+            Current::Symlink(target) => {
+                return Err(failed(format!(
+                    "`{shown}` is a symbolic link (to `{}`), not a file; delete the link with \
+                     `delete_path`",
+                    target.display()
+                )))
+            }
+        };
+        if content_fingerprint(&bytes) != expected {
+            return Err(changed(shown));
+        }
+        work.commit(shown)?;
+        parent
+            .remove_file(&name)
+            .map_err(|e| ToolError::io(format!("cannot delete `{shown}`"), e))?;
+        if let Ok(handle) = parent.open(".") {
+            let _ = handle.sync_all();
+        }
+        Ok(bytes)
     }
 
     /// Reads the regular file at `abs` like [`Self::write_atomically`] looks at it (no
@@ -777,6 +837,68 @@ impl Workspace {
 struct Resolved {
     path: PathBuf,
     exists: bool,
+}
+
+/// Creates `name` in `parent` with `content`, never replacing an entry of that name: the
+/// content is written and synced to a temporary file of a fresh name (`create_new`), which is
+/// hard-linked to `name` and then removed ([`Workspace::write_atomically`], step 5).
+fn create_new(
+    parent: &Dir,
+    name: &std::ffi::OsStr,
+    shown: &str,
+    content: &[u8],
+    work: &FileWork,
+) -> Result<(), ToolError> {
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let context = || format!("cannot write `{shown}`");
+    let mut options = OpenOptions::new();
+    options
+        .write(true)
+        .create_new(true)
+        .follow(FollowSymlinks::No);
+    let (temp_name, mut file) = loop {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let candidate = format!(
+            ".{}.{}-{nanos}-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed)
+        );
+        match parent.open_with(&candidate, &options) {
+            Ok(file) => break (candidate, file),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(ToolError::io(context(), e)),
+        }
+    };
+    let written = file
+        .write_all(content)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| ToolError::io(context(), e))
+        .and_then(|()| work.commit(shown))
+        .and_then(|()| {
+            parent
+                .hard_link(&temp_name, parent, name)
+                .map_err(|e| match e.kind() {
+                    ErrorKind::AlreadyExists => appeared(shown),
+                    _ => ToolError::io(context(), e),
+                })
+        });
+    let _ = parent.remove_file(&temp_name);
+    written?;
+    if let Ok(handle) = parent.open(".") {
+        let _ = handle.sync_all();
+    }
+    Ok(())
+}
+
+/// The error for a file that did not exist when a call checked and exists now.
+pub fn appeared(path: &str) -> ToolError {
+    failed(format!(
+        "`{path}` appeared while the call ran (something else created it); nothing was \
+         written and it was kept; read it, then call again"
+    ))
 }
 
 /// An open through a capability directory that would have left it: cap-std reports it as
