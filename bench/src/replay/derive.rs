@@ -84,12 +84,20 @@ pub fn hunks(old: &Lines, new: &Lines) -> Vec<Hunk> {
     let ops = capture_diff_slices(Algorithm::Myers, &old.lines, &new.lines);
     let mut out: Vec<Hunk> = Vec::new();
     let mut open: Option<Hunk> = None;
+    // Positions are counted here from the lengths of the ops in order: the `new_index` similar
+    // and old indexes similar gives can be off by one after its compaction step (a deletion, an
+    // equal line and an insertion: the deletion's new index and the insertion's old index).
+    let (mut at_old, mut at_new) = (0, 0);
     for op in ops {
+        let (o, n) = (
+            at_old..at_old + op.old_range().len(),
+            at_new..at_new + op.new_range().len(),
+        );
+        (at_old, at_new) = (o.end, n.end);
         if let DiffOp::Equal { .. } = op {
             out.extend(open.take());
             continue;
         }
-        let (o, n) = (op.old_range(), op.new_range());
         open = Some(match open {
             Some(h) => Hunk {
                 old: h.old.start..o.end,
@@ -231,7 +239,7 @@ pub struct AnchoredEdit {
     pub start: String,
     /// Anchor of the last line of a multi-line replace or delete.
     pub end: Option<String>,
-    /// The new lines joined by `\n` (absent for a delete).
+    /// The new lines, each ended by `\n` (absent for a delete).
     pub content: Option<String>,
     /// 0-based index of the line `start` names (`None` for `"0"`).
     pub line: Option<usize>,
@@ -271,7 +279,16 @@ pub fn line_edits(anchors: &[String], hunks: &[Hunk], new: &Lines) -> Vec<Anchor
     hunks
         .iter()
         .map(|h| {
-            let content = || Some(new.lines[h.new.clone()].join("\n"));
+            // Each line with its `\n`: joined without the last one, new lines ending in an empty
+            // line would read as one line fewer.
+            let content = || {
+                Some(
+                    new.lines[h.new.clone()]
+                        .iter()
+                        .map(|l| format!("{l}\n"))
+                        .collect(),
+                )
+            };
             let end = || (h.old.len() > 1).then(|| anchors[h.old.end - 1].clone());
             let at = |line: usize| (anchors[line].clone(), Some(line));
             if h.old.is_empty() {
@@ -314,8 +331,9 @@ pub fn line_edits(anchors: &[String], hunks: &[Hunk], new: &Lines) -> Vec<Anchor
 pub struct ChunkSpan {
     /// Old-file lines the chunk covers (0-based, end exclusive).
     pub range: Range<usize>,
-    /// The text after `@@ `.
-    pub header: Option<String>,
+    /// The line named after `@@ `: its 0-based index in the old file and its text. It stays
+    /// between the previous chunk and this one (dropped when a chunk grows over it).
+    pub header: Option<(usize, String)>,
 }
 
 /// The chunks of a patch over the hunks of one file, as a model widens them when a chunk is
@@ -355,6 +373,17 @@ impl Chunking {
                 _ => merged.push(c),
             }
         }
+        // A header is found after the previous chunk and must stand above its own.
+        let mut floor = 0;
+        for c in &mut merged {
+            if c.header
+                .as_ref()
+                .is_some_and(|(i, _)| *i < floor || *i >= c.range.start)
+            {
+                c.header = None;
+            }
+            floor = c.range.end;
+        }
         self.chunks = merged;
     }
 
@@ -378,7 +407,7 @@ impl Chunking {
                 .rev()
                 .find(|&i| unique(&old.lines[i]))
             {
-                self.chunks[index].header = Some(old.lines[i].clone());
+                self.chunks[index].header = Some((i, old.lines[i].clone()));
                 return true;
             }
         }
@@ -407,7 +436,7 @@ pub fn patch_text(
     let mut next_hunk = 0;
     for chunk in &chunking.chunks {
         match &chunk.header {
-            Some(h) => out.push_str(&format!("@@ {h}\n")),
+            Some((_, h)) => out.push_str(&format!("@@ {h}\n")),
             None => out.push_str("@@\n"),
         }
         let mut line = chunk.range.start;
@@ -530,6 +559,41 @@ mod tests {
     }
 
     #[test]
+    fn hunk_positions_hold_where_similar_reports_them_off_by_one() {
+        // A deletion, a line that stays, an insertion: similar reports the deletion's new index
+        // one too far and the insertion's old index one too short.
+        let old = [
+            "k",
+            "    a!(s > c(&p), \"m\");",
+            "    a!(",
+            "        s <= c(&p) + 4,",
+            "    );",
+            "z",
+        ];
+        let new = [
+            "k",
+            "    a!(",
+            "        s > c(&p),",
+            "        \"m\"",
+            "    );",
+            "    a!(",
+            "        s <= c(&p) + 4,",
+            "    );",
+            "z",
+        ];
+        let (old, new) = (
+            lines(&(old.join("\n") + "\n")),
+            lines(&(new.join("\n") + "\n")),
+        );
+        let h = hunks(&old, &new);
+        let mut rebuilt = old.clone();
+        for h in h.iter().rev() {
+            rebuilt = rebuilt.replaced(h.old.clone(), &new.lines[h.new.clone()]);
+        }
+        assert_eq!(rebuilt, new, "{h:?}");
+    }
+
+    #[test]
     fn context_grows_alternately_and_stops_at_the_file() {
         assert_eq!(
             context_steps(&(1..2), 4),
@@ -626,9 +690,9 @@ mod tests {
         assert_eq!(
             shape,
             vec![
-                (LineOpKind::InsertBefore, "1#H1", None, Some("top")),
-                (LineOpKind::Replace, "2#H2", Some("3#H3"), Some("B")),
-                (LineOpKind::InsertAfter, "4#H4", None, Some("e\nf")),
+                (LineOpKind::InsertBefore, "1#H1", None, Some("top\n")),
+                (LineOpKind::Replace, "2#H2", Some("3#H3"), Some("B\n")),
+                (LineOpKind::InsertAfter, "4#H4", None, Some("e\nf\n")),
             ]
         );
         let new = lines("a\nd\n");
@@ -683,11 +747,19 @@ mod tests {
         let hs = hunks(&old, &new);
         let mut c = Chunking::new(&hs, old.len(), 0);
         assert!(c.widen(0, &old, 1));
-        assert_eq!(c.chunks[0].header.as_deref(), Some("fn b() {"));
+        assert_eq!(c.chunks[0].header, Some((3, "fn b() {".to_string())));
         assert!(c.widen(0, &old, 1));
+        // Grown over its header line, the chunk drops it.
         assert_eq!(c.chunks[0].range, 3..6);
+        assert_eq!(c.chunks[0].header, None);
+        // The next unique line above, then the whole file.
         assert!(c.widen(0, &old, 10));
-        assert_eq!(c.chunks[0].range, 0..6);
+        assert_eq!(c.chunks[0].header, Some((0, "fn a() {".to_string())));
+        assert!(c.widen(0, &old, 10));
+        assert_eq!(
+            (c.chunks[0].range.clone(), c.chunks[0].header.clone()),
+            (0..6, None)
+        );
         assert!(!c.widen(0, &old, 10));
     }
 

@@ -16,7 +16,14 @@
 //! per protocol and variant.
 
 pub mod derive;
+pub mod external;
 pub mod git;
+pub mod protocols;
+
+/// The default range's first commit (excluded): the repository's first commit.
+pub const DEFAULT_FROM: &str = "9492e44851c7aa5bf4509ff18fc683ec7fca4ecb";
+/// The default range's last commit (included), so the figure does not move as history grows.
+pub const DEFAULT_TO: &str = "367d632d6385582ea5305362b73bd2d970bbe8e3";
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -36,7 +36,7 @@ pub const PATCH_CONTEXT: usize = 3;
 const PATCH_ATTEMPTS: usize = 200;
 
 /// Replays `change` through every protocol and variant into `report`.
-pub fn replay(change: &FileChange, report: &mut Report) {
+pub fn replay(change: &FileChange, report: &mut Report) -> usize {
     let old = Lines::split(&change.old);
     let new = Lines::split(&change.new);
     let hunks = derive::hunks(&old, &new);
@@ -44,6 +44,7 @@ pub fn replay(change: &FileChange, report: &mut Report) {
     str_replace_calls(&old, &new, &hunks, report, &what);
     hashline_file(change, &old, &new, &hunks, report, &what);
     patch_file(change, &old, &new, &hunks, report, &what);
+    hunks.len()
 }
 
 fn str_replace_calls(
@@ -142,6 +143,18 @@ enum Expect<'a> {
     Ambiguous(Vec<usize>),
 }
 
+/// Where `got` first differs from `want`: `line N: got "..." want "..."`.
+pub fn first_difference(got: &str, want: &str) -> String {
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.split('\n').collect(), want.split('\n').collect());
+    let i = g.iter().zip(&w).take_while(|(a, b)| a == b).count();
+    format!(
+        "line {}: got {:?}, want {:?}",
+        i + 1,
+        g.get(i).copied().unwrap_or("(end)"),
+        w.get(i).copied().unwrap_or("(end)")
+    )
+}
+
 fn tolerant_case(file: &str, old: &str, new: &str, expect: &Expect<'_>) -> Outcome {
     if file.contains(old) {
         return Outcome::NotConstructible;
@@ -151,7 +164,10 @@ fn tolerant_case(file: &str, old: &str, new: &str, expect: &Expect<'_>) -> Outco
             if done.text == *text {
                 Outcome::Correct
             } else {
-                Outcome::Wrong("the tolerant match's result differs from the intended text".into())
+                Outcome::Wrong(format!(
+                    "the result differs from the intended text at {}; old_string {old:?}, new_string {new:?}",
+                    first_difference(&done.text, text)
+                ))
             }
         }
         (Ok(_), Expect::Ambiguous(lines)) => Outcome::Wrong(format!(
@@ -196,7 +212,9 @@ fn perturbed_calls(
         } else {
             Outcome::NotConstructible
         };
-        report.row("str_replace", variant, "call").add(outcome, what);
+        report
+            .row("str_replace", variant, "call")
+            .add(outcome, what);
     };
 
     let spaced: Vec<String> = old.split('\n').map(|l| format!("{l}  ")).collect();
@@ -290,14 +308,18 @@ fn hashline_file(
         Ok(a) => a,
         Err(e) => {
             let outcome = Outcome::Unexpected(format!("render: {e}"));
-            report.row("hashline", "clean", "file").add(outcome, || what("render"));
+            report
+                .row("hashline", "clean", "file")
+                .add(outcome, || what("render"));
             return;
         }
     };
     let shown: Vec<&str> = anchors.iter().map(|(_, c)| c.as_str()).collect();
     if shown != old.lines {
         let outcome = Outcome::Unexpected("`render` does not show the file's lines".into());
-        report.row("hashline", "clean", "file").add(outcome, || what("render"));
+        report
+            .row("hashline", "clean", "file")
+            .add(outcome, || what("render"));
         return;
     }
     let anchors: Vec<String> = anchors.into_iter().map(|(a, _)| a).collect();
@@ -305,7 +327,10 @@ fn hashline_file(
     let edits: Vec<LineEdit> = derived.iter().map(line_edit).collect();
     let outcome = match hashline::apply(&change.old, &edits) {
         Ok(done) if done.text == change.new => Outcome::Correct,
-        Ok(_) => Outcome::Wrong("the result differs from the commit's text".into()),
+        Ok(done) => Outcome::Wrong(format!(
+            "the result differs from the commit's text at {}",
+            first_difference(&done.text, &change.new)
+        )),
         Err(e) => Outcome::Unexpected(format!("refused: {e}")),
     };
     let all = || what(&format!("{} edits", edits.len()));
@@ -362,7 +387,8 @@ fn patch_file(
 ) {
     let mut chunking = Chunking::new(hunks, old.len(), PATCH_CONTEXT);
     let mut retries = 0;
-    let mut outcome = Outcome::Unexpected(format!("still ambiguous after {PATCH_ATTEMPTS} attempts"));
+    let mut outcome =
+        Outcome::Unexpected(format!("still ambiguous after {PATCH_ATTEMPTS} attempts"));
     for _ in 0..PATCH_ATTEMPTS {
         let text = derive::patch_text(&change.path, old, new, hunks, &chunking);
         let parsed = match patch::parse(&text) {
@@ -384,12 +410,15 @@ fn patch_file(
                 outcome = Outcome::Correct;
                 break;
             }
-            Ok(_) => {
-                outcome = Outcome::Wrong("the result differs from the commit's text".into());
+            Ok(t) => {
+                outcome = Outcome::Wrong(format!(
+                    "the result differs from the commit's text at {}",
+                    first_difference(&t, &change.new)
+                ));
                 break;
             }
             Err(PatchError::AmbiguousContext { hunk, lines, .. }) => {
-                let index = hunk.saturating_sub(1);
+                let index = hunk;
                 let real = chunks.get(index).is_some_and(|c| {
                     lines.len() > 1
                         && lines
