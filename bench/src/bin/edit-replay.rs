@@ -77,10 +77,18 @@ fn run(args: Args) -> Result<bool> {
         files.extend(repo.changes(commit, &mut blobs, &mut skipped)?);
     }
     let mut hunks = 0;
+    let mut cases = Vec::new();
     for change in &files {
-        hunks += replay::protocols::replay(change, &mut report);
+        let derived = replay::protocols::replay(change, &mut report);
+        hunks += derived.hunks;
+        cases.push(replay::external::Case {
+            what: format!("{} {}", &change.commit[..10], change.path),
+            old: &change.old,
+            path: &change.path,
+            derived,
+        });
     }
-    replay::external::run(&files, args.external, &mut report)?;
+    replay::external::run(&cases, args.external, &mut report)?;
     let failures = report.failures();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {

@@ -35,16 +35,34 @@ pub const PATCH_CONTEXT: usize = 3;
 /// Attempts per patch before the case counts as unexpected (each widens one chunk).
 const PATCH_ATTEMPTS: usize = 200;
 
+/// What the clean replay of one file derived and applied, for the runs through the file
+/// handlers ([`super::external`]).
+#[derive(Debug, Clone, Default)]
+pub struct Derived {
+    /// Number of hunks of the file.
+    pub hunks: usize,
+    /// The first hunk's `str_replace` call that applied, and the text after it.
+    pub first_call: Option<(Replacement, String)>,
+    /// The Hashline edits that applied, and the new text.
+    pub line_edits: Option<(Vec<derive::AnchoredEdit>, String)>,
+    /// The patch that applied, and the new text.
+    pub patch: Option<(String, String)>,
+}
+
 /// Replays `change` through every protocol and variant into `report`.
-pub fn replay(change: &FileChange, report: &mut Report) -> usize {
+pub fn replay(change: &FileChange, report: &mut Report) -> Derived {
     let old = Lines::split(&change.old);
     let new = Lines::split(&change.new);
     let hunks = derive::hunks(&old, &new);
     let what = |detail: &str| format!("{} {} ({detail})", &change.commit[..10], change.path);
-    str_replace_calls(&old, &new, &hunks, report, &what);
-    hashline_file(change, &old, &new, &hunks, report, &what);
-    patch_file(change, &old, &new, &hunks, report, &what);
-    hunks.len()
+    Derived {
+        hunks: hunks.len(),
+        first_call: str_replace_calls(&old, &new, &hunks, report, &what),
+        line_edits: hashline_file(change, &old, &new, &hunks, report, &what)
+            .map(|e| (e, change.new.clone())),
+        patch: patch_file(change, &old, &new, &hunks, report, &what)
+            .map(|p| (p, change.new.clone())),
+    }
 }
 
 fn str_replace_calls(
@@ -53,7 +71,8 @@ fn str_replace_calls(
     hunks: &[Hunk],
     report: &mut Report,
     what: &dyn Fn(&str) -> String,
-) {
+) -> Option<(Replacement, String)> {
+    let mut first = None;
     let mut current = old.clone();
     let mut shift: isize = 0;
     for (n, h) in hunks.iter().enumerate() {
@@ -115,10 +134,14 @@ fn str_replace_calls(
 
         if let Some(call) = final_call {
             perturbed_calls(&current, &text, &expected, &call, report, &|| what(&detail));
+            if n == 0 {
+                first = Some((call, expected.clone()));
+            }
         }
         shift += h.new.len() as isize - h.old.len() as isize;
         current = expected_lines;
     }
+    first
 }
 
 /// `text` with `prefix` before each line that is not blank.
@@ -155,8 +178,11 @@ pub fn first_difference(got: &str, want: &str) -> String {
     )
 }
 
-fn tolerant_case(file: &str, old: &str, new: &str, expect: &Expect<'_>) -> Outcome {
-    if file.contains(old) {
+/// One perturbed call. With `exact_ok` false, a perturbed `old` that occurs verbatim in `file`
+/// tests no tolerance and the case is not constructible; with it true (line endings: an exact
+/// match writes `new`'s line breaks as the file's), the expectation holds either way.
+fn tolerant_case(file: &str, old: &str, new: &str, expect: &Expect<'_>, exact_ok: bool) -> Outcome {
+    if !exact_ok && file.contains(old) {
         return Outcome::NotConstructible;
     }
     match (str_replace(file, old, new, false), expect) {
@@ -219,7 +245,7 @@ fn perturbed_calls(
 
     let spaced: Vec<String> = old.split('\n').map(|l| format!("{l}  ")).collect();
     run("trailing-ws-added", &|| {
-        tolerant_case(text, &spaced.join("\n"), new, &clean)
+        tolerant_case(text, &spaced.join("\n"), new, &clean, false)
     });
 
     run("trailing-ws-removed", &|| {
@@ -234,11 +260,18 @@ fn perturbed_calls(
             old,
             new,
             &Expect::TextOrAmbiguous { text: &want, line },
+            false,
         )
     });
 
     run("indent-shifted", &|| {
-        tolerant_case(text, &indent(old, "    "), &indent(new, "    "), &clean)
+        tolerant_case(
+            text,
+            &indent(old, "    "),
+            &indent(new, "    "),
+            &clean,
+            false,
+        )
     });
 
     run("crlf-copy", &|| {
@@ -247,6 +280,7 @@ fn perturbed_calls(
             &old.replace('\n', "\r\n"),
             &new.replace('\n', "\r\n"),
             &clean,
+            true,
         )
     });
 
@@ -257,6 +291,7 @@ fn perturbed_calls(
             old,
             new,
             &Expect::TextOrAmbiguous { text: &want, line },
+            true,
         )
     });
 
@@ -277,6 +312,7 @@ fn perturbed_calls(
             &indent(old, "        "),
             &indent(new, "        "),
             &Expect::Ambiguous(vec![line, copy]),
+            false,
         )
     });
 }
@@ -302,7 +338,7 @@ fn hashline_file(
     hunks: &[Hunk],
     report: &mut Report,
     what: &dyn Fn(&str) -> String,
-) {
+) -> Option<Vec<derive::AnchoredEdit>> {
     let rendered = hashline::render(&change.old, 1, old.len().max(1));
     let anchors = match derive::rendered_anchors(&rendered) {
         Ok(a) => a,
@@ -311,7 +347,7 @@ fn hashline_file(
             report
                 .row("hashline", "clean", "file")
                 .add(outcome, || what("render"));
-            return;
+            return None;
         }
     };
     let shown: Vec<&str> = anchors.iter().map(|(_, c)| c.as_str()).collect();
@@ -320,7 +356,7 @@ fn hashline_file(
         report
             .row("hashline", "clean", "file")
             .add(outcome, || what("render"));
-        return;
+        return None;
     }
     let anchors: Vec<String> = anchors.into_iter().map(|(a, _)| a).collect();
     let derived = derive::line_edits(&anchors, hunks, new);
@@ -334,6 +370,7 @@ fn hashline_file(
         Err(e) => Outcome::Unexpected(format!("refused: {e}")),
     };
     let all = || what(&format!("{} edits", edits.len()));
+    let applied = outcome == Outcome::Correct;
     report.row("hashline", "clean", "file").add(outcome, all);
 
     // The topmost anchored line, changed between render and apply.
@@ -362,6 +399,7 @@ fn hashline_file(
     report
         .row("hashline", "stale-line-changed", "file")
         .add(stale(changed), all);
+    applied.then_some(derived)
 }
 
 /// Whether every line of `pattern` equals, both ends trimmed, the file line it would stand on if
@@ -384,7 +422,8 @@ fn patch_file(
     hunks: &[Hunk],
     report: &mut Report,
     what: &dyn Fn(&str) -> String,
-) {
+) -> Option<String> {
+    let mut applied = None;
     let mut chunking = Chunking::new(hunks, old.len(), PATCH_CONTEXT);
     let mut retries = 0;
     let mut outcome =
@@ -408,6 +447,7 @@ fn patch_file(
         match patch::apply_chunks(&change.path, &change.old, chunks) {
             Ok(t) if t == change.new => {
                 outcome = Outcome::Correct;
+                applied = Some(text);
                 break;
             }
             Ok(t) => {
@@ -443,4 +483,5 @@ fn patch_file(
     tally.retries += retries;
     tally.retried_cases += usize::from(retries > 0);
     tally.add(outcome, || what(&format!("{} hunks", hunks.len())));
+    applied
 }
