@@ -198,6 +198,7 @@ pub fn create_directory_targets(
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
+    ws.writable(&path, &args.path)?;
     Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
 }
 
@@ -209,6 +210,7 @@ pub async fn create_directory(
 ) -> Result<CreateDirectoryOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
+    ws.writable(&path, &args.path)?;
     let created = {
         let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
         blocking(&format!("`{shown}`"), move |_| {
@@ -252,9 +254,12 @@ pub struct MovePathOutput {
 /// their fingerprints (`to` is normally `absent`).
 pub fn move_path_targets(args: &MovePathArgs, ctx: &ToolContext) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
+    let (from, to) = (ws.entry(&args.from)?, ws.entry(&args.to)?);
+    ws.writable(&from, &args.from)?;
+    ws.writable(&to, &args.to)?;
     Ok(vec![
-        ws.fingerprinted(&ws.entry(&args.from)?, &args.from, Access::Write)?,
-        ws.fingerprinted(&ws.entry(&args.to)?, &args.to, Access::Write)?,
+        ws.fingerprinted(&from, &args.from, Access::Write)?,
+        ws.fingerprinted(&to, &args.to, Access::Write)?,
     ])
 }
 
@@ -264,6 +269,8 @@ pub async fn move_path(args: MovePathArgs, ctx: &ToolContext) -> Result<MovePath
     let ws = Workspace::open(ctx)?;
     let from = ws.entry(&args.from)?;
     let to = ws.entry(&args.to)?;
+    ws.writable(&from, &args.from)?;
+    ws.writable(&to, &args.to)?;
     {
         let (ws, from, to) = (ws.clone(), from.clone(), to.clone());
         blocking(&format!("`{}`", args.from), move |_| {
@@ -328,11 +335,9 @@ pub fn delete_path_targets(
     ctx: &ToolContext,
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    Ok(vec![ws.fingerprinted(
-        &ws.entry(&args.path)?,
-        &args.path,
-        Access::Write,
-    )?])
+    let path = ws.entry(&args.path)?;
+    ws.writable(&path, &args.path)?;
+    Ok(vec![ws.fingerprinted(&path, &args.path, Access::Write)?])
 }
 
 /// Deletes a file, a symbolic link (not its target) or a directory.
@@ -343,6 +348,7 @@ pub async fn delete_path(
 ) -> Result<DeletePathOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.entry(&args.path)?;
+    ws.writable(&path, &args.path)?;
     let kind = {
         let (ws, path) = (ws.clone(), path.clone());
         blocking(&format!("`{}`", args.path), move |_| {

@@ -50,7 +50,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolcat::{Access, Change, Target, ToolContext, ToolError};
 
-use crate::edit::{self, hashline, patch, replace};
+use crate::edit::{self, excerpt, hashline, patch, replace};
 use crate::failed;
 use crate::workspace::{blocking, content_fingerprint, not_found, Workspace};
 
@@ -67,12 +67,15 @@ pub fn version_of(bytes: &[u8]) -> String {
     version_of_fingerprint(&content_fingerprint(bytes)).unwrap_or_default()
 }
 
+/// Length of a version ([`version_of`]): 16 hex digits.
+pub const VERSION_LEN: usize = 16;
+
 /// The version of a file whose fingerprint is `fingerprint` (`sha256:HEX`); `None` for any
 /// other fingerprint (`absent`, a directory, a link).
 fn version_of_fingerprint(fingerprint: &str) -> Option<String> {
     fingerprint
         .strip_prefix("sha256:")
-        .map(|hex| hex[..16.min(hex.len())].to_string())
+        .map(|hex| hex[..VERSION_LEN.min(hex.len())].to_string())
 }
 
 /// Which check kept a write from landing on a file changed since the model last saw it.
@@ -203,7 +206,7 @@ pub async fn read_file(args: ReadFileArgs, ctx: &ToolContext) -> Result<ReadFile
             .join("\n"),
         ReadFormat::Hashline => hashline::render(&text, start, taken),
     };
-    let end = start - 1 + taken;
+    let end = if total == 0 { 0 } else { start - 1 + taken };
     Ok(ReadFileOutput {
         path: ws.relative(&path),
         content,
@@ -286,6 +289,7 @@ fn edit_targets(
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
     let abs = ws.existing(path)?;
+    ws.writable(&abs, path)?;
     let target = ws.fingerprinted(&abs, path, Access::Write)?;
     check_version(path, version, target.fingerprint.as_deref())?;
     Ok(vec![target])
@@ -300,10 +304,19 @@ fn check_version(
     let Some(carried) = version else {
         return Ok(());
     };
+    let trimmed = carried.trim();
+    if trimmed.len() != VERSION_LEN || !trimmed.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(failed(format!(
+            "`{}` is not a version of `{shown}`: a version is the {VERSION_LEN} hex digits \
+             `read_file` returns in `version`; nothing was written; pass that value, or leave \
+             `version` out",
+            excerpt(carried)
+        )));
+    }
     let now = fingerprint
         .and_then(version_of_fingerprint)
         .unwrap_or_else(|| fingerprint.unwrap_or("absent").to_string());
-    if now != carried.trim() {
+    if !now.eq_ignore_ascii_case(trimmed) {
         return Err(stale(shown, carried, &now));
     }
     Ok(())
@@ -344,6 +357,7 @@ async fn edit_existing<R: Send + 'static>(
 ) -> Result<(PathBuf, Edited<R>), ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(shown)?;
+    ws.writable(&path, shown)?;
     let relative = ws.relative(&path);
     let edited = {
         let (ws, path, shown, relative) = (
@@ -425,6 +439,7 @@ pub fn write_file_targets(
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
+    ws.writable(&path, &args.path)?;
     let target = ws.fingerprinted(&path, &args.path, Access::Write)?;
     check_version(
         &args.path,
@@ -445,6 +460,7 @@ pub async fn write_file(
 ) -> Result<WriteFileOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.target(&args.path)?;
+    ws.writable(&path, &args.path)?;
     let relative = ws.relative(&path);
     let bytes_written = args.content.len();
     let guard = guard_of(args.version.as_deref());
@@ -603,29 +619,28 @@ pub async fn propose_edit(
 ) -> Result<ProposeEditOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(&args.path)?;
-    let bytes = {
-        let (ws, path, shown) = (ws.clone(), path.clone(), args.path.clone());
-        blocking(&format!("`{}`", args.path), move |_| {
-            ws.read(&path, &shown, READ_MAX_FILE_BYTES)
-        })
-        .await?
-    };
-    let version = version_of(&bytes);
-    check_version(
-        &args.path,
-        args.version.as_deref(),
-        Some(&content_fingerprint(&bytes)),
-    )?;
-    let text = text_of_exact(&bytes, &args.path)?;
-    let r = replaced(&text, &args, &args.path)?;
     let shown = ws.relative(&path);
-    Ok(ProposeEditOutput {
-        diff: edit::unified_diff(&shown, &text, &r.text),
-        path: shown,
-        replacements: r.replacements,
-        matched: r.matched,
-        version,
+    // The read and the match both run on the blocking pool: a match in a large file is work.
+    let what = format!("`{}`", args.path);
+    blocking(&what, move |_| {
+        let bytes = ws.read(&path, &args.path, READ_MAX_FILE_BYTES)?;
+        let version = version_of(&bytes);
+        check_version(
+            &args.path,
+            args.version.as_deref(),
+            Some(&content_fingerprint(&bytes)),
+        )?;
+        let text = text_of_exact(&bytes, &args.path)?;
+        let r = replaced(&text, &args, &args.path)?;
+        Ok(ProposeEditOutput {
+            diff: edit::unified_diff(&shown, &text, &r.text),
+            path: shown,
+            replacements: r.replacements,
+            matched: r.matched,
+            version,
+        })
     })
+    .await
 }
 
 /// Arguments of `edit_lines` (Hashline).
@@ -763,7 +778,9 @@ struct Resolved<'a> {
     move_to: Option<(PathBuf, &'a str)>,
 }
 
-/// Parses `patch` and resolves each file op's paths, refusing a path named twice.
+/// Resolves each file op's paths, refusing a path named twice, one inside another, a path
+/// [`Workspace::writable`] refuses, a move onto the file itself, a directory, and a symbolic
+/// link where the patch removes a path.
 fn resolve_patch<'a>(
     ws: &Workspace,
     parsed: &'a patch::Patch,
@@ -779,19 +796,40 @@ fn resolve_patch<'a>(
         };
         let path = match op {
             patch::FilePatch::Add { .. } => ws.target(shown)?,
-            _ => ws.existing(shown)?,
+            patch::FilePatch::Delete { .. } => existing_patch_file(ws, shown, "*** Delete File")?,
+            patch::FilePatch::Update { move_to: None, .. } => existing_patch_file(ws, shown, "")?,
+            patch::FilePatch::Update { .. } => {
+                existing_patch_file(ws, shown, "*** Update File` with `*** Move to")?
+            }
         };
+        ws.writable(&path, shown)?;
         let move_to = match move_to {
-            Some(to) => Some((ws.target(to)?, to)),
+            Some(to) => {
+                let abs = ws.target(to)?;
+                ws.writable(&abs, to)?;
+                if abs == path {
+                    return Err(failed(format!(
+                        "`*** Move to: {to}` names the file `{shown}` itself; nothing was \
+                         written: remove the `*** Move to` line to change the file in place, or \
+                         name another path"
+                    )));
+                }
+                Some((abs, to))
+            }
             None => None,
         };
         for (abs, name) in
             std::iter::once((&path, shown)).chain(move_to.iter().map(|(a, n)| (a, *n)))
         {
             if let Some(first) = seen.insert(abs.clone(), name) {
+                let also = if first == name {
+                    String::new()
+                } else {
+                    format!(" (also as `{first}`)")
+                };
                 return Err(failed(format!(
-                    "the patch names `{name}` twice (also as `{first}`); put every change of a \
-                     file in one `*** Update File` section; nothing was written"
+                    "the patch names `{name}` twice{also}; put every change of a file in one \
+                     `*** Update File` section; nothing was written"
                 )));
             }
         }
@@ -802,12 +840,87 @@ fn resolve_patch<'a>(
             move_to,
         });
     }
+    // A path inside another path of the patch: one of the two writes would find a file where
+    // it needs a directory (or the other way round) after the first was written.
+    for (abs, name) in &seen {
+        if let Some(outer) = abs.ancestors().skip(1).find_map(|a| seen.get(a)) {
+            return Err(failed(format!(
+                "the patch names `{name}`, which is inside `{outer}`, another file of the patch; \
+                 a path cannot be both a file and a directory; nothing was written: pick paths \
+                 that do not contain each other"
+            )));
+        }
+    }
     Ok(out)
 }
 
-/// Parses a patch, with the error saying where.
-fn parse_patch(text: &str) -> Result<patch::Patch, ToolError> {
-    patch::parse(text).map_err(|e| failed(format!("{e}; nothing was written")))
+/// The existing regular file a patch updates or deletes, resolved (a symbolic link inside the
+/// workspace followed). `removing` names the section when it removes the path (a delete, or
+/// the source of a move): a symbolic link there is refused, since removing what it points to
+/// would remove another path than the one the patch names, and a removal never follows it.
+///
+/// # Errors
+/// A path outside the workspace or missing; a directory; a link, when `removing`.
+fn existing_patch_file(ws: &Workspace, shown: &str, removing: &str) -> Result<PathBuf, ToolError> {
+    if !removing.is_empty() {
+        let entry = ws.entry(shown)?;
+        if ws
+            .entry_metadata(&entry, shown)
+            .is_some_and(|m| m.is_symlink())
+        {
+            return Err(failed(format!(
+                "`{shown}` is a symbolic link; `{removing}` removes the path it names and never \
+                 follows a link, so nothing was written: name the file the link points to, or \
+                 remove the link with `delete_path`"
+            )));
+        }
+    }
+    let path = ws.existing(shown)?;
+    if path.is_dir() {
+        return Err(failed(format!(
+            "`{shown}` is a directory; a patch adds, updates, moves and deletes files only; \
+             nothing was written: name a file (to remove a directory, use `delete_path`)"
+        )));
+    }
+    Ok(path)
+}
+
+/// Parses a patch, with the error saying where, and refuses a key of `versions` that is not
+/// the path of an `*** Update File` or `*** Delete File` section as the patch writes it (a
+/// version that guards nothing would leave the model believing the file is guarded).
+fn parse_patch(text: &str, versions: &BTreeMap<String, String>) -> Result<patch::Patch, ToolError> {
+    let parsed = patch::parse(text).map_err(|e| failed(format!("{e}; nothing was written")))?;
+    let guarded: Vec<&str> = parsed
+        .files
+        .iter()
+        .filter_map(|op| match op {
+            patch::FilePatch::Add { .. } => None,
+            patch::FilePatch::Delete { path } | patch::FilePatch::Update { path, .. } => {
+                Some(path.as_str())
+            }
+        })
+        .collect();
+    if let Some(key) = versions.keys().find(|k| !guarded.contains(&k.as_str())) {
+        let named = if guarded.is_empty() {
+            "it updates or deletes no file".to_string()
+        } else {
+            format!(
+                "it updates or deletes {}",
+                guarded
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        return Err(failed(format!(
+            "`versions` has a version for `{}`, which no `*** Update File` or `*** Delete File` \
+             of the patch names ({named}); nothing was written: key each version by the path \
+             exactly as the patch writes it, and leave out files the patch adds",
+            excerpt(key)
+        )));
+    }
+    Ok(parsed)
 }
 
 /// Targets of `apply_patch`: every file the patch adds, updates, moves or deletes (and every
@@ -821,7 +934,7 @@ pub fn apply_patch_targets(
     ctx: &ToolContext,
 ) -> Result<Vec<Target>, ToolError> {
     let ws = Workspace::open(ctx)?;
-    let parsed = parse_patch(&args.patch)?;
+    let parsed = parse_patch(&args.patch, &args.versions)?;
     let resolved = resolve_patch(&ws, &parsed)?;
     let mut targets = Vec::new();
     for r in &resolved {
@@ -883,7 +996,7 @@ pub async fn apply_patch(
     ctx: &ToolContext,
 ) -> Result<ApplyPatchOutput, ToolError> {
     let ws = Workspace::open(ctx)?;
-    let parsed = parse_patch(&args.patch)?;
+    let parsed = parse_patch(&args.patch, &args.versions)?;
     let mut planned = Vec::new();
     {
         let resolved = resolve_patch(&ws, &parsed)?;
@@ -1025,6 +1138,13 @@ fn plan_file(
             let (fingerprint, text) = current()?;
             let new_text = patch::apply_chunks(&shown, &text, chunks)
                 .map_err(|e| failed(format!("{e}; nothing was written")))?;
+            if new_text == text && move_to.is_none() {
+                return Err(failed(format!(
+                    "the hunks of `{shown}` leave it as it is (they remove no line and add none, \
+                     or add back what they remove); nothing was written: give the `-` lines to \
+                     remove and the `+` lines to put in their place"
+                )));
+            }
             let action = if move_to.is_some() {
                 PatchAction::Moved
             } else {

@@ -6,7 +6,12 @@
 //! paths are accepted when they point inside it. The checks use canonical paths
 //! (`std::fs::canonicalize`), so a link inside the workspace that points outside is refused like
 //! a `../../etc/passwd`. Parts of a path that do not exist yet (a file about to be written) may
-//! not contain `..`, since there is nothing on disk to canonicalize them against.
+//! not contain `..`, since there is nothing on disk to canonicalize them against. A path with a
+//! control character (a NUL, a line break) is refused: it is a mangled argument, and a name
+//! with a line break would garble every listing and diff header that shows it.
+//!
+//! The file tools never write toolcat's own state (`.toolcat/` at the root) nor inside a `.git`
+//! directory ([`Workspace::writable`]).
 //!
 //! Resolving a path and then opening it by name again would leave a window: a symbolic link
 //! swapped in between could lead the open outside. So file contents are read and written only
@@ -129,6 +134,38 @@ impl Workspace {
         let parent = trimmed.parent().map(Path::to_path_buf).unwrap_or_default();
         let parent = self.target(&parent.to_string_lossy())?;
         Ok(parent.join(name))
+    }
+
+    /// Refuses `abs` (a resolved path, from [`Self::target`] or [`Self::existing`]) as the
+    /// target of a model's file write: toolcat's own state under [`STATE_DIR`] at the root
+    /// (lock files, the call store, state files, which only their own tools write) and
+    /// anything inside a `.git` directory at any depth (a repository's hooks, config and refs:
+    /// a hook written there runs at the user's next `git commit`). The check is on the
+    /// resolved path, so a link inside the workspace that points there is refused too; names
+    /// are compared ignoring ASCII case, as a case-insensitive file system would.
+    ///
+    /// # Errors
+    /// A message naming the path and what to do instead.
+    pub fn writable(&self, abs: &Path, shown: &str) -> Result<(), ToolError> {
+        let Ok(rel) = abs.strip_prefix(&self.root) else {
+            return Err(self.outside(shown));
+        };
+        let is = |c: Component<'_>, name: &str| matches!(c, Component::Normal(n) if n.to_string_lossy().eq_ignore_ascii_case(name));
+        if rel.components().next().is_some_and(|c| is(c, STATE_DIR)) {
+            return Err(failed(format!(
+                "`{shown}` is in `{STATE_DIR}/`, toolcat's own state (locks, call records, state \
+                 files); the file tools never write there; nothing was written: use the memory, \
+                 todo or plan tools for state, or pick a path outside `{STATE_DIR}/`"
+            )));
+        }
+        if rel.components().any(|c| is(c, ".git")) {
+            return Err(failed(format!(
+                "`{shown}` is inside a `.git` directory, a repository's internals (hooks, \
+                 config, refs); the file tools never write there; nothing was written: use the \
+                 git tools, or pick a path outside `.git/`"
+            )));
+        }
+        Ok(())
     }
 
     /// `abs` relative to the root, with `/` separators; `.` for the root itself.
@@ -789,6 +826,14 @@ impl Workspace {
 
     fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
         let trimmed = path.trim();
+        if let Some(c) = trimmed.chars().find(|c| c.is_control()) {
+            return Err(failed(format!(
+                "the path `{}` contains the control character U+{:04X}; nothing was read or \
+                 written: pass the path on one line, without control characters",
+                trimmed.escape_debug(),
+                u32::from(c)
+            )));
+        }
         let joined = if trimmed.is_empty() {
             self.root.clone()
         } else {
@@ -810,6 +855,7 @@ impl Workspace {
             ToolError::io(format!("cannot resolve `{path}` inside the workspace"), e)
         })?;
         let exists = split == components.len();
+        let existing = resolved.clone();
         for component in &components[split..] {
             match component {
                 Component::Normal(part) => resolved.push(part),
@@ -819,6 +865,13 @@ impl Workspace {
         }
         if !resolved.starts_with(&self.root) {
             return Err(self.outside(path));
+        }
+        if !exists && existing.is_file() {
+            return Err(failed(format!(
+                "`{}` is a file, so `{trimmed}` cannot be inside it; nothing was read or \
+                 written: pass a path whose directories are directories",
+                self.relative(&existing)
+            )));
         }
         Ok(Resolved {
             path: resolved,

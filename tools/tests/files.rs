@@ -382,3 +382,345 @@ fn write_file_reports_creation_and_its_evidence() {
     assert_eq!(out.change.after, content_fingerprint(b"hello\n"));
     assert_eq!(read(dir.path(), "d/new.txt"), "hello\n");
 }
+
+/// Every file of the workspace (relative paths, sorted), `.toolcat/` left out, with content.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("list") {
+            let path = entry.expect("entry").path();
+            let rel = path.strip_prefix(dir).expect("inside");
+            if rel.starts_with(STATE_DIR) {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).expect("meta");
+            if meta.is_dir() {
+                stack.push(path.clone());
+            }
+            let content = if meta.is_file() {
+                std::fs::read(&path).expect("read")
+            } else {
+                Vec::new()
+            };
+            out.push((rel.to_string_lossy().into_owned(), content));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn patch_args(patch: &str, versions: &[(&str, &str)]) -> ApplyPatchArgs {
+    ApplyPatchArgs {
+        patch: patch.into(),
+        versions: versions
+            .iter()
+            .map(|(p, v)| (p.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+/// `patch` is refused in prepare and by the handler with a message containing `expected`, and
+/// the workspace is as it was.
+fn patch_refused(dir: &Path, ctx: &ToolContext, args: ApplyPatchArgs, expected: &str) -> String {
+    let before = snapshot(dir);
+    let err = apply_patch_targets(&args, ctx).expect_err("refused in prepare");
+    assert!(failure(err).contains(expected), "prepare: {expected}");
+    let message = failure(
+        runtime()
+            .block_on(apply_patch(args, ctx))
+            .expect_err("refused"),
+    );
+    assert!(message.contains(expected), "{message}");
+    assert!(
+        message.contains("nothing was written") || message.contains("nothing was read or written"),
+        "{message}"
+    );
+    assert_eq!(snapshot(dir), before, "{message}");
+    message
+}
+
+#[test]
+fn a_version_that_is_not_one_is_refused_as_such() {
+    let (dir, ctx) = workspace(&[("a.txt", "alpha\n")]);
+    let rt = runtime();
+    for garbage in [
+        "",
+        "hello",
+        "latest",
+        "b6285c57e8797db5d4",
+        "zz285c57e8797db5",
+    ] {
+        let args = edit_args("a.txt", "alpha", "beta", Some(garbage.into()));
+        let message = failure(edit_file_targets(&args, &ctx).expect_err(garbage));
+        assert!(message.contains("is not a version of `a.txt`"), "{message}");
+        assert!(message.contains("16 hex digits"), "{message}");
+        let message = failure(rt.block_on(edit_file(args, &ctx)).expect_err(garbage));
+        assert!(message.contains("is not a version"), "{message}");
+        assert!(!message.contains("changed since"), "{message}");
+    }
+    assert_eq!(read(dir.path(), "a.txt"), "alpha\n");
+    // The real version, in upper case and with spaces around it, is the same version.
+    let version = format!(" {} ", version_of(b"alpha\n").to_uppercase());
+    let out = rt
+        .block_on(edit_file(
+            edit_args("a.txt", "alpha", "beta", Some(version)),
+            &ctx,
+        ))
+        .expect("edit");
+    assert_eq!(out.guard, Guard::Version);
+    assert_eq!(read(dir.path(), "a.txt"), "beta\n");
+}
+
+#[test]
+fn the_file_tools_never_write_toolcat_state_or_git_internals() {
+    let (dir, ctx) = workspace(&[
+        (".git/config", "[core]\n"),
+        ("sub/.git/HEAD", "ref: refs/heads/main\n"),
+        (".toolcat/memory.json", "{}\n"),
+        ("a.txt", "alpha\n"),
+    ]);
+    std::os::unix::fs::symlink(".git/config", dir.path().join("cfg")).expect("symlink");
+    let before = snapshot(dir.path());
+    let rt = runtime();
+    for (path, expected) in [
+        (".git/hooks/pre-commit", "inside a `.git` directory"),
+        (".git/config", "inside a `.git` directory"),
+        ("sub/.git/HEAD", "inside a `.git` directory"),
+        (".GIT/config", "inside a `.git` directory"),
+        ("cfg", "inside a `.git` directory"),
+        (".toolcat/memory.json", "toolcat's own state"),
+        (".toolcat/calls.sqlite", "toolcat's own state"),
+        ("./.toolcat/locks/x.lock", "toolcat's own state"),
+    ] {
+        let args = WriteFileArgs {
+            path: path.into(),
+            content: "#!/bin/sh\n".into(),
+            version: None,
+        };
+        let message = failure(rt.block_on(write_file(args, &ctx)).expect_err(path));
+        assert!(message.contains(expected), "{path}: {message}");
+        assert!(message.contains("nothing was written"), "{message}");
+        if dir.path().join(path).is_file() {
+            let args = edit_args(path, "[core]", "[x]", None);
+            assert!(edit_file_targets(&args, &ctx).is_err(), "{path}");
+            assert!(rt.block_on(edit_file(args, &ctx)).is_err(), "{path}");
+        }
+    }
+    let refused = [
+        "*** Begin Patch\n*** Add File: .git/hooks/post-checkout\n+#!/bin/sh\n*** End Patch\n",
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: .git/hooks/pre-push\n@@\n-alpha\n+#!/bin/sh\n*** End Patch\n",
+        "*** Begin Patch\n*** Delete File: .toolcat/memory.json\n*** End Patch\n",
+        "*** Begin Patch\n*** Update File: .git/config\n@@\n-[core]\n+[core]\n+\thooksPath = x\n*** End Patch\n",
+    ];
+    for patch in refused {
+        let message = failure(
+            rt.block_on(apply_patch(patch_args(patch, &[]), &ctx))
+                .expect_err(patch),
+        );
+        assert!(message.contains("never write there"), "{message}");
+    }
+    assert_eq!(snapshot(dir.path()), before);
+    // Reading them is not refused.
+    let out = rt
+        .block_on(read_file(read_args(".git/config", None), &ctx))
+        .expect("read");
+    assert_eq!(out.content, "[core]");
+}
+
+#[test]
+fn paths_with_control_characters_or_under_a_file_are_refused_naming_the_fix() {
+    let (dir, ctx) = workspace(&[("f.txt", "x\n")]);
+    let rt = runtime();
+    for (path, expected) in [
+        ("a\0b.txt", "control character U+0000"),
+        ("a\nb.txt", "control character U+000A"),
+        ("d/\u{1b}[31m.txt", "control character U+001B"),
+        (
+            "f.txt/new.txt",
+            "`f.txt` is a file, so `f.txt/new.txt` cannot be inside it",
+        ),
+        ("f.txt/d/new.txt", "`f.txt` is a file"),
+    ] {
+        let args = WriteFileArgs {
+            path: path.into(),
+            content: "x".into(),
+            version: None,
+        };
+        let message = failure(rt.block_on(write_file(args, &ctx)).expect_err(path));
+        assert!(message.contains(expected), "{path}: {message}");
+        assert!(
+            !message.contains('\0') && !message.contains('\n'),
+            "{message:?}"
+        );
+    }
+    let message = patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args(
+            "*** Begin Patch\n*** Add File: f.txt/new.txt\n+x\n*** End Patch\n",
+            &[],
+        ),
+        "is a file, so",
+    );
+    assert!(message.contains("f.txt/new.txt"), "{message}");
+    assert_eq!(snapshot(dir.path()), [("f.txt".into(), b"x\n".to_vec())]);
+}
+
+#[test]
+fn a_patch_naming_one_path_inside_another_writes_nothing() {
+    // Both created: the first write would make the second impossible, a half-applied patch.
+    let (dir, ctx) = workspace(&[("a.txt", "a\n")]);
+    for patch in [
+        "*** Begin Patch\n*** Add File: n\n+x\n*** Add File: n/m\n+y\n*** End Patch\n",
+        "*** Begin Patch\n*** Add File: n/m/k\n+y\n*** Add File: n\n+x\n*** End Patch\n",
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: n\n@@\n-a\n+b\n*** Add File: n/m\n+y\n*** End Patch\n",
+    ] {
+        patch_refused(
+            dir.path(),
+            &ctx,
+            patch_args(patch, &[]),
+            "another file of the patch",
+        );
+    }
+}
+
+#[test]
+fn a_patch_deleting_or_moving_a_link_or_a_directory_is_refused() {
+    let (dir, ctx) = workspace(&[("real.txt", "r\n"), ("d/f.txt", "f\n")]);
+    std::os::unix::fs::symlink("real.txt", dir.path().join("link.txt")).expect("symlink");
+    // Deleting `link.txt` must not delete `real.txt`, nor a move of it remove `real.txt`.
+    let message = patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args(
+            "*** Begin Patch\n*** Delete File: link.txt\n*** End Patch\n",
+            &[],
+        ),
+        "`link.txt` is a symbolic link",
+    );
+    assert!(message.contains("`delete_path`"), "{message}");
+    patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args(
+            "*** Begin Patch\n*** Update File: link.txt\n*** Move to: moved.txt\n@@\n-r\n+R\n*** End Patch\n",
+            &[],
+        ),
+        "`link.txt` is a symbolic link",
+    );
+    let message = patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args("*** Begin Patch\n*** Delete File: d\n*** End Patch\n", &[]),
+        "`d` is a directory",
+    );
+    assert!(message.contains("`delete_path`"), "{message}");
+    patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args(
+            "*** Begin Patch\n*** Update File: d\n@@\n-f\n+F\n*** End Patch\n",
+            &[],
+        ),
+        "`d` is a directory",
+    );
+    // Updating through a link inside the workspace changes the file it points to, and says so.
+    let out = runtime()
+        .block_on(apply_patch(
+            patch_args(
+                "*** Begin Patch\n*** Update File: link.txt\n@@\n-r\n+R\n*** End Patch\n",
+                &[],
+            ),
+            &ctx,
+        ))
+        .expect("update through the link");
+    assert_eq!(out.files[0].path, "real.txt");
+    assert_eq!(out.changes[0].path, "real.txt");
+    assert_eq!(read(dir.path(), "real.txt"), "R\n");
+    assert!(std::fs::symlink_metadata(dir.path().join("link.txt"))
+        .expect("link kept")
+        .is_symlink());
+}
+
+#[test]
+fn a_patch_moving_a_file_onto_itself_or_changing_nothing_is_refused() {
+    let (dir, ctx) = workspace(&[("a.txt", "a\nb\n"), ("d/x.txt", "x\n")]);
+    for to in ["a.txt", "./a.txt", "d/../a.txt"] {
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: a.txt\n*** Move to: {to}\n@@\n-a\n+A\n*** End Patch\n"
+        );
+        let message = patch_refused(dir.path(), &ctx, patch_args(&patch, &[]), "itself");
+        assert!(
+            message.contains("remove the `*** Move to` line"),
+            "{message}"
+        );
+    }
+    // Context only, or a line removed and added back: the handler refuses, writing nothing.
+    for hunk in ["@@\n a\n", "@@\n-a\n+a\n b\n"] {
+        let patch = format!("*** Begin Patch\n*** Update File: a.txt\n{hunk}*** End Patch\n");
+        let err = runtime()
+            .block_on(apply_patch(patch_args(&patch, &[]), &ctx))
+            .expect_err("no change");
+        let message = failure(err);
+        assert!(message.contains("leave it as it is"), "{message}");
+        assert!(message.contains("nothing was written"), "{message}");
+    }
+    assert_eq!(read(dir.path(), "a.txt"), "a\nb\n");
+    // Named twice by the same spelling: the message does not repeat it.
+    let message = patch_refused(
+        dir.path(),
+        &ctx,
+        patch_args(
+            "*** Begin Patch\n*** Delete File: a.txt\n*** Delete File: a.txt\n*** End Patch\n",
+            &[],
+        ),
+        "names `a.txt` twice;",
+    );
+    assert!(!message.contains("also as"), "{message}");
+}
+
+#[test]
+fn a_patch_version_keyed_by_another_path_is_refused_not_ignored() {
+    let (dir, ctx) = workspace(&[("a.txt", "a\n")]);
+    let version = version_of(b"a\n");
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: n.txt\n+n\n*** End Patch\n";
+    for key in ["./a.txt", "b.txt", "n.txt"] {
+        let message = patch_refused(
+            dir.path(),
+            &ctx,
+            patch_args(patch, &[(key, &version)]),
+            &format!("`versions` has a version for `{key}`"),
+        );
+        assert!(
+            message.contains("it updates or deletes `a.txt`"),
+            "{message}"
+        );
+    }
+    let out = runtime()
+        .block_on(apply_patch(patch_args(patch, &[("a.txt", &version)]), &ctx))
+        .expect("keyed as written");
+    assert_eq!(out.guard, Guard::Version);
+    assert_eq!(read(dir.path(), "a.txt"), "A\n");
+}
+
+#[test]
+fn read_file_of_an_empty_file_past_its_end_reports_no_lines() {
+    let (_dir, ctx) = workspace(&[("e.txt", "")]);
+    let out = runtime()
+        .block_on(read_file(
+            ReadFileArgs {
+                path: "e.txt".into(),
+                offset: Some(5),
+                limit: None,
+                format: Some(ReadFormat::Hashline),
+            },
+            &ctx,
+        ))
+        .expect("read");
+    assert_eq!(
+        (out.start_line, out.end_line, out.total_lines, out.truncated),
+        (0, 0, 0, false)
+    );
+    assert_eq!(out.content, "");
+}

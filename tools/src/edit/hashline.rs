@@ -4,9 +4,11 @@
 //! touches by those tags. Every tag is checked against the text before anything changes: the
 //! line `N` must exist and its content must still hash to `HASH`, so an edit made against an
 //! older view of the file is refused ([`HashlineError::Stale`]) instead of landing on whatever
-//! line now has that number. A list of edits is validated whole (every anchor, every range, no
-//! two edits touching one line) before any output is produced, and applied at once, all
-//! anchors taken against the text as given.
+//! line now has that number. A list of at most [`MAX_EDITS`] edits is validated whole (every
+//! anchor, every range, no two edits touching one line) before any output is produced, and
+//! applied at once, all anchors taken against the text as given. New content whose line starts with a rendered
+//! anchor (`12#A1B2C3|`, copied from the read with the line) is refused
+//! ([`HashlineError::PrefixedContent`]) rather than written into the file.
 //!
 //! Lines are cut at `\n` (a `\r` before it is part of the ending, not of the line); the file's
 //! endings and its final newline (or its absence) are kept, new lines get the file's ending.
@@ -54,6 +56,10 @@ pub fn render(text: &str, offset: usize, limit: usize) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Most edits one [`apply`] takes: every pair is checked for overlap, so the work grows with
+/// the square of their number.
+pub const MAX_EDITS: usize = 1000;
 
 /// One edit of [`apply`].
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -130,8 +136,18 @@ pub enum HashlineError {
         second: usize,
         line: usize,
     },
+    /// Line `line` (1-based) of edit `edit`'s `content` starts with `prefix`, a rendered
+    /// anchor (`N#HASH|`) copied from the read along with the line: written as it is, it would
+    /// end up in the file.
+    PrefixedContent {
+        edit: usize,
+        line: usize,
+        prefix: String,
+    },
     /// No edits.
     Empty,
+    /// More than [`MAX_EDITS`] edits.
+    TooMany { count: usize },
 }
 
 impl fmt::Display for HashlineError {
@@ -171,7 +187,20 @@ impl fmt::Display for HashlineError {
                 first + 1,
                 second + 1
             ),
+            HashlineError::PrefixedContent { edit, line, prefix } => write!(
+                f,
+                "edit {}: line {line} of `content` starts with `{prefix}`, an anchor copied from \
+                 the read; `content` is the new text only; nothing was changed: drop the \
+                 `N#HASH|` prefixes from `content`",
+                edit + 1
+            ),
             HashlineError::Empty => write!(f, "no edits given; pass at least one edit"),
+            HashlineError::TooMany { count } => write!(
+                f,
+                "{count} edits given, more than the {MAX_EDITS} one call takes; nothing was \
+                 changed: split them over several calls (reading the file again between them), \
+                 or write the file whole with `write_file`"
+            ),
         }
     }
 }
@@ -195,6 +224,22 @@ fn parse_anchor(anchor: &str) -> Option<(usize, Option<&str>)> {
     let hash = hash.trim();
     (hash.len() == HASH_LEN && hash.bytes().all(|b| b.is_ascii_hexdigit()))
         .then_some((number, Some(hash)))
+}
+
+/// The `N#HASH|` at the start of `line` when it begins with a rendered anchor exactly as
+/// [`render`] writes it (digits, `#`, [`HASH_LEN`] uppercase hex digits, `|`).
+fn rendered_prefix(line: &str) -> Option<&str> {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    let end = digits + 1 + HASH_LEN + 1;
+    let bytes = line.as_bytes();
+    let hash = bytes.get(digits + 1..digits + 1 + HASH_LEN)?;
+    (digits > 0
+        && bytes.get(digits) == Some(&b'#')
+        && hash
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b))
+        && bytes.get(end - 1) == Some(&b'|'))
+    .then(|| &line[..end])
 }
 
 /// A validated edit: its anchor lines (1-based; 0 for "0"), where an insert's lines go, and
@@ -286,6 +331,17 @@ fn check<'a>(
         .as_deref()
         .map(content_lines)
         .unwrap_or_default();
+    if let Some((line, prefix)) = content
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| rendered_prefix(l).map(|p| (i + 1, p)))
+    {
+        return Err(HashlineError::PrefixedContent {
+            edit: index,
+            line,
+            prefix: prefix.to_string(),
+        });
+    }
     let gap = match edit.op {
         LineOp::InsertBefore => start - 1,
         _ => start,
@@ -306,6 +362,9 @@ fn check<'a>(
 pub fn apply(text: &str, edits: &[LineEdit]) -> Result<Applied, HashlineError> {
     if edits.is_empty() {
         return Err(HashlineError::Empty);
+    }
+    if edits.len() > MAX_EDITS {
+        return Err(HashlineError::TooMany { count: edits.len() });
     }
     let file = split_lines(text);
     let checked = edits
@@ -664,6 +723,84 @@ mod tests {
     }
 
     #[test]
+    fn huge_and_spaced_line_numbers_never_land_elsewhere() {
+        let hash = line_hash("two");
+        // Past `usize` is not a number; `usize::MAX` is a line the file does not have.
+        let too_big = format!("99999999999999999999999#{hash}");
+        assert_eq!(
+            apply(TEXT, &[replace(&too_big, None, "x")]),
+            Err(HashlineError::BadAnchor {
+                edit: 0,
+                anchor: too_big.clone()
+            })
+        );
+        let max = format!("{}#{hash}", usize::MAX);
+        assert!(matches!(
+            apply(TEXT, &[replace(&max, None, "x")]),
+            Err(HashlineError::Stale {
+                line: usize::MAX,
+                now: None,
+                ..
+            })
+        ));
+        // Spaces around the parts and a lower-case hash name the same line.
+        let spaced = format!(" 2 # {} ", hash.to_lowercase());
+        assert_eq!(
+            ok(TEXT, &[replace(&spaced, None, "2")]).text,
+            "one\n2\nthree\nfour\nfive\n"
+        );
+    }
+
+    #[test]
+    fn content_with_copied_anchors_is_refused() {
+        let line2 = at(TEXT, 2);
+        let content = format!("{line2}|TWO\nplain");
+        let e = apply(TEXT, &[replace(&line2, None, &content)]).unwrap_err();
+        assert_eq!(
+            e,
+            HashlineError::PrefixedContent {
+                edit: 0,
+                line: 1,
+                prefix: format!("{line2}|")
+            }
+        );
+        assert!(e.to_string().contains("drop the `N#HASH|` prefixes"), "{e}");
+        // On any line of any edit that takes content.
+        let e = apply(
+            TEXT,
+            &[
+                replace(&at(TEXT, 1), None, "fine"),
+                edit(LineOp::InsertAfter, "0", None, Some("ok\n12#A1B2C3|x")),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                HashlineError::PrefixedContent {
+                    edit: 1,
+                    line: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // Text that only resembles an anchor is content like any other.
+        for fine in [
+            "12#a1b2c3|x",
+            "12#A1B2C|x",
+            "#A1B2C3|x",
+            "x 1#A1B2C3|y",
+            "12#A1B2C3 x",
+        ] {
+            assert!(
+                apply(TEXT, &[replace(&at(TEXT, 1), None, fine)]).is_ok(),
+                "{fine}"
+            );
+        }
+    }
+
+    #[test]
     fn malformed_ranges_are_refused() {
         let cases = [
             replace(&at(TEXT, 3), Some(&at(TEXT, 2)), "x"),
@@ -686,6 +823,18 @@ mod tests {
             );
         }
         assert_eq!(apply(TEXT, &[]), Err(HashlineError::Empty));
+        // Past the bound, refused before any anchor is looked at; at it, applied.
+        let top = edit(LineOp::InsertAfter, "0", None, Some("x"));
+        let many = vec![top.clone(); MAX_EDITS + 1];
+        let e = apply(TEXT, &many).unwrap_err();
+        assert_eq!(
+            e,
+            HashlineError::TooMany {
+                count: MAX_EDITS + 1
+            }
+        );
+        assert!(e.to_string().contains("split them"), "{e}");
+        assert_eq!(ok(TEXT, &many[1..]).lines_added, MAX_EDITS);
     }
 
     #[test]
