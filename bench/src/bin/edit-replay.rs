@@ -121,9 +121,12 @@ fn run(args: Args) -> Result<bool> {
             hunks,
         );
         let skipped: Vec<String> = skipped.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        if !skipped.is_empty() {
-            println!("skipped files: {}", skipped.join(", "));
-        }
+        let skipped = if skipped.is_empty() {
+            "none".to_string()
+        } else {
+            skipped.join(", ")
+        };
+        println!("modified files skipped (binary, over 1 MiB, not UTF-8, `\\r`, mode or final newline only): {skipped}");
         println!();
         print!("{}", report.table());
         if failures > 0 {

@@ -4,7 +4,7 @@
 //!
 //! For each protocol's tool (`edit_file`, `edit_lines`, `apply_patch`) and each of the first
 //! files whose clean replay applied, with the input the replay derived:
-//! - `handler`: `read_file` (Hashline format, whole file) gives the `version`; the edit carrying
+//! - `handler`: `read_file` (Hashline format, every page) gives the `version`; the edit carrying
 //!   it must apply and leave the intended text (the anchors of `edit_lines` are the read's);
 //! - `changed-after-read`: the same read, then a line appended to the file on disk; the edit
 //!   carrying the version must be refused as stale (`changed since the read`) and the file must
@@ -177,30 +177,44 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
 }
 
-/// `read_file` of `file` in the Hashline format, whole: the version, after checking that the
-/// content is the rendering of `old` (the anchors the edits were derived from).
+/// `read_file` of `file` in the Hashline format, page after page as a model reads a file whose
+/// rendering exceeds one answer: the version, after checking that the pages together are the
+/// rendering of `old` (the anchors the edits were derived from) and carry one version.
 fn read_version(
     ws: &Workspace,
     file: &str,
     old: &str,
 ) -> Result<std::result::Result<String, String>> {
+    let (mut pages, mut version, mut offset) = (Vec::new(), None::<String>, 1);
+    loop {
+        let read = ws.call(
+            "read_file",
+            json!({"path": file, "format": "hashline", "offset": offset}),
+            || {},
+        )?;
+        let read = match read {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(format!("`read_file` failed: {e}"))),
+        };
+        let this = read["version"].as_str().map(str::to_string);
+        if this.is_none() || (version.is_some() && version != this) {
+            return Ok(Err(
+                "`read_file` gave no `version`, or another per page".into()
+            ));
+        }
+        version = this;
+        pages.push(read["content"].as_str().unwrap_or("").to_string());
+        let (end, total) = (read["end_line"].as_u64(), read["total_lines"].as_u64());
+        match (end, total) {
+            (Some(end), Some(total)) if end < total && end >= offset => offset = end + 1,
+            _ => break,
+        }
+    }
     let lines = old.split('\n').count();
-    let read = ws.call(
-        "read_file",
-        json!({"path": file, "format": "hashline", "limit": lines}),
-        || {},
-    )?;
-    let read = match read {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(format!("`read_file` failed: {e}"))),
-    };
-    if read["content"].as_str() != Some(hashline::render(old, 1, lines).as_str()) {
+    if pages.join("\n") != hashline::render(old, 1, lines) {
         return Ok(Err("`read_file` does not show the rendered file".into()));
     }
-    Ok(read["version"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| "`read_file` gave no `version`".to_string()))
+    Ok(version.ok_or_else(|| "`read_file` gave no `version`".to_string()))
 }
 
 /// Runs the cases of the module docs for each protocol on the first `limit` of `cases` that
@@ -250,7 +264,7 @@ pub fn run(cases: &[Case<'_>], limit: usize, report: &mut Report) -> Result<()> 
                     let (tool, args, _) =
                         edit_call(protocol, case, &file, Some(&version)).expect("derived");
                     let result = ws.call(tool, args, || {})?;
-                    judge(result, &read(&path)? == &external, |e| {
+                    judge(result, read(&path)? == external, |e| {
                         e.to_string().contains("changed since the read")
                     })
                 }
@@ -266,7 +280,7 @@ pub fn run(cases: &[Case<'_>], limit: usize, report: &mut Report) -> Result<()> 
             let result = ws.call(tool, args, move || {
                 let _ = std::fs::write(&hook_path, &hook_text);
             })?;
-            let outcome = judge(result, &read(&path)? == &external, |e| {
+            let outcome = judge(result, read(&path)? == external, |e| {
                 matches!(e, CallError::TargetChanged { .. })
             });
             let tally = report.row(protocol, "changed-after-approval", "file");
