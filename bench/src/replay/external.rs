@@ -1,6 +1,6 @@
-//! Edits through the real file handlers (`toolcat_tools::files`, mounted by the minimal agent
-//! `toolcat-tools-mounted`) and the execution coordinator ([`toolcat::Coordinator`]) on a
-//! temporary workspace, while another writer changes the file.
+//! Edits through the real file handlers (`toolcat_tools::files`, as the reference agent
+//! `toolcat-cli` mounts them in its `coding` profile) and the execution coordinator
+//! ([`toolcat::Coordinator`]) on a temporary workspace, while another writer changes the file.
 //!
 //! For each protocol's tool (`edit_file`, `edit_lines`, `apply_patch`) and each of the first
 //! files whose clean replay applied, with the input the replay derived:
@@ -72,7 +72,7 @@ impl Workspace {
         })
     }
 
-    /// Calls `tool` as the `editor` profile through a coordinator whose approval hook runs
+    /// Calls `tool` as the `coding` profile through a coordinator whose approval hook runs
     /// `on_approval` and approves.
     fn call(
         &self,
@@ -80,13 +80,13 @@ impl Workspace {
         arguments: Value,
         on_approval: impl Fn() + Send + Sync + 'static,
     ) -> Result<std::result::Result<Value, CallError>> {
-        let catalog = toolcat_tools_mounted::toolcat_generated::catalog();
+        let catalog = toolcat_cli::reference_catalog();
         let coordinator =
             Coordinator::new(catalog, ToolContext::new(&self.root)).with_approval(move |_| {
                 on_approval();
                 true
             });
-        let profile = catalog.profile("editor").context("no `editor` profile")?;
+        let profile = catalog.profile("coding").context("no `coding` profile")?;
         let allowed = catalog.profile_tools(profile);
         let tool = catalog
             .tool(tool)
