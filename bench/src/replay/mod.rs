@@ -4,7 +4,7 @@
 //! the diff, and compared with the file the commit holds.
 //!
 //! - [`git`] reads the commits and the old and new text of every modified file;
-//! - [`derive`] turns a diff into each protocol's input;
+//! - [`derive`](mod@derive) turns a diff into each protocol's input;
 //! - [`protocols`] runs the protocols on the clean inputs and on perturbed ones (whitespace drift
 //!   in the model's copy, a block present twice, stale Hashline anchors) and classifies each case;
 //! - [`external`] edits through the real file handlers and the execution coordinator while the
