@@ -5,7 +5,8 @@
 //! - [`c1000`] (and `c10000` with the feature `compiled-10k`): those catalogs compiled into this
 //!   crate by `build.rs`, as `toolcat::include_catalog!` does for any crate;
 //! - [`turn`]: the turns the benchmarks plan; [`queries`]: real queries for search latency;
-//! - percentiles ([`stats`]).
+//! - percentiles ([`stats`]);
+//! - [`replay`]: the edit protocols replayed on this repository's own history (`edit-replay`).
 //!
 //! `cargo bench -p toolcat-bench` runs the criterion benches; the `toolcat-bench` binary makes
 //! scaled catalogs, measures per-query latency and draws the plot; `bench/run` runs everything.
@@ -15,6 +16,7 @@
 pub mod compile;
 pub mod plot;
 pub mod queries;
+pub mod replay;
 pub mod scale;
 pub mod stats;
 pub mod turn;
