@@ -147,7 +147,19 @@ pub fn str_replace(
         }
         let new = file_line_breaks(text, new);
         let (out, replacements) = if replace_all {
-            (text.replace(old, &new), text.matches(old).count())
+            // Left to right, skipping an occurrence that overlaps the one before it.
+            let (mut out, mut at, mut count) = (String::with_capacity(text.len()), 0, 0);
+            for &start in &starts {
+                if start < at {
+                    continue;
+                }
+                out.push_str(&text[at..start]);
+                out.push_str(&new);
+                at = start + old.len();
+                count += 1;
+            }
+            out.push_str(&text[at..]);
+            (out, count)
         } else {
             let at = starts[0];
             (
@@ -173,8 +185,17 @@ fn exact_occurrences(text: &str, old: &str) -> Vec<usize> {
     let step = old.chars().next().map_or(1, char::len_utf8);
     let mut starts = Vec::new();
     let mut from = 0;
+    let bytes = text.as_bytes();
     while let Some(found) = text[from..].find(old) {
-        starts.push(from + found);
+        let start = from + found;
+        let end = start + old.len();
+        // Not inside a CRLF line break: an `old` starting with the `\n` of a `\r\n` (or ending
+        // with its `\r`) would leave half of the break behind.
+        let splits_crlf = (old.starts_with('\n') && start > 0 && bytes[start - 1] == b'\r')
+            || (old.ends_with('\r') && bytes.get(end) == Some(&b'\n'));
+        if !splits_crlf {
+            starts.push(start);
+        }
         from += found + step;
     }
     starts
@@ -355,15 +376,33 @@ fn tolerant(text: &str, old: &str, new: &str) -> Result<Replaced, ReplaceError> 
         shift,
         tolerated,
     } = candidates.remove(0);
-    let new_texts: Vec<String> = split_lines(new)
-        .lines
-        .iter()
-        .map(|l| shift.apply(l.text))
+    // What the exact replacement would mean, line by line: `new` cut at each `\n`. When `old`
+    // ends with a line break, the matched lines' last break goes with them, so a `new` ending
+    // with one gives its lines whole and a `new` ending without one runs into the next line;
+    // when `old` does not, the file's break after the match stays, after all of `new`'s pieces.
+    let mut pieces: Vec<&str> = new
+        .split('\n')
+        .map(|p| p.strip_suffix('\r').unwrap_or(p))
         .collect();
+    let mut join_next = false;
+    if old.ends_with('\n') {
+        if pieces.last() == Some(&"") {
+            pieces.pop();
+        } else {
+            join_next = start + n < file.lines.len();
+        }
+    }
+    let mut new_texts: Vec<String> = pieces.iter().map(|p| shift.apply(p)).collect();
+    let mut rest = start + n;
+    if join_next {
+        let last = new_texts.pop().unwrap_or_default();
+        new_texts.push(format!("{last}{}", file.lines[rest].text));
+        rest += 1;
+    }
     let mut out: Vec<Line<'_>> = Vec::with_capacity(file.lines.len() - n + new_texts.len());
     out.extend_from_slice(&file.lines[..start]);
     out.extend(new_texts.iter().map(|t| Line::new(t)));
-    out.extend_from_slice(&file.lines[start + n..]);
+    out.extend_from_slice(&file.lines[rest..]);
     Ok(Replaced {
         text: join_lines(&out, file.eol, file.final_newline),
         replacements: 1,
@@ -393,6 +432,46 @@ mod tests {
             Matched::Tolerant { tolerated, .. } => tolerated.clone(),
             Matched::Exact => panic!("expected a tolerant match"),
         }
+    }
+
+    #[test]
+    fn an_exact_match_never_starts_or_ends_inside_a_crlf_break() {
+        // `old` with a leading `\n` would match from the `\n` of `\r\n` and leave `\r\r\n`:
+        // that is no exact match.
+        // A leading break names the end of the line above, which no whole-line match can: refused.
+        let text = "a\r\n/// one\r\nb\r\n";
+        assert_eq!(
+            str_replace(text, "\n/// one", "\n/// two", false),
+            Err(ReplaceError::NotFound)
+        );
+        // The same with the line above copied: the break is whole, and CRLF stays CRLF.
+        let r = ok(text, "a\n/// one", "a\n/// two");
+        assert_eq!(r.text, "a\r\n/// two\r\nb\r\n");
+        // A trailing `\r` is half a break too.
+        assert_eq!(
+            str_replace(text, "/// one\r", "/// two\r", false).map(|r| r.text.contains("\r\r")),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn a_tolerant_match_means_what_the_exact_one_would_at_its_line_breaks() {
+        // `old` without a final newline, `new` with one: an empty line is added, as exactly.
+        let exact = ok("x\n    a\n    b\ny\n", "    a\n    b", "    a\n    b\n");
+        let drift = ok("x\n    a  \n    b\ny\n", "    a\n    b", "    a\n    b\n");
+        assert_eq!(exact.text, "x\n    a\n    b\n\ny\n");
+        assert_eq!(drift.text, exact.text);
+        // `old` with a final newline, `new` without: `new` runs into the next line, as exactly.
+        let exact = ok("x\n    a\ny\n", "    a\n", "    z");
+        let drift = ok("x\n    a \ny\n", "    a\n", "    z");
+        assert_eq!(exact.text, "x\n    zy\n");
+        assert_eq!(drift.text, exact.text);
+        // An empty `new` after `old` without a final newline keeps the line break.
+        let exact = ok("x\n    a\ny\n", "    a", "");
+        let drift = ok("x\n    a\ny\n", "    a  ", "");
+        assert!(matches!(drift.matched, Matched::Tolerant { .. }));
+        assert_eq!(exact.text, "x\n\ny\n");
+        assert_eq!(drift.text, exact.text);
     }
 
     #[test]
