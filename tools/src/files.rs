@@ -358,7 +358,7 @@ async fn edit_existing<R: Send + 'static>(
     shown: &str,
     version: Option<String>,
     edit: impl FnOnce(&str) -> Result<(String, R), ToolError> + Send + 'static,
-) -> Result<(PathBuf, Edited<R>), ToolError> {
+) -> Result<Edited<R>, ToolError> {
     let ws = Workspace::open(ctx)?;
     let path = ws.existing(shown)?;
     ws.writable(&path, shown)?;
@@ -400,7 +400,7 @@ async fn edit_existing<R: Send + 'static>(
     };
     ctx.record_change(edited.change.clone());
     ctx.committed();
-    Ok((path, edited))
+    Ok(edited)
 }
 
 /// Arguments of `write_file`.
@@ -499,7 +499,7 @@ pub async fn write_file(
     ctx.record_change(change.clone());
     ctx.committed();
     Ok(WriteFileOutput {
-        path: ws.relative(&path),
+        path: change.path.clone(),
         bytes_written,
         created,
         version,
@@ -596,15 +596,14 @@ pub async fn edit_file(args: EditFileArgs, ctx: &ToolContext) -> Result<EditFile
     let guard = guard_of(args.version.as_deref());
     let shown = args.path.clone();
     let version = args.version.clone();
-    let (path, edited) = edit_existing(ctx, &shown, version, move |text| {
+    let edited = edit_existing(ctx, &shown, version, move |text| {
         let r = replaced(text, &args, &args.path)?;
         Ok((r.text, (r.replacements, r.matched)))
     })
     .await?;
-    let ws = Workspace::open(ctx)?;
     let (replacements, matched) = edited.result;
     Ok(EditFileOutput {
-        path: ws.relative(&path),
+        path: edited.change.path.clone(),
         replacements,
         matched,
         version: edited.version,
@@ -700,16 +699,15 @@ pub async fn edit_lines(
 ) -> Result<EditLinesOutput, ToolError> {
     let guard = guard_of(args.version.as_deref());
     let shown = args.path.clone();
-    let (path, edited) = edit_existing(ctx, &shown, args.version.clone(), move |text| {
+    let edited = edit_existing(ctx, &shown, args.version.clone(), move |text| {
         let applied = hashline::apply(text, &args.edits)
             .map_err(|e| failed(format!("`{}`: {e}", args.path)))?;
         Ok((applied.text, (applied.lines_removed, applied.lines_added)))
     })
     .await?;
-    let ws = Workspace::open(ctx)?;
     let (lines_removed, lines_added) = edited.result;
     Ok(EditLinesOutput {
-        path: ws.relative(&path),
+        path: edited.change.path.clone(),
         lines_removed,
         lines_added,
         version: edited.version,
