@@ -14,6 +14,8 @@
 //! - [`coordinator`]: the only way a tool runs: scope, JSON Schema validation (with
 //!   [`arguments`]: no argument the schema does not declare), prepare, approval, resource
 //!   scheduling, re-verification, execution under the tool's timeout, and records;
+//! - [`code_mode`]: the contract of a Code Mode script engine ([`code_mode::ScriptEngine`]) and
+//!   the limits a program runs under;
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece;
@@ -26,6 +28,7 @@ pub mod archive;
 pub mod arguments;
 pub mod call;
 pub mod catalog;
+pub mod code_mode;
 pub mod compiled;
 pub mod coordinator;
 pub mod error;
