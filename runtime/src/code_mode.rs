@@ -52,7 +52,11 @@ pub trait ScriptEngine: Send + Sync + 'static {
     /// # Errors
     /// A [`ScriptFailure`] saying why the program did not finish: an uncaught exception, a
     /// syntax error, a limit, or an interrupt (with [`ScriptHost::interrupted`]'s reason).
-    fn run(&self, script: &Script<'_>, host: &dyn ScriptHost) -> Result<ScriptReturn, ScriptFailure>;
+    fn run(
+        &self,
+        script: &Script<'_>,
+        host: &dyn ScriptHost,
+    ) -> Result<ScriptReturn, ScriptFailure>;
 }
 
 /// One program and what it may reach.
