@@ -374,6 +374,17 @@ fn authorization_md(c: &Catalog) -> String {
             members.join(", ")
         );
     }
+    // The Code Mode set: calls a program makes with no model step and no approval between them,
+    // so a row gaining `code_mode = true` shows here as a reviewer's diff.
+    let code_mode: Vec<String> = ones(c.code_mode_set())
+        .map(|i| format!("`{}`", t.exported_names[i]))
+        .collect();
+    let _ = writeln!(
+        s,
+        "## Callable from Code Mode programs, `code_mode = true` ({} tools)\n\n{}\n",
+        code_mode.len(),
+        code_mode.join(", ")
+    );
     s.push_str("## MCP exposure scopes\n\nScopes nest: `read-only` ⊂ `staging` ⊂ `full`; `excluded` tools are listed in none.\n\n");
     for scope in [Exposure::ReadOnly, Exposure::Staging, Exposure::Full] {
         let members: Vec<String> = ones(t.set(&t.scope_bits, scope.code() as usize))

@@ -88,6 +88,7 @@ fn sigkill_child_process() {
             effect: "write",
             idempotent: false,
             retry_of: None,
+            parent: None,
         })
         .expect("begin");
     store
@@ -395,6 +396,7 @@ fn calls_filters_by_state_newest_first_and_reads_toolcat_store() {
         effect: "read",
         idempotent: true,
         retry_of: None,
+        parent: None,
     };
     let a = store.begin(new).unwrap();
     let b = store.begin(new).unwrap();
@@ -442,6 +444,7 @@ fn calls_sanitizes_the_tool_column_and_ends_quietly_on_a_closed_pipe() {
         effect: "read",
         idempotent: true,
         retry_of: None,
+        parent: None,
     };
     store.begin(new).unwrap();
     new.tool = "read_file";
@@ -554,6 +557,7 @@ fn a_store_this_user_cannot_write_is_listed_read_only_and_runs_no_call() {
             effect: "read",
             idempotent: true,
             retry_of: None,
+            parent: None,
         })
         .unwrap();
     drop(store);

@@ -176,6 +176,7 @@ pub fn derive(loaded: &Loaded) -> Tables {
         status: Cow::Owned(tools.iter().map(|t| t.status.code()).collect()),
         idempotent: bits(bitset(&|i| tools[i].idempotent)),
         open_world: bits(bitset(&|i| tools[i].open_world)),
+        code_mode: bits(bitset(&|i| tools[i].code_mode)),
         source: Cow::Owned(source),
         requires: Cow::Owned(
             tools

@@ -30,6 +30,8 @@
 //!   `excluded` → anything gains every scope it is now listed by);
 //! - `gate_lost`: a tool's tier goes from `gated` to `silent` (it runs without the authorization
 //!   hook);
+//! - `code_mode_gained`: a tool in both catalogs becomes `code_mode = true` (a Code Mode program
+//!   may now call it, without a model step between calls);
 //! - `destructive_in_restricted`: a tool becomes `destructive` while a restricted profile owns it;
 //! - `added_to_profile`, `added_to_scope`: a new tool owned by a restricted profile, or listed by
 //!   a restricted MCP scope (a new tool reaching only `full` and the `full` scope is what adding a
@@ -147,6 +149,7 @@ pub enum WideningKind {
     ProfileGained,
     ScopeGained,
     GateLost,
+    CodeModeGained,
     DestructiveInRestricted,
     AddedToProfile,
     AddedToScope,
@@ -164,6 +167,7 @@ impl WideningKind {
         WideningKind::ProfileGained,
         WideningKind::ScopeGained,
         WideningKind::GateLost,
+        WideningKind::CodeModeGained,
         WideningKind::DestructiveInRestricted,
         WideningKind::AddedToProfile,
         WideningKind::AddedToScope,
@@ -181,6 +185,7 @@ impl WideningKind {
             WideningKind::ProfileGained => "profile_gained",
             WideningKind::ScopeGained => "scope_gained",
             WideningKind::GateLost => "gate_lost",
+            WideningKind::CodeModeGained => "code_mode_gained",
             WideningKind::DestructiveInRestricted => "destructive_in_restricted",
             WideningKind::AddedToProfile => "added_to_profile",
             WideningKind::AddedToScope => "added_to_scope",
@@ -434,6 +439,7 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
         ),
         ("idempotent", flag(&t.idempotent)),
         ("open_world", flag(&t.open_world)),
+        ("code_mode", flag(&t.code_mode)),
         ("exposure", Val::One(exposure)),
         (
             "requires",
@@ -769,6 +775,14 @@ fn widenings(old: &Tables, new: &Tables, matched: &[Option<usize>]) -> Vec<Widen
                     "`{name}` no longer asks the authorization hook (tier gated → {})",
                     enum_text(new.tier[j], Tier::from_code)
                 ),
+            );
+        }
+        if bit(&new.code_mode, j) && !bit(&old.code_mode, i) {
+            push(
+                WideningKind::CodeModeGained,
+                name,
+                None,
+                format!("`{name}` may now be called from Code Mode programs (`code_mode = true`)"),
             );
         }
         if new.effect[j] == destructive && old.effect[i] != destructive {
@@ -1137,6 +1151,10 @@ effect = "read""#),
             (
                 &[(r#"effect = "write""#, r#"effect = "destructive""#)],
                 one(DestructiveInRestricted, "write_file", Some("review")),
+            ),
+            (
+                &[("name = \"read_file\"\n", "name = \"read_file\"\ncode_mode = true\n")],
+                one(CodeModeGained, "read_file", None),
             ),
             (
                 &[(

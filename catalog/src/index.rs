@@ -865,6 +865,7 @@ mod tests {
             status: vec![0; len].into(),
             idempotent: vec![0; words].into(),
             open_world: vec![0; words].into(),
+            code_mode: vec![0; words].into(),
             source: vec![crate::tables::SOURCE_LOCAL; len].into(),
             requires: vec![Cow::Owned(Vec::new()); len].into(),
             pair: none_u32.clone().into(),

@@ -359,7 +359,7 @@ fn tool_field_kind(field: &str) -> Option<Kind> {
         "name" | "description" | "owner" | "replaced_by" | "removal" | "pair" | "rate_limit"
         | "source" | "remote_name" => Kind::Str,
         "keywords" | "profiles" | "toolsets" | "requires" => Kind::StrList,
-        "idempotent" | "open_world" => Kind::Bool,
+        "idempotent" | "open_world" | "code_mode" => Kind::Bool,
         "visibility" => Kind::Enum(Visibility::NAMES),
         "tier" => Kind::Enum(Tier::NAMES),
         "effect" => Kind::Enum(EffectKind::NAMES),
@@ -378,6 +378,7 @@ fn table_field_kind(table: &str, field: &str) -> Option<Kind> {
         ("mcp_server", "args") => Kind::StrList,
         ("mcp_server", "env" | "headers") => Kind::StrTable,
         ("mcp_server", "connect_timeout_ms") => Kind::Count,
+        ("mcp_server", "code_mode") => Kind::Bool,
         ("profile", "max_inline" | "max_tools" | "manifest_tokens") => Kind::Count,
         ("preset", "max_tools") => Kind::Count,
         ("profile" | "preset", "client") => Kind::Enum(Client::NAMES),
@@ -713,6 +714,7 @@ impl Walker {
                         url: self.string(&walked, "url"),
                         env: self.string_table(&walked, "env"),
                         headers: self.string_table(&walked, "headers"),
+                        code_mode: self.boolean(&walked, "code_mode"),
                         connect_timeout_ms: self
                             .count(&walked, "connect_timeout_ms")
                             .map(u64::from),
@@ -1032,6 +1034,7 @@ impl Walker {
                 .unwrap_or(EffectKind::Read),
             idempotent: self.boolean(walked, "idempotent"),
             open_world: self.boolean(walked, "open_world"),
+            code_mode: self.boolean(walked, "code_mode"),
             exposure: self
                 .string(walked, "exposure")
                 .and_then(|s| Exposure::parse(&s))

@@ -96,6 +96,10 @@ pub struct McpServerDecl {
     /// as in `env`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// The host allows rows of this server to declare `code_mode = true`: its read tools may
+    /// be called from Code Mode programs. What the server says of its tools does not count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub code_mode: bool,
     /// How long one connection attempt (start, `initialize`, the first `tools/list`) may take,
     /// in milliseconds; the runtime's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,6 +190,11 @@ pub struct ToolDecl {
     /// The tool reaches outside the agent's own state (network, other people's data).
     #[serde(default, skip_serializing_if = "is_false")]
     pub open_world: bool,
+    /// A Code Mode program ([`CODE_MODE_TOOL`]) may call the tool. Allowed only with
+    /// `effect = "read"` and `tier = "silent"`, on a local tool or a tool of a server declared
+    /// `code_mode = true` (E0428).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub code_mode: bool,
     /// The narrowest MCP scope that lists the tool.
     pub exposure: Exposure,
     /// Profiles that own the tool besides the implicit `full` (default-deny).
@@ -249,6 +258,10 @@ pub const SOURCE_LOCAL: &str = "local";
 pub const SOURCE_LOOP: &str = "loop";
 /// The implicit profile that owns every tool.
 pub const PROFILE_FULL: &str = "full";
+/// The Code Mode meta-tool: runs one JavaScript program that calls the tools declared
+/// `code_mode = true`. Tier `loop`, source `loop`, like the discovery meta-tools, but not one
+/// of them: a profile owns it only where Code Mode is wanted.
+pub const CODE_MODE_TOOL: &str = "run_code";
 /// The discovery meta-tools: tier `loop`, source `loop`.
 pub const META_TOOLS: [&str; 4] = [
     "tool_search",

@@ -101,6 +101,8 @@ tables! {
     status: U8s [Tools] " `Status::code()` of each tool (0 active, 1 experimental, 2 deprecated).",
     idempotent: Bits [One] " Tools declared `idempotent = true` (one bitset).",
     open_world: Bits [One] " Tools declared `open_world = true` (one bitset).",
+    code_mode: Bits [One]
+        " Tools declared `code_mode = true`: a Code Mode program may call them (one bitset).",
     source: U16s [Tools]
         " Index into `SERVER_NAMES` of each tool's source; 65535 local, 65534 a runtime meta-tool.",
     requires: U32Lists [Tools] " Tool indices that come along whenever the tool becomes visible.",

@@ -58,8 +58,8 @@
 //!   `tool_search`, `tool_describe`, `tool_call`, or that owns no inline tool at all; also a
 //!   discovery meta-tool that is itself discoverable — otherwise a discoverable tool can never be
 //!   found.
-//! - `E0409` tier `loop` or source `loop` on a tool that is not one of [`model::META_TOOLS`], or a
-//!   meta-tool without both — the loop tier means "implemented by the runtime itself".
+//! - `E0409` tier `loop` or source `loop` on a tool that is not one of [`model::META_TOOLS`] or
+//!   [`model::CODE_MODE_TOOL`], or a meta-tool without both — the loop tier means "implemented by the runtime itself".
 //! - `E0410` a tool in no toolset — it could never become visible.
 //! - `E0411` empty description (tools and every side table) — the model reads it to choose.
 //! - `E0412` `input_schema` on a local or loop tool (their schema comes from the handler's Rust
@@ -106,6 +106,11 @@
 //!   reach the same server tool (the effective remote name is `remote_name`, else `name`) — a
 //!   call sends the remote name, so such rows would run another row's tool.
 //! - `E0427` `timeout_ms = 0` — every call would be stopped before it starts.
+//! - `E0428` `code_mode = true` on a tool that is not `effect = "read"` with `tier = "silent"`,
+//!   on a meta-tool, or on a tool of a server not declared `code_mode = true` — a Code Mode
+//!   program runs its calls with no model step and no approval between them, so only what the
+//!   host vouches for as a silent read may be called from one; what a server says of its own
+//!   tools does not count.
 //!
 //! **Warnings** (shown, never fail the build)
 //! - `W0501` sprawl: two tools whose normalised descriptions (the distinct lower-case words of
@@ -129,14 +134,16 @@
 //!   reports Claude's tool selection degrading past 30–50 available tools. A warning, not an
 //!   error: a reviewed catalog may pass it deliberately (raise `review_inline`), and the fix is
 //!   usually `visibility = "discoverable"` on the tools rarely needed.
+//! - `W0505` a profile that owns `run_code` ([`model::CODE_MODE_TOOL`]) but no live tool declared
+//!   `code_mode = true`: its programs could call nothing.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::diagnostics::{and_list, did_you_mean, Diagnostic, Severity};
 use crate::load::{expand_toolsets, owns, DeclSpans, Loaded, Resolved, ToolIndex};
 use crate::model::{
-    self, EffectKind, Exposure, Status, Target, Tier, ToolDecl, Visibility, MAX_EXPORTED_NAME,
-    META_TOOLS, PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
+    self, EffectKind, Exposure, Status, Target, Tier, ToolDecl, Visibility, CODE_MODE_TOOL,
+    MAX_EXPORTED_NAME, META_TOOLS, PROFILE_FULL, SOURCE_LOCAL, SOURCE_LOOP,
 };
 use crate::targets::{self, name_rule, NameRule};
 
@@ -251,12 +258,20 @@ pub const RULES: &[Rule] = &[
         "`remote_name` on a local tool, or two rows reaching one server tool",
     ),
     error("E0427", "`timeout_ms` of 0"),
+    error(
+        "E0428",
+        "`code_mode = true` on a tool that is not a silent read the host vouches for",
+    ),
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
     warning("W0503", "toolset with no tools"),
     warning(
         "W0504",
         "a turn's inline tools pass the review threshold (`review_inline`, 20)",
+    ),
+    warning(
+        "W0505",
+        "a profile owns `run_code` but no tool declared `code_mode = true`",
     ),
 ];
 
@@ -1070,6 +1085,7 @@ impl<'a> Checker<'a> {
                 );
             }
             self.meta_tool(i, spans);
+            self.code_mode(i, spans);
             if tool.toolsets.is_empty() {
                 self.push(
                     Diagnostic::error("E0410", format!("tool `{name}` is in no toolset"), spans.value("toolsets"))
@@ -1148,14 +1164,19 @@ impl<'a> Checker<'a> {
     fn meta_tool(&mut self, i: usize, spans: &DeclSpans) {
         let tool = &self.tools[i];
         let name = tool.name.as_str();
-        let is_meta = META_TOOLS.contains(&name);
-        let meta_list = META_TOOLS.map(|m| format!("`{m}`")).join(", ");
+        let is_meta = META_TOOLS.contains(&name) || name == CODE_MODE_TOOL;
+        let meta_list = META_TOOLS
+            .iter()
+            .chain(std::iter::once(&CODE_MODE_TOOL))
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
         if is_meta {
             if tool.tier != Tier::Loop {
                 self.out.push(
                     Diagnostic::error(
                         "E0409",
-                        format!("discovery meta-tool `{name}` must have tier `loop`"),
+                        format!("meta-tool `{name}` must have tier `loop`"),
                         spans.value("tier"),
                     )
                     .with_label(format!("tier is `{}`", tool.tier))
@@ -1166,7 +1187,7 @@ impl<'a> Checker<'a> {
                 self.out.push(
                     Diagnostic::error(
                         "E0409",
-                        format!("discovery meta-tool `{name}` must have source `loop`"),
+                        format!("meta-tool `{name}` must have source `loop`"),
                         spans.value("source"),
                     )
                     .with_label(if spans.has("source") {
@@ -1182,9 +1203,7 @@ impl<'a> Checker<'a> {
                 self.out.push(
                     Diagnostic::error(
                         "E0409",
-                        format!(
-                            "tier `loop` is reserved for the discovery meta-tools, not `{name}`"
-                        ),
+                        format!("tier `loop` is reserved for the meta-tools, not `{name}`"),
                         spans.value("tier"),
                     )
                     .with_label("only for meta-tools")
@@ -1195,11 +1214,59 @@ impl<'a> Checker<'a> {
             }
             if tool.source == SOURCE_LOOP {
                 self.out.push(
-                    Diagnostic::error("E0409", format!("source `loop` is reserved for the discovery meta-tools, not `{name}`"), spans.value("source"))
+                    Diagnostic::error("E0409", format!("source `loop` is reserved for the meta-tools, not `{name}`"), spans.value("source"))
                         .with_label("only for meta-tools")
                         .with_help(format!("use `source = \"local\"` or an `[mcp_server]` name; the meta-tools are {meta_list}")),
                 );
             }
+        }
+    }
+
+    fn code_mode(&mut self, i: usize, spans: &DeclSpans) {
+        let tool = &self.tools[i];
+        if !tool.code_mode {
+            return;
+        }
+        let name = tool.name.as_str();
+        let span = spans.value("code_mode");
+        let problem = if tool.source == SOURCE_LOOP {
+            Some((
+                "a meta-tool".to_string(),
+                "remove `code_mode`: programs call tools, not the loop".to_string(),
+            ))
+        } else if tool.effect != EffectKind::Read || tool.tier != Tier::Silent {
+            Some((
+                format!("tier `{}`, effect `{}`", tool.tier, tool.effect),
+                "remove `code_mode`, or make the tool `tier = \"silent\"`, `effect = \"read\"` if it only reads: a program's calls run with no approval and no model step between them".to_string(),
+            ))
+        } else if tool.source != SOURCE_LOCAL
+            && self
+                .loaded
+                .file
+                .mcp_server
+                .get(&tool.source)
+                .is_some_and(|server| !server.code_mode)
+        {
+            Some((
+                format!("a tool of server `{}`", tool.source),
+                format!(
+                    "set `code_mode = true` on `[mcp_server.{}]` if the host vouches for its read tools, or remove `code_mode` from the row",
+                    tool.source
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((label, help)) = problem {
+            self.out.push(
+                Diagnostic::error(
+                    "E0428",
+                    format!("`{name}` cannot be called from Code Mode programs"),
+                    span,
+                )
+                .with_label(label)
+                .with_help(help),
+            );
         }
     }
 
@@ -1555,6 +1622,28 @@ impl<'a> Checker<'a> {
         for (profile, spans) in &profiles {
             let owned: Vec<bool> = self.tools.iter().map(|t| owns(profile, t)).collect();
             let live = |i: usize| owned[i] && self.tools[i].status != Status::Deprecated;
+            let run_code =
+                (0..self.tools.len()).find(|&i| live(i) && self.tools[i].name == CODE_MODE_TOOL);
+            if let Some(r) = run_code {
+                if !(0..self.tools.len()).any(|i| live(i) && self.tools[i].code_mode) {
+                    let at = spans
+                        .as_ref()
+                        .map_or_else(|| self.span(r).header.clone(), |s| s.header.clone());
+                    self.out.push(
+                        Diagnostic::warning(
+                            "W0505",
+                            format!(
+                                "profile `{profile}` owns `{CODE_MODE_TOOL}` but no tool declared `code_mode = true`"
+                            ),
+                            at,
+                        )
+                        .with_label("its programs could call nothing")
+                        .with_help(format!(
+                            "set `code_mode = true` on the silent read tools its programs may call, or take `{CODE_MODE_TOOL}` out of the profile"
+                        )),
+                    );
+                }
+            }
             if let (Some(spans), Some(max)) = (
                 spans,
                 self.loaded

@@ -2120,6 +2120,7 @@ fn tool_rows(
             effect: class.effect,
             idempotent: class.idempotent,
             open_world: class.open_world,
+            code_mode: false,
             exposure: class.exposure,
             profiles: Vec::new(),
             toolsets: keys
@@ -2316,6 +2317,7 @@ fn build(
                 url: server.url.clone(),
                 env: server.env.clone(),
                 headers: server.headers.clone(),
+                code_mode: false,
                 connect_timeout_ms: None,
             },
         );
@@ -2465,6 +2467,7 @@ fn meta_tool_rows() -> Vec<ToolDecl> {
         effect: EffectKind::Read,
         idempotent,
         open_world: false,
+        code_mode: false,
         exposure: Exposure::Excluded,
         profiles: Vec::new(),
         toolsets: vec![DISCOVERY_TOOLSET.to_string()],

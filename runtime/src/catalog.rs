@@ -504,6 +504,19 @@ impl Catalog {
         }
     }
 
+    /// The tools a Code Mode program may call: those declared `code_mode = true` (a silent read,
+    /// local or of a server the host allowed; `toolcat-catalog` validates it, E0428), one bitset
+    /// of [`Catalog::words`] words. A session intersects it with its profile
+    /// ([`crate::code_mode::callable_set`]).
+    pub fn code_mode_set(&self) -> &[u64] {
+        &self.tables.code_mode
+    }
+
+    /// Whether the tool is declared `code_mode = true` ([`Catalog::code_mode_set`]).
+    pub fn is_code_mode(&self, t: ToolIndex) -> bool {
+        bit(&self.tables.code_mode, t.index())
+    }
+
     /// The narrowest MCP scope that lists the tool.
     pub fn exposure(&self, t: ToolIndex) -> Exposure {
         Exposure::from_code(self.tables.exposure[t.index()]).unwrap_or(Exposure::Excluded)
@@ -846,7 +859,8 @@ impl Catalog {
 /// - `tool_call`: `{"name": string, "arguments"?: object}` (exported name; arguments default to
 ///   `{}`);
 /// - `read_tool_result`: `{"reference": string, "offset"?: integer ≥ 0, "length"?: integer ≥ 1}`
-///   (offset and length in characters).
+///   (offset and length in characters);
+/// - `run_code`: `{"code": string}` (a Code Mode program, [`crate::code_mode`]).
 ///
 /// They are fixed here, beside the catalog, because meta-tools have no handler type to derive a
 /// schema from and `tools.toml` may not declare one for them.
@@ -906,6 +920,17 @@ pub fn meta_tool_input_schema(name: &str) -> Option<Value> {
                 }
             },
             "required": ["reference"]
+        }),
+        "run_code" => json!({
+            "type": "object",
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The body of an async JavaScript function: await tools.NAME(args) calls, then return a JSON value"
+                }
+            },
+            "required": ["code"]
         }),
         _ => return None,
     })

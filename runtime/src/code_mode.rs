@@ -193,3 +193,117 @@ impl FailureKind {
         }
     }
 }
+
+pub mod typescript;
+
+/// A request of the engine's thread to the session's task.
+pub(crate) enum HostRequest {
+    /// Run a tool; the answer goes back on `reply`.
+    Call {
+        tool: String,
+        arguments: Value,
+        reply: std::sync::mpsc::SyncSender<Result<Value, HostError>>,
+    },
+    /// One console line.
+    Log(String),
+}
+
+/// The [`ScriptHost`] the runtime hands an engine: each request goes to the session's task over
+/// a channel, each call blocks the engine's thread until its answer comes back.
+pub(crate) struct ChannelHost {
+    pub(crate) requests: tokio::sync::mpsc::UnboundedSender<HostRequest>,
+    /// Why the program must stop, once set (wall time, cancellation, a fatal call).
+    pub(crate) stop: std::sync::Arc<std::sync::OnceLock<String>>,
+}
+
+impl ScriptHost for ChannelHost {
+    fn call(&self, tool: &str, arguments: Value) -> Result<Value, HostError> {
+        let gone = || HostError {
+            message: "the session ended while the program ran; nothing more runs".to_string(),
+            fatal: true,
+        };
+        if let Some(reason) = self.stop.get() {
+            return Err(HostError {
+                message: reason.clone(),
+                fatal: true,
+            });
+        }
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let request = HostRequest::Call {
+            tool: tool.to_string(),
+            arguments,
+            reply,
+        };
+        if self.requests.send(request).is_err() {
+            return Err(gone());
+        }
+        answer.recv().unwrap_or_else(|_| Err(gone()))
+    }
+
+    fn log(&self, line: &str) {
+        let _ = self.requests.send(HostRequest::Log(line.to_string()));
+    }
+
+    fn interrupted(&self) -> Option<String> {
+        self.stop.get().cloned()
+    }
+}
+
+/// The tools a program of a session under `profile` may call: the profile's tools declared
+/// `code_mode = true`, not deprecated, as a bitset over [`crate::ToolIndex`]. Computed from the
+/// live catalog at every call of a program, so a tool deprecated or removed meanwhile is refused.
+pub fn callable_set(catalog: &crate::Catalog, profile: crate::ProfileId) -> Vec<u64> {
+    let owned = catalog.profile_tools(profile);
+    let code_mode = catalog.code_mode_set();
+    let deprecated = catalog.status_tools(toolcat_catalog::model::Status::Deprecated);
+    (0..owned.len())
+        .map(|k| {
+            owned[k]
+                & code_mode.get(k).copied().unwrap_or(0)
+                & !deprecated.get(k).copied().unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The tools of [`callable_set`], in catalog order.
+pub fn callable_tools(
+    catalog: &crate::Catalog,
+    profile: crate::ProfileId,
+) -> Vec<crate::ToolIndex> {
+    let set = callable_set(catalog, profile);
+    catalog
+        .tools()
+        .filter(|t| toolcat_catalog::tables::bit(&set, t.index()))
+        .collect()
+}
+
+/// The API a program of a session under `profile` sees, as TypeScript declarations
+/// ([`typescript::declarations`]): one function per [`callable_tools`] entry, typed by its
+/// input and output JSON Schema, and `readToolResult`. Sent in the `run_code` definition, after
+/// its description, so its tokens count like any definition's.
+pub fn api_declarations(catalog: &crate::Catalog, profile: crate::ProfileId) -> String {
+    let tools = callable_tools(catalog, profile);
+    let parts: Vec<(String, Value, Option<Value>)> = tools
+        .iter()
+        .map(|&t| {
+            (
+                crate::meta::one_line(catalog.description(t)),
+                crate::export::exported_schema(catalog, t),
+                None::<Value>, // MERGE-OUTPUT: catalog.output_schema(t).cloned()
+            )
+        })
+        .collect();
+    let functions: Vec<typescript::ApiFunction<'_>> = tools
+        .iter()
+        .zip(&parts)
+        .map(
+            |(&t, (description, input, output))| typescript::ApiFunction {
+                name: catalog.exported_name(t),
+                description,
+                input,
+                output: output.as_ref(),
+            },
+        )
+        .collect();
+    typescript::declarations(&functions)
+}

@@ -177,6 +177,9 @@ pub struct CallRequest<'a> {
     pub caller: Option<Arc<Caller>>,
     /// Asked instead of the coordinator's hook when the tool is `gated`; `None`: the hook.
     pub approver: Option<Approver>,
+    /// The call this one is made from, stored as the record's `parent` (a Code Mode program's
+    /// `run_code` call); `None`: the model's own call.
+    pub parent: Option<CallId>,
 }
 
 impl<'a> CallRequest<'a> {
@@ -191,6 +194,7 @@ impl<'a> CallRequest<'a> {
             owner: None,
             caller: None,
             approver: None,
+            parent: None,
         }
     }
 
@@ -213,6 +217,12 @@ impl<'a> CallRequest<'a> {
     /// The same call, cancelled when `token` is.
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+
+    /// The same call, recorded as made from call `parent` ([`crate::CallRecord::parent`]).
+    pub fn with_parent(mut self, parent: CallId) -> Self {
+        self.parent = Some(parent);
         self
     }
 
@@ -927,6 +937,7 @@ impl<'c> Coordinator<'c> {
             owner: None,
             caller: None,
             approver: None,
+            parent: None,
         };
         Ok(self.run(request, Some(id)).await)
     }
@@ -997,6 +1008,7 @@ impl<'c> Coordinator<'c> {
             owner,
             caller,
             approver,
+            parent,
         } = request;
         let c = self.catalog;
         // The context of this call's prepare step and handler: the coordinator's, with the caller.
@@ -1047,6 +1059,7 @@ impl<'c> Coordinator<'c> {
                 effect: effect.kind.as_str(),
                 idempotent: effect.idempotent,
                 retry_of,
+                parent,
             };
             match store.begin(new) {
                 Ok(id) => record.id = Some(id),

@@ -640,7 +640,27 @@ pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Export {
         _ => export_tools(catalog, tools, format),
     };
     with_manifest(plan, &mut export);
+    with_code_mode_api(plan, &mut export);
     export
+}
+
+/// Appends the TypeScript declarations of the Code Mode API of the plan's profile
+/// ([`crate::code_mode::api_declarations`]) to the description of `run_code`, when the plan
+/// sends it.
+fn with_code_mode_api(plan: &Plan<'_>, export: &mut Export) {
+    let catalog = plan.catalog();
+    let Some(run_code) = catalog
+        .tool(crate::meta::MetaTool::RunCode.name())
+        .ok()
+        .filter(|&t| crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::RunCode))
+    else {
+        return;
+    };
+    if !plan.is_visible(run_code) {
+        return;
+    }
+    let api = crate::code_mode::api_declarations(catalog, plan.profile());
+    export.append_description(catalog.exported_name(run_code), &api);
 }
 
 /// Appends the plan's deferred-tool manifest ([`crate::manifest::plan_manifest`]) to the

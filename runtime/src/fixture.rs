@@ -20,6 +20,8 @@ pub struct Row {
     pub effect: EffectKind,
     pub idempotent: bool,
     pub open_world: bool,
+    /// `code_mode = true`: a Code Mode program may call it.
+    pub code_mode: bool,
     pub exposure: Exposure,
     pub status: Status,
     pub profiles: &'static [&'static str],
@@ -40,6 +42,7 @@ const ROW: Row = Row {
     effect: EffectKind::Read,
     idempotent: false,
     open_world: false,
+    code_mode: false,
     exposure: Exposure::ReadOnly,
     status: Status::Active,
     profiles: &[],
@@ -103,6 +106,7 @@ pub fn rows() -> Vec<Row> {
         },
         Row {
             name: "read_file",
+            code_mode: true,
             description: "Read the contents of a file in the workspace.",
             keywords: &["open", "cat", "view"],
             idempotent: true,
@@ -112,6 +116,7 @@ pub fn rows() -> Vec<Row> {
         },
         Row {
             name: "list_dir",
+            code_mode: true,
             description: "List the entries of a directory.",
             keywords: &["ls", "folder"],
             idempotent: true,
@@ -333,6 +338,9 @@ pub fn source_of(rows: &[Row]) -> String {
         let _ = writeln!(t, "effect = {}", toml_enum(r.effect));
         let _ = writeln!(t, "idempotent = {}", r.idempotent);
         let _ = writeln!(t, "open_world = {}", r.open_world);
+        if r.code_mode {
+            let _ = writeln!(t, "code_mode = true");
+        }
         let _ = writeln!(t, "exposure = {}", toml_enum(r.exposure));
         let _ = writeln!(t, "status = {}", toml_enum(r.status));
         if r.status == Status::Deprecated {

@@ -67,6 +67,9 @@ pub enum MetaTool {
     Call,
     /// `read_tool_result`.
     ReadResult,
+    /// `run_code`: a Code Mode program, answered by the session's script engine
+    /// ([`crate::code_mode`]), never here.
+    RunCode,
 }
 
 impl MetaTool {
@@ -80,6 +83,7 @@ impl MetaTool {
             "tool_describe" => Some(MetaTool::Describe),
             "tool_call" => Some(MetaTool::Call),
             "read_tool_result" => Some(MetaTool::ReadResult),
+            "run_code" => Some(MetaTool::RunCode),
             _ => None,
         }
     }
@@ -91,6 +95,7 @@ impl MetaTool {
             MetaTool::Describe => "tool_describe",
             MetaTool::Call => "tool_call",
             MetaTool::ReadResult => "read_tool_result",
+            MetaTool::RunCode => "run_code",
         }
     }
 }
@@ -304,6 +309,12 @@ pub(crate) fn answer(
         MetaTool::Search => Answer::Done(tool_search(scope, t, arguments, dense)),
         MetaTool::Describe => Answer::Done(tool_describe(scope, t, arguments)),
         MetaTool::ReadResult => Answer::Done(read_tool_result(scope, t, arguments)),
+        // A session runs programs itself ([`crate::Session::with_script_engine`]); any other
+        // caller (an MCP server) has no engine.
+        MetaTool::RunCode => Answer::Done(CallResult::error(
+            "`run_code` runs only in a session with a script engine: this caller has none, so nothing ran; call the tools directly".to_string(),
+            Outcome::Failed,
+        )),
         MetaTool::Call => {
             let errors = scope.coordinator.validation_errors(t, arguments);
             if !errors.is_empty() {

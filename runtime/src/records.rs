@@ -58,7 +58,7 @@ pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// ([`crate::archive::ArchiveOwner`]); version-1 rows, whose references were sequential and
 /// bound to no one, are evicted by the migration. Version 3: `calls` gains `changes` (a JSON
 /// array of [`Change`]s, `[]` for the records migrated) and `changes_omitted` (an integer, 0).
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 /// How long a write waits for another process holding the store's write lock: 5 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest argument JSON text kept whole, in bytes (64 KiB). Larger arguments are stored as
@@ -325,6 +325,9 @@ pub struct NewCall<'a> {
     pub idempotent: bool,
     /// The call this one retries, under an explicit retry policy for idempotent tools.
     pub retry_of: Option<CallId>,
+    /// The call this one was made from: a Code Mode program's `run_code` call
+    /// ([`crate::code_mode`]); `None` for a call the model made itself.
+    pub parent: Option<CallId>,
 }
 
 /// One stored call record. Serialized with `id`/`retry_of` as `call-N` and `state` as its name.
@@ -343,6 +346,10 @@ pub struct CallRecord {
     /// The tool's declared `idempotent`.
     pub idempotent: bool,
     pub retry_of: Option<CallId>,
+    /// The call this one was made from (a Code Mode program's `run_code` call), serialized as
+    /// `call-N`; `None` for a call the model made itself (and for every record of a store older
+    /// than schema version 4 read read-only).
+    pub parent: Option<CallId>,
     /// The last detail given with a state change (an error, why the outcome is unknown, …).
     pub detail: Option<String>,
     /// The id of the process that began the call.
@@ -534,6 +541,11 @@ ALTER TABLE calls ADD COLUMN changes TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE calls ADD COLUMN changes_omitted INTEGER NOT NULL DEFAULT 0;
 ";
 
+/// From version 3 to 4 (see [`SCHEMA_VERSION`]).
+const MIGRATION_V4: &str = "
+ALTER TABLE calls ADD COLUMN parent INTEGER;
+";
+
 /// The path SQLite opens for the store at `path`, with `SQLITE_OPEN_NOFOLLOW`, which refuses a
 /// symbolic link at any part of the path it is given. A relative path is given as it is (SQLite
 /// puts it under the current directory's physical path), so no part of it may be a link: the
@@ -669,6 +681,9 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
         if version < 3 {
             conn.execute_batch(MIGRATION_V3).map_err(err)?;
         }
+        if version < 4 {
+            conn.execute_batch(MIGRATION_V4).map_err(err)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(err)?;
         Ok(())
@@ -710,9 +725,8 @@ pub struct CallStore {
     conn: Mutex<Connection>,
     label: String,
     path: Option<PathBuf>,
-    /// Whether the file has the `changes` columns (schema version 3 on): an older file opened
-    /// read-only has none.
-    has_changes: bool,
+    /// The file's schema version: an older file opened read-only lacks the later columns.
+    version: i32,
 }
 
 impl fmt::Debug for CallStore {
@@ -724,11 +738,15 @@ impl fmt::Debug for CallStore {
 }
 
 const RECORD_COLUMNS: &str = "id, tool, arguments, arguments_truncated, state, effect, \
-     idempotent, retry_of, detail, pid, created_at, updated_at, changes, changes_omitted";
+     idempotent, retry_of, detail, pid, created_at, updated_at, changes, changes_omitted, parent";
+/// [`RECORD_COLUMNS`] of a file of schema version 3, which has no `parent` column: its records
+/// read with none.
+const RECORD_COLUMNS_V3: &str = "id, tool, arguments, arguments_truncated, state, effect, \
+     idempotent, retry_of, detail, pid, created_at, updated_at, changes, changes_omitted, NULL";
 /// [`RECORD_COLUMNS`] of a file older than schema version 3, which has no `changes` columns:
 /// its records read with none.
 const RECORD_COLUMNS_V2: &str = "id, tool, arguments, arguments_truncated, state, effect, \
-     idempotent, retry_of, detail, pid, created_at, updated_at, '[]', 0";
+     idempotent, retry_of, detail, pid, created_at, updated_at, '[]', 0, NULL";
 
 impl CallStore {
     /// Opens the store file at `path`, creating it and its parent directories when absent.
@@ -744,7 +762,7 @@ impl CallStore {
             conn: Mutex::new(conn),
             label,
             path: Some(path.to_path_buf()),
-            has_changes: true,
+            version: SCHEMA_VERSION,
         })
     }
 
@@ -782,7 +800,7 @@ impl CallStore {
             conn: Mutex::new(conn),
             label,
             path: Some(path.to_path_buf()),
-            has_changes: version >= 3,
+            version,
         })
     }
 
@@ -793,7 +811,7 @@ impl CallStore {
             conn: Mutex::new(conn),
             label,
             path: None,
-            has_changes: true,
+            version: SCHEMA_VERSION,
         })
     }
 
@@ -806,13 +824,13 @@ impl CallStore {
         |e| sqlite_error(&self.label, e)
     }
 
-    /// The columns a record is read by ([`RECORD_COLUMNS`], or [`RECORD_COLUMNS_V2`] for an
-    /// older file read as it is).
+    /// The columns a record is read by ([`RECORD_COLUMNS`], or [`RECORD_COLUMNS_V3`] /
+    /// [`RECORD_COLUMNS_V2`] for an older file read as it is).
     fn columns(&self) -> &'static str {
-        if self.has_changes {
-            RECORD_COLUMNS
-        } else {
-            RECORD_COLUMNS_V2
+        match self.version {
+            ..=2 => RECORD_COLUMNS_V2,
+            3 => RECORD_COLUMNS_V3,
+            _ => RECORD_COLUMNS,
         }
     }
 
@@ -851,8 +869,8 @@ impl CallStore {
         conn.execute(
             &format!(
                 "INSERT INTO calls (tool, arguments, arguments_truncated, state, effect, \
-                 idempotent, retry_of, pid, pid_start, created_at, updated_at) \
-                 VALUES (?1, ?2, ?3, 'not_started', ?4, ?5, ?6, ?7, ?8, {NOW}, {NOW})"
+                 idempotent, retry_of, pid, pid_start, created_at, updated_at, parent) \
+                 VALUES (?1, ?2, ?3, 'not_started', ?4, ?5, ?6, ?7, ?8, {NOW}, {NOW}, ?9)"
             ),
             params![
                 new.tool,
@@ -863,6 +881,7 @@ impl CallStore {
                 new.retry_of.map(|c| c.0),
                 pid,
                 process_start(pid).map(|t| t as i64),
+                new.parent.map(|c| c.0),
             ],
         )
         .map_err(self.err())?;
@@ -1164,6 +1183,7 @@ impl CallStore {
             effect: r.effect,
             idempotent: r.idempotent,
             retry_of: r.retry_of.map(CallId),
+            parent: r.parent.map(CallId),
             detail: r.detail,
             pid: r.pid,
             created_at: r.created_at,
@@ -1196,6 +1216,7 @@ struct RawRecord {
     /// JSON text.
     changes: String,
     changes_omitted: u32,
+    parent: Option<i64>,
 }
 
 impl RawRecord {
@@ -1219,6 +1240,7 @@ impl RawRecord {
                 updated_at: column(r, 11)?,
                 changes: column(r, 12)?,
                 changes_omitted: column(r, 13)?,
+                parent: column(r, 14)?,
             })
         })();
         Ok(decoded.map_err(|reason| DamagedRecord {
@@ -1337,6 +1359,7 @@ mod tests {
             effect: "write",
             idempotent: false,
             retry_of: None,
+            parent: None,
         }
     }
 

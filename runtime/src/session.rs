@@ -162,6 +162,7 @@ use crate::plan::{Plan, TurnInput, TurnPlanner};
 use crate::preselect::{self, Bm25Preselector, PreselectReport, PreselectRequest, Preselector};
 pub use crate::provider::{ProviderCall, ProviderError};
 
+mod code_mode;
 pub mod transcript;
 
 /// `tool_search` calls answered per turn by default: 3.
@@ -211,6 +212,9 @@ pub struct SessionOptions {
     /// and answers the tool's `replaced_by` ([`crate::meta`]). Either way no plan lists a
     /// deprecated tool and no search returns one.
     pub allow_deprecated: bool,
+    /// The limits of a Code Mode program (`run_code`, [`crate::code_mode`]);
+    /// [`ScriptLimits::default`] by default.
+    pub script_limits: crate::code_mode::ScriptLimits,
 }
 
 impl Default for SessionOptions {
@@ -226,6 +230,7 @@ impl Default for SessionOptions {
             hosted_search: false,
             max_tools: None,
             allow_deprecated: false,
+            script_limits: crate::code_mode::ScriptLimits::default(),
         }
     }
 }
@@ -321,11 +326,17 @@ pub struct Session<'c> {
     reachable: Vec<u64>,
     definitions: Vec<ToolIndex>,
     /// Tools the session's provider cannot be sent (Gemini: an input schema its `Schema` subset
-    /// cannot express, [`crate::export::gemini_declaration`]): never reachable, so neither
-    /// `tool_search` nor a call finds them. One bit per tool.
+    /// cannot express, [`crate::export::gemini_declaration`]) or that it cannot run (`run_code`
+    /// without a script engine): never reachable, so neither `tool_search` nor a call finds
+    /// them. One bit per tool.
     unsendable: Vec<u64>,
     /// The tools a refusal may name: the profile's, minus the unsendable ones.
     known: Vec<u64>,
+    /// Runs `run_code` programs ([`Session::with_script_engine`]); without one, `run_code` is
+    /// never planned nor callable.
+    script_engine: Option<Arc<dyn crate::code_mode::ScriptEngine>>,
+    /// Cancels the session's running calls ([`Session::with_cancellation`]).
+    cancel: Option<crate::CancellationToken>,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -372,6 +383,8 @@ impl<'c> Session<'c> {
             definitions: Vec::new(),
             unsendable: Vec::new(),
             known: catalog.profile_tools(profile).to_vec(),
+            script_engine: None,
+            cancel: None,
         };
         session.refresh();
         session
@@ -419,7 +432,7 @@ impl<'c> Session<'c> {
     /// [`Plan::core`]); a cap the core already passes could not hold at any step.
     pub fn with_options(mut self, options: SessionOptions) -> Result<Self, CapBelowCore> {
         self.options = options;
-        self.unsendable = unsendable(self.catalog, self.options.provider);
+        self.unsendable = self.unavailable(self.catalog);
         self.known = known(self.catalog, self.profile, &self.unsendable);
         self.refresh();
         let core = self.core().len();
@@ -624,7 +637,7 @@ impl<'c> Session<'c> {
         self.profile = profile;
         self.toolsets = toolsets;
         self.coordinator = self.coordinator.for_catalog(catalog);
-        self.unsendable = unsendable(catalog, self.options.provider);
+        self.unsendable = self.unavailable(catalog);
         self.known = known(catalog, profile, &self.unsendable);
         self.refresh();
         Ok(dropped)
@@ -849,6 +862,9 @@ impl<'c> Session<'c> {
         let Some(m) = MetaTool::of(self.catalog, t) else {
             return self.run_tool(t, arguments).await;
         };
+        if m == MetaTool::RunCode {
+            return self.run_code(t, arguments).await;
+        }
         let dense = match m {
             MetaTool::Search => self
                 .search_cosines(&arguments)

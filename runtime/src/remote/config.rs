@@ -540,6 +540,7 @@ impl ServerConfig {
             url: url.map(|u| u.to_string()),
             env: BTreeMap::new(),
             headers: BTreeMap::new(),
+            code_mode: false,
             connect_timeout_ms: None,
         };
         ServerConfig::from_decl(name, &decl)
