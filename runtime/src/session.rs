@@ -386,6 +386,9 @@ impl<'c> Session<'c> {
             script_engine: None,
             cancel: None,
         };
+        // `run_code` without a script engine is unsendable from the start.
+        session.unsendable = session.unavailable(catalog);
+        session.known = known(catalog, profile, &session.unsendable);
         session.refresh();
         session
     }
