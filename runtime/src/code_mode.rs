@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A script engine: runs one program to its end on the calling thread.
+/// A script engine: runs one program to its end, blocking the calling thread (the program itself
+/// may run on a thread of the engine's own, but the engine calls [`ScriptHost`] from the calling thread).
 ///
 /// **Contract.** The program sees, as globals, only the language's own built-ins (no module
 /// loader, no `require`, no `import()`, no `fetch`, no timers, no file system, network or
