@@ -208,6 +208,13 @@ struct Program {
     calls: Vec<Step>,
     #[serde(default)]
     log: Vec<String>,
+    /// Lines of console output, all alike: `[count, line]`.
+    #[serde(default)]
+    log_many: Option<(usize, String)>,
+    /// Seconds to spend before returning, checking no interrupt (an engine stuck in a
+    /// built-in that makes no interrupt check).
+    #[serde(default)]
+    stuck_seconds: u64,
 }
 
 /// The scripted engine: runs a [`Program`] given as JSON text, through the host as an engine
@@ -231,6 +238,14 @@ impl ScriptEngine for ScriptedEngine {
         })?;
         for line in &program.log {
             host.log(line);
+        }
+        if let Some((count, line)) = &program.log_many {
+            for _ in 0..*count {
+                host.log(line);
+            }
+        }
+        if program.stuck_seconds > 0 {
+            std::thread::sleep(Duration::from_secs(program.stuck_seconds));
         }
         let mut answers = Vec::new();
         for step in program.calls {
@@ -482,11 +497,12 @@ async fn the_call_cap_ends_the_program_and_the_call_past_it_does_not_run() {
         a["message"]
             .as_str()
             .unwrap()
-            .contains("more than 2 tool calls"),
+            .contains("made 2 tool calls, the most one `run_code` call may make"),
         "{}",
         result.text
     );
     assert_eq!(runs("read_note", "capped-"), 2);
+    assert_eq!(a["calls"], 2, "the refused third call is not counted: {a}");
     let program_record = store
         .list(None, 100)
         .unwrap()
@@ -594,4 +610,60 @@ async fn run_code_carries_the_typescript_api_of_the_callable_tools_only() {
     assert!(run_code.contains("readToolResult"), "{run_code}");
     assert!(!run_code.contains("write_note("), "{run_code}");
     assert!(!run_code.contains("count_notes("), "{run_code}");
+}
+
+#[tokio::test]
+async fn console_output_stays_within_its_budget_even_for_empty_lines() {
+    let (s, _) = session("agent", true);
+    let options = SessionOptions {
+        script_limits: ScriptLimits {
+            console_bytes: 1024,
+            ..ScriptLimits::default()
+        },
+        ..s.options().clone()
+    };
+    let mut s = s.with_options(options).unwrap();
+    s.begin_turn("log a lot").await;
+    for line in ["", "a", "\u{1}\u{2}\u{3}"] {
+        let code = json!({"calls": [], "log_many": [100_000, line]}).to_string();
+        let result = s.handle_call("run_code", json!({"code": code})).await;
+        let a = answer(&result.text);
+        let kept = a["console"].as_array().map_or(0, Vec::len);
+        assert!(kept > 0, "{line:?}: {a}");
+        let bytes = serde_json::to_string(&a["console"]).unwrap().len();
+        assert!(bytes <= 1024 + 2, "{line:?}: {bytes} bytes of console");
+        assert_eq!(a["consoleOmitted"], 100_000 - kept, "{line:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_engine_that_does_not_stop_is_given_up_on_and_the_session_answers() {
+    let (s, _) = session("agent", true);
+    let options = SessionOptions {
+        script_limits: ScriptLimits {
+            wall_time: Duration::from_millis(200),
+            ..ScriptLimits::default()
+        },
+        ..s.options().clone()
+    };
+    let mut s = s.with_options(options).unwrap();
+    s.begin_turn("stuck").await;
+    let started = std::time::Instant::now();
+    let code = json!({"calls": [], "stuck_seconds": 20}).to_string();
+    let result = s.handle_call("run_code", json!({"code": code})).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    let a = answer(&result.text);
+    assert_eq!(a["error"], "interrupted", "{a}");
+    let message = a["message"].as_str().unwrap();
+    assert!(message.contains("wall-time limit of 200 ms"), "{message}");
+    assert!(message.contains("left to end on its own"), "{message}");
+    // The session goes on.
+    let result = s
+        .handle_call(
+            "run_code",
+            program(json!([{"tool": "read_note", "args": {"name": "after-stuck"}}])),
+        )
+        .await;
+    assert!(!result.is_error, "{}", result.text);
 }

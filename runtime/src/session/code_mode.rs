@@ -10,13 +10,17 @@ use super::{known, unsendable, Session};
 use crate::catalog::{Catalog, ToolIndex};
 use crate::code_mode::{
     callable_set, callable_tools, run_code_tool, ChannelHost, FailureKind, HostError, HostRequest,
-    Script, ScriptEngine, ScriptFailure, ScriptLimits,
+    Script, ScriptEngine, ScriptFailure,
 };
 use crate::coordinator::{CallError, CallRequest};
 use crate::meta::{self, Answer, MetaTool};
 use crate::records::{CallId, CallState, NewCall};
 use crate::session::{CallResult, Outcome};
 use crate::CancellationToken;
+
+/// How long after a program is told to stop (wall time, cancellation, a fatal call) the session
+/// waits for its engine before answering without it: 2 s.
+const ABANDON_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl<'c> Session<'c> {
     /// The same session with Code Mode's engine: `run_code` (when the catalog declares it and
@@ -139,10 +143,14 @@ impl<'c> Session<'c> {
             .cancel
             .as_ref()
             .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        // A fatal call's answer (the call cap, an outcome unknown) stops the program too.
+        let fatal = CancellationToken::new();
+        let (abandon_tx, mut abandon) = tokio::sync::oneshot::channel::<()>();
         let watchdog = {
             let stop = Arc::clone(&stop);
             let calls_cancel = calls_cancel.clone();
             let session = self.cancel.clone();
+            let fatal = fatal.clone();
             let wall = limits.wall_time;
             tokio::spawn(async move {
                 let cancelled = async {
@@ -157,9 +165,16 @@ impl<'c> Session<'c> {
                         wall.as_millis()
                     ),
                     () = cancelled => "the session cancelled the program; nothing more runs".to_string(),
+                    () = fatal.cancelled() => String::new(),
                 };
-                let _ = stop.set(reason);
+                if !reason.is_empty() {
+                    let _ = stop.set(reason);
+                }
                 calls_cancel.cancel();
+                // An engine stops at its next interrupt check; one stuck where it makes none is
+                // given up on, so the session always answers.
+                tokio::time::sleep(ABANDON_GRACE).await;
+                let _ = abandon_tx.send(());
             })
         };
 
@@ -172,15 +187,34 @@ impl<'c> Session<'c> {
                     message: "the script engine stopped without an answer; nothing more runs".to_string(),
                     line: None,
                 })),
+                Ok(()) = &mut abandon => break Err(ScriptFailure {
+                    kind: FailureKind::Interrupted,
+                    message: format!(
+                        "{}; the engine did not stop within {} ms of being told to (it was inside a built-in that makes no interrupt check) and was left to end on its own",
+                        stop.get().map_or("the program was stopped", String::as_str),
+                        ABANDON_GRACE.as_millis()
+                    ),
+                    line: None,
+                }),
                 Some(request) = inbox.recv() => match request {
                     HostRequest::Log(line) => console.push(line),
                     HostRequest::Call { tool, arguments, reply } => {
-                        calls += 1;
-                        let answer = self
-                            .program_call(&tool, arguments, calls, &limits, record, &calls_cancel)
-                            .await;
+                        // The call past the cap is refused, not counted: `calls` is what was made.
+                        let answer = if calls >= limits.max_calls {
+                            Err(HostError {
+                                message: format!(
+                                    "the program made {} tool calls, the most one `run_code` call may make; nothing more runs: return what you have, or split the work over several `run_code` calls",
+                                    limits.max_calls
+                                ),
+                                fatal: true,
+                            })
+                        } else {
+                            calls += 1;
+                            self.program_call(&tool, arguments, record, &calls_cancel).await
+                        };
                         if let Err(HostError { fatal: true, message }) = &answer {
                             let _ = stop.set(message.clone());
+                            fatal.cancel();
                         }
                         let _ = reply.send(answer);
                     }
@@ -213,8 +247,6 @@ impl<'c> Session<'c> {
         &mut self,
         name: &str,
         arguments: Value,
-        n: usize,
-        limits: &ScriptLimits,
         parent: Option<CallId>,
         cancel: &CancellationToken,
     ) -> Result<Value, HostError> {
@@ -224,15 +256,6 @@ impl<'c> Session<'c> {
                 fatal: false,
             })
         };
-        if n > limits.max_calls {
-            return Err(HostError {
-                message: format!(
-                    "the program made more than {} tool calls, the most one `run_code` call may make; nothing more runs: return what you have, or split the work over several `run_code` calls",
-                    limits.max_calls
-                ),
-                fatal: true,
-            });
-        }
         let c = self.catalog;
         if name == MetaTool::ReadResult.name() {
             let Some(rt) = c
@@ -364,11 +387,14 @@ impl Console {
         }
     }
 
+    /// Keeps `line` while the answer's console array stays within the budget: a line costs its
+    /// length as a JSON string plus a separator, so empty lines are not free.
     fn push(&mut self, line: String) {
-        if self.used + line.len() > self.budget {
+        let cost = serde_json::to_string(&line).map_or(line.len(), |s| s.len()) + 1;
+        if self.omitted > 0 || self.used + cost > self.budget {
             self.omitted += 1;
         } else {
-            self.used += line.len();
+            self.used += cost;
             self.lines.push(line);
         }
     }
