@@ -667,3 +667,34 @@ async fn an_engine_that_does_not_stop_is_given_up_on_and_the_session_answers() {
         .await;
     assert!(!result.is_error, "{}", result.text);
 }
+
+/// The MCP server has no script engine: it neither lists `run_code` nor lets `--tools` select it.
+#[cfg(feature = "mcp")]
+#[test]
+fn the_mcp_server_neither_lists_nor_selects_run_code() {
+    use toolcat::mcp::{ScopeTable, Selection};
+    use toolcat_catalog::model::Exposure;
+    let c = catalog();
+    let coordinator = || Coordinator::new(c, ToolContext::new("."));
+    let table = ScopeTable::new(coordinator(), "agent", Exposure::Full).unwrap();
+    let listed: Vec<&str> = table.listed().iter().map(|&t| c.exported_name(t)).collect();
+    assert_eq!(
+        listed,
+        ["read_note", "wait_note", "count_notes", "write_note"]
+    );
+    let refused = ScopeTable::with_selection(
+        coordinator(),
+        "agent",
+        Exposure::Full,
+        false,
+        Selection {
+            tools: vec!["run_code".to_string()],
+            ..Selection::default()
+        },
+    );
+    let error = refused
+        .err()
+        .expect("run_code cannot be selected")
+        .to_string();
+    assert!(error.contains("run_code"), "{error}");
+}

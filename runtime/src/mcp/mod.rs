@@ -5,7 +5,8 @@
 //! `tools/list` answers the **listed set** of a [`ScopeTable`]: every tool the profile owns whose
 //! `exposure` falls within the scope (`read-only` ⊂ `staging` ⊂ `full`; `excluded` never,
 //! [`Catalog::scope_tools`]), plus the discovery meta-tools (tier `loop`) the profile owns, in
-//! catalog order. Deprecated tools are left out unless the host opts in
+//! catalog order — not `run_code`, which runs programs only in a session with a script engine
+//! ([`crate::code_mode`]). Deprecated tools are left out unless the host opts in
 //! ([`ScopeTable::with_deprecated`], `toolcat serve --allow-deprecated`): then the scope's
 //! deprecated tools are listed and run too. Definitions are
 //! [`crate::export::mcp_tool`], the JSON `toolcat plan --format mcp` prints, with annotations
@@ -267,7 +268,12 @@ impl ScopeTable {
         let p = catalog.profile(profile).map_err(ScopeError::Profile)?;
         let scope = catalog.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
         let owned = catalog.profile_tools(p);
-        let meta = catalog.tier_tools(Tier::Loop);
+        // The meta-tools the server answers: not `run_code`, which needs a session's script
+        // engine, so it is neither listed nor selectable (`--tools run_code` is refused).
+        let mut meta = catalog.tier_tools(Tier::Loop).to_vec();
+        if let Some(t) = crate::code_mode::run_code_tool(catalog) {
+            meta[t.index() / 64] &= !(1 << (t.index() % 64));
+        }
         let deprecated = catalog.status_tools(Status::Deprecated);
         let hidden: Vec<u64> = (0..catalog.words())
             .map(|k| if allow_deprecated { 0 } else { deprecated[k] })
