@@ -470,8 +470,8 @@ pub enum ToolError {
     /// The tool's remote MCP server has no live connection.
     #[error("tool `{tool}` is served by MCP server `{server}`, which is not connected; connect the server or pick a local tool")]
     ServerNotConnected { tool: String, server: String },
-    /// A discovery meta-tool (tier `loop`) was called directly; a session serves those.
-    #[error("tool `{0}` is a discovery meta-tool; call it through the session that serves the discovery loop")]
+    /// A meta-tool (tier `loop`) was called directly; a session serves those.
+    #[error("tool `{0}` is a meta-tool (tier `loop`) that a session answers, not a handler; call it within a session (`toolcat::Session`, `toolcat session`), where `run_code` also needs a script engine")]
     MetaTool(String),
     /// A local tool declared in `tools.toml` has no handler in this binary (for the `toolcat`
     /// command line: any tool outside its reference catalog, such as a tool of the user's own

@@ -265,6 +265,13 @@ impl<'c> Session<'c> {
             else {
                 return refuse("this catalog has no `read_tool_result`, so `readToolResult` cannot read archived results".into());
             };
+            let errors = self.coordinator.validation_errors(rt, &arguments);
+            if !errors.is_empty() {
+                return refuse(format!(
+                    "invalid arguments for `readToolResult`: {}; nothing was read: pass a reference string and optionally {{offset, length}}, whole numbers",
+                    serde_json::to_string(&errors).unwrap_or_default()
+                ));
+            }
             let Answer::Done(result) =
                 meta::answer(&self.scope(), MetaTool::ReadResult, rt, &arguments, None)
             else {
