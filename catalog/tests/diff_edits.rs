@@ -191,7 +191,23 @@ fn edit(rng: &mut fastrand::Rng, doc: &mut DocumentMut) -> String {
             }
         }
         7 => {
-            let field = pick(rng, &["idempotent", "open_world"]);
+            let field = pick(rng, &["idempotent", "open_world", "code_mode"]);
+            // `code_mode` on a local silent read, where it is allowed (E0428) and which few
+            // random picks would hit.
+            let allowed = |t: &toml_edit::Table| {
+                t.get("tier").and_then(Item::as_str) == Some("silent")
+                    && t.get("effect").and_then(Item::as_str) == Some("read")
+                    && matches!(t.get("source").and_then(Item::as_str), None | Some("local"))
+            };
+            let r = match (0..n)
+                .filter(|&k| rows.get(k).is_some_and(allowed))
+                .collect::<Vec<_>>()
+            {
+                l if field == "code_mode" && !l.is_empty() => l[rng.usize(..l.len())],
+                _ => r,
+            };
+            let row = rows.get_mut(r).expect("row r");
+            let name = row["name"].as_str().unwrap_or_default().to_string();
             let on = !row.get(&field).and_then(Item::as_bool).unwrap_or(false);
             row[field.as_str()] = value(on);
             format!("{name}: {field} = {on}")
@@ -491,6 +507,9 @@ fn oracle(old: &Tables, new: &Tables, origin: &[Option<usize>]) -> Found {
         let gated = Tier::Gated.code();
         if has(old, &old.tier_bits, gated, i) && !has(new, &new.tier_bits, gated, j) {
             out.insert((WideningKind::GateLost, name(j), None));
+        }
+        if bit(&new.code_mode, j) && !bit(&old.code_mode, i) {
+            out.insert((WideningKind::CodeModeGained, name(j), None));
         }
         let destructive = EffectKind::Destructive.code();
         if has(new, &new.effect_bits, destructive, j) && !has(old, &old.effect_bits, destructive, i)
