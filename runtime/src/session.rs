@@ -213,7 +213,7 @@ pub struct SessionOptions {
     /// deprecated tool and no search returns one.
     pub allow_deprecated: bool,
     /// The limits of a Code Mode program (`run_code`, [`crate::code_mode`]);
-    /// [`ScriptLimits::default`] by default.
+    /// [`crate::code_mode::ScriptLimits::default`] by default.
     pub script_limits: crate::code_mode::ScriptLimits,
 }
 
