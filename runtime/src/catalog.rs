@@ -611,7 +611,8 @@ impl Catalog {
     ///   validates it: E0429);
     /// - a local tool with a handler: the schemars schema of the handler's output type as it
     ///   serializes ([`crate::handler::output_schema_of`]), whatever its root (a `String`
-    ///   output's is `{"type": "string"}`).
+    ///   output's is `{"type": "string"}`; the MCP server lists only object schemas,
+    ///   [`crate::export::mcp_output_schema`]).
     ///
     /// `None` for meta-tools, tools without a handler or a declared schema, and a schema that
     /// constrains nothing: `true`, `{}`, or one with annotations only (`title`, `description`,
