@@ -482,6 +482,84 @@ fn mcp_tools_json_fixture_round_trips_and_compiles() {
     assert_eq!(notes_fixture().text, out.text);
 }
 
+/// A tool's `outputSchema` becomes its row's `output_schema` (fitted to TOML like an input
+/// schema) and compiles into the tables the runtime serves it from; one that is not an object
+/// schema is left out with a warning naming the tool, and no warning is left about the others.
+#[test]
+fn an_output_schema_is_carried_over_and_a_non_object_one_is_warned() {
+    let out = notes_fixture();
+    let compiled = compiles(&out);
+    let export = row(&out, "export-note");
+    let expected =
+        serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    assert_eq!(export.output_schema.as_ref(), Some(&expected));
+    let i = compiled
+        .tables
+        .names
+        .iter()
+        .position(|n| n == "export-note")
+        .unwrap();
+    let served: Value =
+        serde_json::from_str(compiled.tables.output_schema[i].as_deref().unwrap()).unwrap();
+    assert_eq!(served, expected);
+    assert!(row(&out, "delete_note").output_schema.is_none());
+    assert!(
+        !out.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("outputSchema")),
+        "{}",
+        out.report
+    );
+
+    let text = r#"{"tools": [
+        {"name": "count", "inputSchema": {"type": "object"},
+         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer", "default": null}}, "required": ["n"]}},
+        {"name": "names", "inputSchema": {"type": "object"}, "outputSchema": {"type": "array", "items": {"type": "string"}}},
+        {"name": "word", "inputSchema": {"type": "object"}, "outputSchema": "a word"},
+        {"name": "plain", "inputSchema": {"type": "object"}, "outputSchema": null}
+    ]}"#;
+    let out = import_mcp_tools_json_str(Path::new("shapes.json"), text, "shapes")
+        .unwrap_or_else(|e| panic!("{e}"));
+    compiles(&out);
+    assert_eq!(
+        row(&out, "count").output_schema.as_ref(),
+        Some(
+            &serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+        )
+    );
+    for name in ["names", "word", "plain"] {
+        assert!(row(&out, name).output_schema.is_none(), "{name}");
+    }
+    let changes: Vec<(&str, &str)> = out
+        .report
+        .schema_changes
+        .iter()
+        .map(|c| (c.tool.name.as_str(), c.field))
+        .collect();
+    assert_eq!(changes, [("count", "output_schema")]);
+    let report = out.report.to_string();
+    assert!(
+        report.contains("output schemas changed to fit TOML (1 tool: 1 `null` value left out, 0 large integers made floats): `count`"),
+        "{report}"
+    );
+    let warned: Vec<&String> = out
+        .report
+        .warnings
+        .iter()
+        .filter(|w| w.contains("outputSchema"))
+        .collect();
+    assert_eq!(warned.len(), 2, "{warned:#?}");
+    assert!(
+        warned[0].contains("`names`") && warned[0].contains("has `type` \"array\""),
+        "{warned:#?}"
+    );
+    assert!(
+        warned[1].contains("`word`") && warned[1].contains("is a string, not an object"),
+        "{warned:#?}"
+    );
+}
+
 #[test]
 fn mcp_tools_json_fixture_follows_the_rules() {
     let out = notes_fixture();

@@ -740,6 +740,95 @@ fn a_server_killed_during_a_call_leaves_it_outcome_unknown_and_the_others_serve(
     assert!(time["result"].as_str().unwrap().contains("UTC"), "{time}");
 }
 
+/// A server tool's `outputSchema` is imported into its row's `output_schema`; `toolcat serve`
+/// lists it as the tool's `outputSchema` and passes the server's `structuredContent` through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_output_schema_is_imported_listed_and_its_structured_content_passed_through() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("dying={} {}", python(), test_server("dying_server.py"));
+    let catalog = import(dir.path(), "tools.toml", &[server]);
+    let declared = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "words": {"type": "integer", "description": "Words in the text"},
+            "lines": {"type": "integer"}
+        },
+        "required": ["words", "lines"]
+    });
+    let file: toolcat_catalog::model::CatalogFile =
+        toml::from_str(&std::fs::read_to_string(&catalog).unwrap()).unwrap();
+    let row = |name: &str| {
+        file.tool
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("a row `{name}`"))
+    };
+    assert_eq!(row("count_words").output_schema.as_ref(), Some(&declared));
+    assert_eq!(row("echo").output_schema, None);
+    // Served as a silent read, so a client without elicitation may call it.
+    for (key, value) in [
+        ("tier", "\"silent\""),
+        ("effect", "\"read\""),
+        ("exposure", "\"read-only\""),
+    ] {
+        set_row_field(&catalog, "count_words", key, value);
+        set_row_field(&catalog, "echo", key, value);
+    }
+
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolcat"));
+    command.current_dir(dir.path()).args([
+        "serve",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--profile",
+        "full",
+        "--exposure",
+        "read-only",
+        "--store",
+        dir.path().join("calls.sqlite").to_str().unwrap(),
+        "--wait",
+        "120000",
+    ]);
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.expect("initialize over stdio");
+    let tools = client.list_all_tools().await.unwrap();
+    let listed = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("`{name}` is listed"))
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()))
+    };
+    assert_eq!(listed("dying__count_words"), Some(declared));
+    assert_eq!(listed("dying__echo"), None);
+
+    let arguments = serde_json::json!({"text": "one two\nthree"});
+    let call = |name: &str| {
+        CallToolRequestParams::new(name.to_string())
+            .with_arguments(arguments.as_object().unwrap().clone())
+    };
+    let r = client.call_tool(call("dying__count_words")).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(
+        r.structured_content,
+        Some(serde_json::json!({"words": 3, "lines": 2})),
+        "{r:?}"
+    );
+    // A tool without an output schema answers its text alone.
+    let r = client.call_tool(call("dying__echo")).await.unwrap();
+    assert_eq!(r.structured_content, None, "{r:?}");
+    client.cancel().await.ok();
+}
+
 #[test]
 fn imported_rows_of_a_dotted_and_an_underscored_tool_each_call_their_own_tool() {
     let dir = tempfile::tempdir().unwrap();

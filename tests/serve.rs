@@ -558,13 +558,80 @@ async fn stdio_lists_pages_runs_a_read_tool_and_refuses_gated_and_outside_tools(
         (Some(false), Some(false))
     );
 
-    // A silent read tool runs.
+    // Output schemas: every local tool of the reference returns a struct, so each is listed
+    // with its object `outputSchema` (the same as `toolcat export --format mcp`); the
+    // meta-tools declare none.
+    let exported: Value = serde_json::from_str(&String::from_utf8_lossy(
+        &Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(["export", "--format", "mcp"])
+            .output()
+            .unwrap()
+            .stdout,
+    ))
+    .unwrap();
+    for tool in &tools {
+        let schema = tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        let export = exported["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool.name.as_ref())
+            .unwrap_or_else(|| panic!("`{}` is exported", tool.name));
+        assert_eq!(schema.as_ref(), export.get("outputSchema"), "{}", tool.name);
+        if let Some(schema) = &schema {
+            assert_eq!(schema["type"], "object", "{}", tool.name);
+        }
+    }
+    let output_schema = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        Value::Object((**tool.output_schema.as_ref().expect("an output schema")).clone())
+    };
+    let read_schema = output_schema("read_file");
+    assert_eq!(read_schema["title"], "ReadFileOutput");
+    assert!(read_schema["required"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("content")));
+    let search = tools.iter().find(|t| t.name == "tool_search").unwrap();
+    assert!(search.output_schema.is_none());
+
+    // A silent read tool runs; its answer carries the result object as `structuredContent`,
+    // the same object as the text, and it fits the listed `outputSchema`.
     let r = client
         .call_tool(call("read_file", json!({"path": "a.txt"})))
         .await
         .unwrap();
     assert_eq!(error_kind(&r), None, "{:?}", body(&r));
     assert_eq!(body(&r)["content"], "hello");
+    let structured = r.structured_content.clone().expect("structuredContent");
+    assert_eq!(structured, body(&r));
+    let validator = jsonschema::validator_for(&read_schema).expect("a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&structured)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let r = client
+        .call_tool(call("glob", json!({"pattern": "*.txt"})))
+        .await
+        .unwrap();
+    let structured = r.structured_content.clone().expect("structuredContent");
+    assert_eq!(structured["matches"], json!(["a.txt"]), "{structured}");
+    assert!(jsonschema::is_valid(&output_schema("glob"), &structured));
+    // Through `tool_call`, which lists no output schema, the answer is the text alone; a
+    // refusal carries none either.
+    let r = client
+        .call_tool(call(
+            "tool_call",
+            json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(body(&r)["content"], "hello", "{:?}", body(&r));
+    assert_eq!(r.structured_content, None);
 
     // A gated tool in the scope is refused without approval, naming the tier; nothing ran.
     let r = client

@@ -229,6 +229,18 @@ pub fn derive(loaded: &Loaded) -> Tables {
                 })
                 .collect(),
         ),
+        output_schema: Cow::Owned(
+            tools
+                .iter()
+                .map(|t| {
+                    let remote = t.source != LOCAL && t.source != LOOP;
+                    t.output_schema
+                        .as_ref()
+                        .filter(|_| remote)
+                        .map(|schema| Cow::Owned(schema.to_string()))
+                })
+                .collect(),
+        ),
         remote_names: Cow::Owned(
             tools
                 .iter()
@@ -433,6 +445,7 @@ source = "gh"
 remote_name = "get.issue"
 timeout_ms = 2500
 input_schema = { type = "object", properties = { number = { type = "integer" } } }
+output_schema = { type = "object", properties = { title = { type = "string" } } }
 "#;
 
     fn tables() -> Tables {
@@ -465,6 +478,11 @@ input_schema = { type = "object", properties = { number = { type = "integer" } }
             Some(r#"{"type":"object","properties":{"number":{"type":"integer"}}}"#)
         );
         assert_eq!(t.input_schema[0], None);
+        assert_eq!(
+            t.output_schema[3].as_deref(),
+            Some(r#"{"type":"object","properties":{"title":{"type":"string"}}}"#)
+        );
+        assert_eq!(t.output_schema[0], None);
         assert_eq!(t.remote_names[3].as_deref(), Some("get.issue"));
         assert_eq!(t.remote_names[0], None);
         assert_eq!(t.timeout_ms[3], Some(2500));

@@ -4,7 +4,7 @@
 //! [`diff`] reports, per tool, every answer that changed (ownership per profile, toolsets,
 //! visibility, tier, effect, `idempotent`, `open_world`, exposure with the MCP scopes that list
 //! the tool, `requires`, `pair`, rate limit, lifecycle, source, owner, description, keywords,
-//! input schema, `remote_name` and `timeout_ms`), the tools added, removed and renamed, and the
+//! input schema, output schema, `remote_name` and `timeout_ms`), the tools added, removed and renamed, and the
 //! changes of the profile (`max_inline`, effective `max_tools`, `manifest_tokens`), toolset,
 //! preset (effective `max_tools`) and MCP server tables and of the top-level settings
 //! (`review_inline`, as the entry `settings` of table `catalog`). A tool's `remote_name` is
@@ -471,6 +471,15 @@ fn tool_fields(t: &Tables, i: usize) -> Vec<(&'static str, Val)> {
         (
             "input_schema",
             Val::One(t.input_schema[i].as_deref().unwrap_or_default().to_string()),
+        ),
+        (
+            "output_schema",
+            Val::One(
+                t.output_schema[i]
+                    .as_deref()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
         ),
         ("remote_name", Val::One(remote_name(t, i).to_string())),
         ("timeout_ms", Val::One(opt_text(t.timeout_ms[i]))),

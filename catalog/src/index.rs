@@ -877,6 +877,7 @@ mod tests {
                 .map(|t| t.3.map(|s| Cow::Owned(s.to_string())))
                 .collect::<Vec<_>>()
                 .into(),
+            output_schema: vec![None; len].into(),
             remote_names: vec![None; len].into(),
             timeout_ms: vec![None; len].into(),
             profile_names: vec![Cow::Borrowed("full")].into(),

@@ -365,7 +365,7 @@ fn tool_field_kind(field: &str) -> Option<Kind> {
         "effect" => Kind::Enum(EffectKind::NAMES),
         "exposure" => Kind::Enum(Exposure::NAMES),
         "status" => Kind::Enum(Status::NAMES),
-        "input_schema" => Kind::Json,
+        "input_schema" | "output_schema" => Kind::Json,
         "timeout_ms" => Kind::Count,
         _ => return None,
     })
@@ -1057,6 +1057,10 @@ impl Walker {
             input_schema: walked
                 .values
                 .get("input_schema")
+                .and_then(|item| to_json(item).ok()),
+            output_schema: walked
+                .values
+                .get("output_schema")
                 .and_then(|item| to_json(item).ok()),
             remote_name: self.string(walked, "remote_name"),
             timeout_ms: self.count(walked, "timeout_ms").map(u64::from),

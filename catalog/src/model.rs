@@ -240,6 +240,10 @@ pub struct ToolDecl {
     /// JSON Schema of the arguments, for tools whose source is a server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<serde_json::Value>,
+    /// JSON Schema of the result (MCP `outputSchema`: an object schema), for tools whose source
+    /// is a server; a local tool's comes from its handler's output type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 fn is_false(b: &bool) -> bool {

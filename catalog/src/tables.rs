@@ -112,6 +112,8 @@ tables! {
     rate_limit: OptPairs [Tools] " Rate limit as `(calls, window in seconds)`.",
     input_schema: OptStrs [Tools]
         " Declared input JSON Schema (JSON text) of tools served by an MCP server.",
+    output_schema: OptStrs [Tools]
+        " Declared output JSON Schema (JSON text, an object schema) of tools served by an MCP server.",
     remote_names: OptStrs [Tools]
         " The server's own name of a server tool whose row declares `remote_name` (calls send it).",
     timeout_ms: OptU32s [Tools]

@@ -111,6 +111,10 @@
 //!   program runs its calls with no model step and no approval between them, so only what the
 //!   host vouches for as a silent read may be called from one; what a server says of its own
 //!   tools does not count.
+//! - `E0429` `output_schema` on a local or loop tool (a local tool's output schema comes from its
+//!   handler's output type; meta-tools have none), or an `output_schema` that is not a JSON
+//!   object schema with `type = "object"` — it is served as MCP `outputSchema`, which must be an
+//!   object schema, and a server's structured result is always a JSON object.
 //!
 //! **Warnings** (shown, never fail the build)
 //! - `W0501` sprawl: two tools whose normalised descriptions (the distinct lower-case words of
@@ -261,6 +265,10 @@ pub const RULES: &[Rule] = &[
     error(
         "E0428",
         "`code_mode = true` on a tool that is not a silent read the host vouches for",
+    ),
+    error(
+        "E0429",
+        "`output_schema` on a local tool, or not an object schema",
     ),
     warning("W0501", "near-duplicate descriptions (sprawl)"),
     warning("W0502", "the same name listed twice"),
@@ -1094,6 +1102,7 @@ impl<'a> Checker<'a> {
                 );
             }
             self.input_schema(i, spans);
+            self.output_schema(i, spans);
             if let Some(limit) = &tool.rate_limit {
                 if model::parse_rate_limit(limit).is_none() {
                     self.push(
@@ -1348,6 +1357,61 @@ impl<'a> Checker<'a> {
                 )),
             );
         }
+    }
+
+    // ---- E0429 ----
+
+    /// A declared `output_schema`: only on a server tool, and a JSON Schema of an object (MCP
+    /// `outputSchema`). Unlike `input_schema` it is not checked against the export targets:
+    /// only MCP has an output schema.
+    fn output_schema(&mut self, i: usize, spans: &DeclSpans) {
+        let tool = &self.tools[i];
+        let Some(schema) = &tool.output_schema else {
+            return;
+        };
+        let name = tool.name.as_str();
+        if tool.source == SOURCE_LOCAL || tool.source == SOURCE_LOOP {
+            let help = if tool.source == SOURCE_LOCAL {
+                "remove `output_schema`: a local tool's output schema is derived from its handler's output type (the `Out` of `Result<Out, ToolError>`)"
+            } else {
+                "remove `output_schema`: the runtime answers its meta-tools, which declare no output schema"
+            };
+            self.out.push(
+                Diagnostic::error(
+                    "E0429",
+                    format!(
+                        "{} tool `{name}` cannot declare `output_schema`",
+                        tool.source
+                    ),
+                    spans.key("output_schema"),
+                )
+                .with_label("only a server tool declares its output schema")
+                .with_help(help),
+            );
+            return;
+        }
+        let problem = match schema.as_object() {
+            None => format!("is {}, not a JSON object", json_kind(schema)),
+            Some(object) => match object.get("type") {
+                Some(serde_json::Value::String(t)) if t == "object" => return,
+                None => "has no `type`".to_string(),
+                Some(serde_json::Value::String(t)) => {
+                    format!("is not an object schema: its `type` is `{t}`")
+                }
+                Some(other) => format!("is not an object schema: its `type` is {other}"),
+            },
+        };
+        self.out.push(
+            Diagnostic::error(
+                "E0429",
+                format!("`output_schema` of tool `{name}` {problem}"),
+                spans.value("output_schema"),
+            )
+            .with_label("not an object schema")
+            .with_help(
+                "write the JSON Schema of the object the tool returns, e.g. `output_schema = { type = \"object\", properties = {} }`: MCP `outputSchema` must be an object schema, and a server's structured result is a JSON object",
+            ),
+        );
     }
 
     // ---- E0405, E0415 ----
@@ -2422,6 +2486,18 @@ fn duplicates(list: &[String], field: &str, what: &str, spans: &DeclSpans) -> Ve
         }
     }
     out
+}
+
+/// What kind of JSON value `v` is, for messages: `a string`, `an array`, ...
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "`null`",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 //! - **`mcp-tools-json`**: a JSON file holding one MCP server's tools, in any of the shapes a
 //!   `tools/list` exchange produces: the result object `{"tools": [...]}`, the whole JSON-RPC reply
 //!   `{"jsonrpc": "2.0", "id": ..., "result": {"tools": [...]}}`, or a bare array of tool objects. A
-//!   tool object has `name` (required), `title`, `description`, `inputSchema` and `annotations`;
-//!   other members (`outputSchema`, `icons`, `_meta`) have no place in `tools.toml` and are left out.
+//!   tool object has `name` (required), `title`, `description`, `inputSchema`, `outputSchema` and
+//!   `annotations`; other members (`icons`, `_meta`) have no place in `tools.toml` and are left out.
 //!   The server is named by [`ImportOptions::server_name`], else by the file name without its
 //!   extension. A reply that carries a `nextCursor` is one page of a longer list: a warning says so.
 //! - **running servers** ([`import_live`], `toolcat import --from-server`): the tool objects the
@@ -56,7 +56,8 @@
 //!   `github-mcp-server stdio`), else the placeholder `command = NAME`, marked by a comment in the
 //!   text and a warning in the report.
 //! - Every tool becomes one `[[tool]]` row with `source = NAME` of its server, `owner = NAME` of
-//!   its server, `input_schema` = the tool's `inputSchema`, status `active` (see feature flags).
+//!   its server, `input_schema` = the tool's `inputSchema`, `output_schema` = its `outputSchema`
+//!   when it has one, status `active` (see feature flags).
 //! - The tool's title (`title`, else `annotations.title`), when present and different from its
 //!   description, becomes its one `keywords` entry, so search matches the words of the title too
 //!   (not when the description had to be derived from the title).
@@ -150,13 +151,18 @@
 //!   of the same name in place, or is imported with status `active`; an unknown flag is an error,
 //!   and so are two flags that both change one tool.
 //!
-//! ## Input schemas
+//! ## Input and output schemas
 //! `inputSchema` becomes the row's `input_schema` table. TOML has no `null`: an object member whose
 //! value is `null` (typically `"default": null`) is left out, and so is a `null` array item; an
 //! integer beyond TOML's 64-bit signed range becomes a float. Each tool changed this way is listed in
 //! the report. A tool without an `inputSchema` object, or whose schema's `type` is not `"object"`
 //! (every export target needs object parameters), gets no `input_schema`; a warning says so.
-//! `outputSchema` has no place in `tools.toml`; a warning counts the tools that had one.
+//!
+//! `outputSchema` (LiveMCPBench's servers give one for about a fifth of their tools) becomes the
+//! row's `output_schema` table the same way, so `toolcat serve` lists it and Code Mode types the
+//! tool's result with it. MCP requires an object schema: an `outputSchema` that is not a JSON
+//! object with `type = "object"` gets no `output_schema`, and a warning says so; a tool without
+//! one (or with `null`) gets none, silently.
 //!
 //! ## Output
 //! The text is the [`CatalogFile`] serialized with the `toml` crate, after a header comment naming
@@ -361,12 +367,15 @@ pub struct FlaggedTool {
     pub flag: String,
 }
 
-/// A tool whose `input_schema` lost values TOML cannot hold.
+/// A tool whose `input_schema` or `output_schema` lost values TOML cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaChange {
     /// The tool.
     pub tool: ToolRef,
-    /// JSON Pointers (into `inputSchema`) of the `null` values left out.
+    /// The row's field: `input_schema` (from `inputSchema`) or `output_schema` (from
+    /// `outputSchema`).
+    pub field: &'static str,
+    /// JSON Pointers (into that schema) of the `null` values left out.
     pub nulls_dropped: Vec<String>,
     /// JSON Pointers of integers turned into floats.
     pub floats: Vec<String>,
@@ -407,7 +416,7 @@ pub struct ImportReport {
     pub replaced_by_variant: Vec<FlaggedTool>,
     /// Source toolsets not emitted because no imported tool is in them.
     pub empty_toolsets: Vec<String>,
-    /// Input schemas changed to fit TOML.
+    /// Input and output schemas changed to fit TOML.
     pub schema_changes: Vec<SchemaChange>,
     /// Servers whose `command` is a placeholder because the source does not say how to reach them.
     pub placeholder_transport: Vec<String>,
@@ -519,21 +528,24 @@ impl fmt::Display for ImportReport {
                 backticked(&self.empty_toolsets)
             )?;
         }
-        if !self.schema_changes.is_empty() {
-            let nulls: usize = self
+        for (field, what) in [
+            ("input_schema", "input schemas"),
+            ("output_schema", "output schemas"),
+        ] {
+            let changes: Vec<&SchemaChange> = self
                 .schema_changes
                 .iter()
-                .map(|c| c.nulls_dropped.len())
-                .sum();
-            let floats: usize = self.schema_changes.iter().map(|c| c.floats.len()).sum();
-            let tools: Vec<String> = self
-                .schema_changes
-                .iter()
-                .map(|c| c.tool.name.clone())
+                .filter(|c| c.field == field)
                 .collect();
+            if changes.is_empty() {
+                continue;
+            }
+            let nulls: usize = changes.iter().map(|c| c.nulls_dropped.len()).sum();
+            let floats: usize = changes.iter().map(|c| c.floats.len()).sum();
+            let tools: Vec<String> = changes.iter().map(|c| c.tool.name.clone()).collect();
             writeln!(
                 f,
-                "input schemas changed to fit TOML ({}: {} left out, {} made floats): {}",
+                "{what} changed to fit TOML ({}: {} left out, {} made floats): {}",
                 count(tools.len(), "tool"),
                 count(nulls, "`null` value"),
                 count(floats, "large integer"),
@@ -949,8 +961,8 @@ struct ToolSpec {
     toolsets: Vec<ToolsetKey>,
     status: Status,
     inline: bool,
-    /// The source tool has an `outputSchema` (not carried over).
-    has_output_schema: bool,
+    /// The source tool's `outputSchema` (`null` counts as none).
+    output_schema: Option<Value>,
     /// The source never gives input schemas (MetaTool): a missing one is reported once for the
     /// whole source instead of once per tool.
     schemaless_source: bool,
@@ -1102,7 +1114,7 @@ fn tool_spec(tool: McpTool, warnings: &mut Vec<String>) -> ToolSpec {
         toolsets: Vec::new(),
         status: Status::Active,
         inline: false,
-        has_output_schema: tool.output_schema.is_some_and(|o| !o.is_null()),
+        output_schema: tool.output_schema.filter(|o| !o.is_null()),
         schemaless_source: false,
     }
 }
@@ -1380,7 +1392,7 @@ fn read_metatool(path: &Path, text: &str) -> Result<Surface, ImportError> {
             toolsets: Vec::new(),
             status: Status::Active,
             inline: false,
-            has_output_schema: false,
+            output_schema: None,
             schemaless_source: true,
         });
     }
@@ -2024,6 +2036,7 @@ fn row_schema(
             let mut schema = Value::Object(map.clone());
             let mut change = SchemaChange {
                 tool: tref.clone(),
+                field: "input_schema",
                 nulls_dropped: Vec::new(),
                 floats: Vec::new(),
             };
@@ -2048,6 +2061,44 @@ fn row_schema(
             None
         }
     }
+}
+
+/// The `output_schema` of a row: the `outputSchema` made to fit TOML, or `None` when the tool has
+/// none, or with a warning when it is not an object schema (MCP takes no other, and the catalog
+/// refuses one: E0429).
+fn row_output_schema(
+    tool: &ToolSpec,
+    tref: &ToolRef,
+    findings: &mut RowFindings,
+    warnings: &mut Vec<String>,
+) -> Option<Value> {
+    let schema = tool.output_schema.as_ref()?;
+    let problem = match schema {
+        Value::Object(map) => match map.get("type") {
+            Some(Value::String(t)) if t == "object" => None,
+            Some(kind) => Some(format!("has `type` {kind}, not `\"object\"`")),
+            None => Some("has no `type`".to_string()),
+        },
+        other => Some(format!("is {}, not an object", json_kind(other))),
+    };
+    if let Some(problem) = problem {
+        warnings.push(format!(
+            "{tref}: `outputSchema` {problem}; no `output_schema` written (MCP takes an object schema only)"
+        ));
+        return None;
+    }
+    let mut schema = schema.clone();
+    let mut change = SchemaChange {
+        tool: tref.clone(),
+        field: "output_schema",
+        nulls_dropped: Vec::new(),
+        floats: Vec::new(),
+    };
+    fit_toml(&mut schema, "", &mut change);
+    if !change.nulls_dropped.is_empty() || !change.floats.is_empty() {
+        findings.schema_changes.push(change);
+    }
+    Some(schema)
 }
 
 /// One `[[tool]]` row per imported tool, in source order.
@@ -2091,6 +2142,7 @@ fn tool_rows(
             _ => Vec::new(),
         };
         let input_schema = row_schema(tool, &tref, findings, warnings);
+        let output_schema = row_output_schema(tool, &tref, findings, warnings);
         let class = classify(&tool.hints);
         if tool.hints.read_only == Some(true) && tool.hints.destructive == Some(true) {
             warnings.push(format!(
@@ -2138,6 +2190,7 @@ fn tool_rows(
             source: server_name.clone(),
             remote_name: (row.name != row.original).then(|| row.original.clone()),
             input_schema,
+            output_schema,
         });
     }
     out
@@ -2199,17 +2252,6 @@ fn build(
         &mut findings,
         &mut warnings,
     );
-    let output_schemas = servers
-        .iter()
-        .flat_map(|s| &s.tools)
-        .filter(|t| t.has_output_schema)
-        .count();
-    if output_schemas > 0 {
-        warnings.push(format!(
-            "{} with an `outputSchema`, which `tools.toml` does not hold; left out",
-            count(output_schemas, "tool")
-        ));
-    }
 
     // Toolsets: the source's (when they hold a tool), then one per server.
     let non_empty = non_empty_toolsets(&findings.direct, &toolset_specs);
@@ -2482,6 +2524,7 @@ fn meta_tool_rows() -> Vec<ToolDecl> {
         source: SOURCE_LOOP.to_string(),
         remote_name: None,
         input_schema: None,
+        output_schema: None,
     };
     let rows = vec![
         row(

@@ -14,7 +14,17 @@ mod expand;
 
 /// Marks `async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` as the handler of
 /// tool `NAME` declared in `tools.toml` (`Args: Deserialize + JsonSchema + Send`,
-/// `Out: Serialize + Send`).
+/// `Out: Serialize + JsonSchema + Send`).
+///
+/// The JSON Schema of `Args` is the tool's input schema; the JSON Schema of `Out`, as it
+/// serializes, is its output schema (`toolcat::Catalog::output_schema`): `toolcat serve` and
+/// `toolcat::mcp::Server` list it as the tool's MCP `outputSchema` and answer each call with
+/// `structuredContent` too, when it is an object schema (a struct, a map; MCP takes no other, so
+/// a `String`, a number, a `Vec` or an enum gets none there), and Code Mode's TypeScript
+/// declarations type the tool's result with it. Derive `schemars::JsonSchema` on `Out` beside
+/// `serde::Serialize`; a type without it is a compile error at the return type ("the trait bound
+/// `Out: JsonSchema` is not satisfied"). To declare no output schema, return
+/// `serde_json::Value`: its schema accepts any value, and the tool is then listed without one.
 ///
 /// An optional third parameter receives application state the host registered once, by type
 /// (`Coordinator::with_state`, `toolcat::mcp::Server::state`, `ToolContext::with_state`):

@@ -146,6 +146,8 @@ pub struct Catalog {
     handlers: Cow<'static, [Option<ErasedHandler>]>,
     /// The input JSON Schema of every tool (see [`Catalog::input_schema`]).
     schemas: Vec<Value>,
+    /// The output JSON Schema of every tool that has one (see [`Catalog::output_schema`]).
+    output_schemas: Vec<Option<Value>>,
     /// The discovery meta-tools (see [`Catalog::discovery_tools`]), one bitset.
     discovery: Vec<u64>,
     exported: HashMap<String, u32>,
@@ -355,6 +357,27 @@ impl Catalog {
             };
             schemas.push(schema);
         }
+        let mut output_schemas = Vec::with_capacity(tables.len);
+        for i in 0..tables.len {
+            let schema = if let Some(text) = &tables.output_schema[i] {
+                Some(serde_json::from_str(text).map_err(|e| {
+                    CatalogError::Tables(format!(
+                        "the `output_schema` of `{}` is not JSON ({e})",
+                        tables.names[i]
+                    ))
+                })?)
+            } else if let Some(Some(h)) = handlers.get(i) {
+                Some((h.output_schema)().to_value())
+            } else {
+                None
+            };
+            output_schemas.push(schema.and_then(|mut schema| {
+                if let Value::Object(map) = &mut schema {
+                    map.shift_remove("$schema");
+                }
+                constrains_something(&schema).then_some(schema)
+            }));
+        }
         let mut discovery = vec![0u64; tables.words];
         for i in 0..tables.len {
             let name: &str = &tables.names[i];
@@ -394,6 +417,7 @@ impl Catalog {
             index,
             handlers,
             schemas,
+            output_schemas,
             discovery,
             exported,
             declared,
@@ -579,6 +603,22 @@ impl Catalog {
     ///   declared schema): [`minimal_input_schema`].
     pub fn input_schema(&self, t: ToolIndex) -> &Value {
         &self.schemas[t.index()]
+    }
+
+    /// The output JSON Schema of the tool's result, without a top-level `$schema` (as
+    /// [`crate::export::exported_schema`] writes input schemas):
+    /// - a server tool: its declared `output_schema` (an object schema, `toolcat-catalog`
+    ///   validates it: E0429);
+    /// - a local tool with a handler: the schemars schema of the handler's output type as it
+    ///   serializes ([`crate::handler::output_schema_of`]), whatever its root (a `String`
+    ///   output's is `{"type": "string"}`; the MCP server lists only object schemas,
+    ///   [`crate::export::mcp_output_schema`]).
+    ///
+    /// `None` for meta-tools, tools without a handler or a declared schema, and a schema that
+    /// constrains nothing: `true`, `{}`, or one with annotations only (`title`, `description`,
+    /// ...), such as that of a handler returning `serde_json::Value`.
+    pub fn output_schema(&self, t: ToolIndex) -> Option<&Value> {
+        self.output_schemas[t.index()].as_ref()
     }
 
     /// The name the tool's MCP server lists it under: the row's `remote_name` when it declares
@@ -859,6 +899,35 @@ pub fn exported_schema(catalog: &Catalog, t: ToolIndex) -> Value {
         map.shift_remove("$schema");
     }
     schema
+}
+
+/// Keywords that describe a schema without constraining what it accepts.
+const ANNOTATION_KEYWORDS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$defs",
+    "definitions",
+    "title",
+    "description",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Whether `schema` constrains the values it accepts: `false` for `true`, `{}` and an object of
+/// annotation keywords only ([`ANNOTATION_KEYWORDS`]), which accept any value. (`false`, which
+/// accepts none, constrains.)
+fn constrains_something(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(accepts_any) => !accepts_any,
+        Value::Object(map) => map
+            .keys()
+            .any(|k| !ANNOTATION_KEYWORDS.contains(&k.as_str())),
+        _ => true,
+    }
 }
 
 /// The arguments the runtime's meta-tools accept, by declared name (`None` for any other name):
@@ -1290,6 +1359,175 @@ mod tests {
         }
     }
 
+    /// A handler's output with a shape of its own.
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct FileStat {
+        /// Size in bytes.
+        bytes: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        modified: Option<String>,
+    }
+    struct StatFile;
+    impl ToolHandler for StatFile {
+        const NAME: &'static str = "stat_file";
+        type Args = ReadFileArgs;
+        type Output = FileStat;
+        fn call(_: Self::Args, _: &ToolContext) -> BoxFuture<'_, Result<FileStat, ToolError>> {
+            Box::pin(async move {
+                Ok(FileStat {
+                    bytes: 0,
+                    modified: None,
+                })
+            })
+        }
+    }
+    /// A handler whose result has no fixed shape: it declares no output schema.
+    struct Inspect;
+    impl ToolHandler for Inspect {
+        const NAME: &'static str = "inspect";
+        type Args = ReadFileArgs;
+        type Output = Value;
+        fn call(_: Self::Args, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+            Box::pin(async move { Ok(Value::Null) })
+        }
+    }
+    static OUTPUT_HANDLERS: [Option<ErasedHandler>; 3] = [
+        Some(erase::<ReadFile>()),
+        Some(erase::<StatFile>()),
+        Some(erase::<Inspect>()),
+    ];
+    const OUTPUTS: &str = r#"
+[mcp_server.forge]
+description = "The code forge"
+url = "https://forge.example.invalid/mcp"
+
+[toolset.files]
+description = "Reading workspace files"
+
+[[tool]]
+name = "read_file"
+description = "Reads a workspace file."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "stat_file"
+description = "Tells the size and modification time of a workspace file."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "inspect"
+description = "Inspects anything."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "get_issue"
+description = "Fetches one issue of the forge."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+source = "forge"
+input_schema = { type = "object", properties = { number = { type = "integer" } } }
+output_schema = { "$schema" = "https://json-schema.org/draft/2020-12/schema", type = "object", properties = { title = { type = "string" } }, required = ["title"] }
+
+[[tool]]
+name = "list_issues"
+description = "Lists the open issues of the forge."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+source = "forge"
+"#;
+
+    #[test]
+    fn output_schema_comes_from_the_handler_or_the_declaration() {
+        let c = Catalog::from_source_with_handlers("outputs.toml", OUTPUTS, &OUTPUT_HANDLERS)
+            .expect("valid catalog");
+        let tool = |name| c.tool(name).expect("declared");
+        // A struct output: its schema as it serializes (a skipped `None` is not required),
+        // without `$schema`.
+        let stat = c
+            .output_schema(tool("stat_file"))
+            .expect("a struct has a schema");
+        assert_eq!(stat["type"], "object");
+        assert_eq!(stat["title"], "FileStat");
+        assert_eq!(stat["properties"]["bytes"]["description"], "Size in bytes.");
+        assert!(stat["properties"]["modified"].is_object(), "{stat}");
+        assert_eq!(stat["required"], serde_json::json!(["bytes"]));
+        assert!(stat.get("$schema").is_none(), "{stat}");
+        // A string output has a schema too; only the MCP server asks for an object.
+        assert_eq!(
+            c.output_schema(tool("read_file")),
+            Some(&serde_json::json!({"type": "string", "title": "string"}))
+        );
+        // `serde_json::Value` constrains nothing: no output schema.
+        assert_eq!(c.output_schema(tool("inspect")), None);
+        // A server tool: its declared schema, `$schema` left out; none when it declares none.
+        assert_eq!(
+            c.output_schema(tool("get_issue")),
+            Some(&serde_json::json!({
+                "type": "object",
+                "properties": {"title": {"type": "string"}},
+                "required": ["title"]
+            }))
+        );
+        assert_eq!(c.output_schema(tool("list_issues")), None);
+
+        // Without handlers, local tools have none.
+        let c = Catalog::from_source("outputs.toml", OUTPUTS).expect("valid catalog");
+        assert_eq!(
+            c.output_schema(c.tool("stat_file").expect("declared")),
+            None
+        );
+        let meta = fixture::catalog();
+        for name in toolcat_catalog::model::META_TOOLS {
+            assert_eq!(meta.output_schema(meta.tool(name).expect("declared")), None);
+        }
+    }
+
+    #[test]
+    fn schemas_that_accept_any_value_constrain_nothing() {
+        use serde_json::json;
+        for any in [
+            json!(true),
+            json!({}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "AnyValue"}),
+            json!({"description": "anything", "$defs": {"X": {"type": "string"}}}),
+        ] {
+            assert!(!constrains_something(&any), "{any}");
+        }
+        for some in [
+            json!(false),
+            json!({"type": "object"}),
+            json!({"title": "T", "anyOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"$ref": "#/$defs/X", "$defs": {"X": {"type": "string"}}}),
+        ] {
+            assert!(constrains_something(&some), "{some}");
+        }
+        let value = crate::handler::output_schema_of::<Value>().to_value();
+        assert!(!constrains_something(&value), "{value}");
+    }
+
     #[test]
     fn lookups_return_typed_ids_and_suggest_names() {
         let c = fixture::catalog();
@@ -1401,6 +1639,10 @@ mod tests {
         check(
             &|t| t.input_schema.to_mut()[4] = Some(Cow::Borrowed("{not json")),
             "not JSON",
+        );
+        check(
+            &|t| t.output_schema.to_mut()[4] = Some(Cow::Borrowed("{not json")),
+            "the `output_schema` of `read_file` is not JSON",
         );
     }
 

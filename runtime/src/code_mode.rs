@@ -289,31 +289,165 @@ pub fn callable_tools(
 
 /// The API a program of a session under `profile` sees, as TypeScript declarations
 /// ([`typescript::declarations`]): one function per [`callable_tools`] entry, typed by its
-/// input and output JSON Schema, and `readToolResult`. Sent in the `run_code` definition, after
+/// input JSON Schema and its output schema ([`crate::Catalog::output_schema`]; a tool without
+/// one resolves to `unknown`), and `readToolResult`. Sent in the `run_code` definition, after
 /// its description, so its tokens count like any definition's.
 pub fn api_declarations(catalog: &crate::Catalog, profile: crate::ProfileId) -> String {
     let tools = callable_tools(catalog, profile);
-    let parts: Vec<(String, Value, Option<Value>)> = tools
+    let descriptions: Vec<String> = tools
         .iter()
-        .map(|&t| {
-            (
-                crate::meta::one_line(catalog.description(t)),
-                crate::catalog::exported_schema(catalog, t),
-                None::<Value>, // MERGE-OUTPUT: catalog.output_schema(t).cloned()
-            )
-        })
+        .map(|&t| crate::meta::one_line(catalog.description(t)))
         .collect();
+    // The catalog's schemas as they are: a top-level `$schema` changes no TypeScript type.
     let functions: Vec<typescript::ApiFunction<'_>> = tools
         .iter()
-        .zip(&parts)
-        .map(
-            |(&t, (description, input, output))| typescript::ApiFunction {
-                name: catalog.exported_name(t),
-                description,
-                input,
-                output: output.as_ref(),
-            },
-        )
+        .zip(&descriptions)
+        .map(|(&t, description)| typescript::ApiFunction {
+            name: catalog.exported_name(t),
+            description,
+            input: catalog.input_schema(t),
+            output: catalog.output_schema(t),
+        })
         .collect();
     typescript::declarations(&functions)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use crate::handler::{erase, BoxFuture, ErasedHandler, ToolContext, ToolError, ToolHandler};
+    use crate::Catalog;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct PathArgs {
+        path: String,
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct FileStat {
+        /// Size in bytes.
+        bytes: u64,
+        kind: String,
+    }
+
+    struct StatFile;
+    impl ToolHandler for StatFile {
+        const NAME: &'static str = "stat_file";
+        type Args = PathArgs;
+        type Output = FileStat;
+        fn call(_: PathArgs, _: &ToolContext) -> BoxFuture<'_, Result<FileStat, ToolError>> {
+            Box::pin(async move {
+                Ok(FileStat {
+                    bytes: 0,
+                    kind: "file".into(),
+                })
+            })
+        }
+    }
+
+    struct Inspect;
+    impl ToolHandler for Inspect {
+        const NAME: &'static str = "inspect";
+        type Args = PathArgs;
+        type Output = Value;
+        fn call(_: PathArgs, _: &ToolContext) -> BoxFuture<'_, Result<Value, ToolError>> {
+            Box::pin(async move { Ok(Value::Null) })
+        }
+    }
+
+    static HANDLERS: [Option<ErasedHandler>; 2] =
+        [Some(erase::<StatFile>()), Some(erase::<Inspect>())];
+
+    const SOURCE: &str = r#"
+[mcp_server.forge]
+description = "The code forge"
+url = "https://forge.example.invalid/mcp"
+code_mode = true
+
+[toolset.files]
+description = "Reading workspace files"
+
+[[tool]]
+name = "run_code"
+description = "Runs one program that calls read tools."
+visibility = "inline"
+tier = "loop"
+effect = "read"
+exposure = "excluded"
+toolsets = ["files"]
+owner = "platform"
+source = "loop"
+
+[[tool]]
+name = "stat_file"
+description = "Tells the size and kind of a workspace file."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+code_mode = true
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "inspect"
+description = "Inspects a workspace file."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+code_mode = true
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+
+[[tool]]
+name = "get_issue"
+description = "Fetches one issue of the forge."
+visibility = "inline"
+tier = "silent"
+effect = "read"
+code_mode = true
+exposure = "read-only"
+toolsets = ["files"]
+owner = "platform"
+source = "forge"
+input_schema = { type = "object", properties = { number = { type = "integer" } }, required = ["number"] }
+output_schema = { type = "object", properties = { title = { type = "string" } }, required = ["title"] }
+"#;
+
+    /// Each callable tool's result is typed by its output schema: a handler's output type, a
+    /// server row's declared `output_schema`; `unknown` for a tool without one.
+    #[test]
+    fn api_declarations_type_results_by_output_schema() {
+        let c = Catalog::from_source_with_handlers("code.toml", SOURCE, &HANDLERS)
+            .expect("valid catalog");
+        let api = super::api_declarations(&c, c.full_profile());
+        let tools = api.split("/** Reads part").next().unwrap_or_default();
+        assert_eq!(
+            tools,
+            "declare const tools: {
+  /** Tells the size and kind of a workspace file. */
+  stat_file(args: {
+    path: string;
+  }): Promise<{
+    /** Size in bytes. */
+    bytes: number;
+    kind: string;
+  }>;
+  /** Inspects a workspace file. */
+  inspect(args: {
+    path: string;
+  }): Promise<unknown>;
+  /** Fetches one issue of the forge. */
+  get_issue(args: {
+    number: number;
+  }): Promise<{
+    title: string;
+  }>;
+};
+"
+        );
+    }
 }

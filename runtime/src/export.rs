@@ -7,8 +7,10 @@
 //! export uses exported names (`NS__name`), keeps the order of the tools it is given, and writes
 //! keys in a fixed order (the order below), so the same plan always serializes to the same bytes:
 //!
-//! - MCP `tools/list` result: `{"tools":[{"name","description","inputSchema","annotations"}]}`,
-//!   annotations derived from the effect ([`crate::catalog::McpAnnotations`]);
+//! - MCP `tools/list` result:
+//!   `{"tools":[{"name","description","inputSchema","outputSchema"?,"annotations"}]}`,
+//!   annotations derived from the effect ([`crate::catalog::McpAnnotations`]), `outputSchema`
+//!   for a tool whose output schema is an object schema ([`mcp_output_schema`]);
 //! - OpenAI function tools (Chat Completions):
 //!   `[{"type":"function","function":{"name","description","parameters","strict"}}]`, the
 //!   parameters rewritten for strict mode (`"strict": true`) where strict mode can express them,
@@ -41,7 +43,8 @@
 //!   rule, the JSON location and the message.
 //!
 //! Input schemas are [`Catalog::input_schema`] without a top-level `$schema` keyword: it tells
-//! the model nothing and costs tokens on every turn.
+//! the model nothing and costs tokens on every turn. Output schemas ([`Catalog::output_schema`])
+//! are MCP's only: OpenAI, Anthropic and Gemini tool definitions have no place for one.
 //!
 //! The export of a plan ([`export_plan`], [`export_plan_with`] with toolcat's own search) appends
 //! the deferred-tool manifest ([`crate::manifest`]) to the description of `tool_search`; exports
@@ -328,12 +331,24 @@ impl Export {
 
 pub use crate::catalog::exported_schema;
 
-/// One MCP tool definition: `{"name","description","inputSchema","annotations"}`.
+/// The output schema of `t` as MCP lists it (`outputSchema`): [`Catalog::output_schema`] when
+/// its root is an object schema (`"type": "object"`), which MCP requires (a tool's structured
+/// result is a JSON object); `None` otherwise, so a tool whose output is a string, a number, an
+/// array or an enum without a root `type` is listed without one.
+pub fn mcp_output_schema(catalog: &Catalog, t: ToolIndex) -> Option<Value> {
+    catalog
+        .output_schema(t)
+        .filter(|schema| schema.get("type").and_then(Value::as_str) == Some("object"))
+        .cloned()
+}
+
+/// One MCP tool definition: `{"name","description","inputSchema","outputSchema"?,"annotations"}`.
 pub fn mcp_tool(catalog: &Catalog, t: ToolIndex) -> McpTool {
     McpTool {
         name: catalog.exported_name(t).to_string(),
         description: catalog.description(t).to_string(),
         input_schema: exported_schema(catalog, t),
+        output_schema: mcp_output_schema(catalog, t),
         annotations: catalog.mcp_annotations(t),
     }
 }

@@ -31,6 +31,8 @@ pub struct Row {
     /// `local`, `loop` or a server name.
     pub source: &'static str,
     pub input_schema: Option<&'static str>,
+    /// The declared `output_schema` of a server tool.
+    pub output_schema: Option<&'static str>,
 }
 
 const ROW: Row = Row {
@@ -51,6 +53,7 @@ const ROW: Row = Row {
     replaced_by: None,
     source: "local",
     input_schema: None,
+    output_schema: None,
 };
 
 /// Declared profiles in name order; `full` is appended last.
@@ -71,6 +74,7 @@ pub const SERVERS: &[(&str, Option<&str>)] =
 pub const PRESETS: &[(&str, &str, &[&str])] = &[("review", "reader", &["files"])];
 
 const PR_SCHEMA: &str = r#"{"type":"object","properties":{"title":{"type":"string","description":"Title of the pull request"},"head":{"type":"string","description":"Branch with the changes"},"base":{"type":"string"}},"required":["title","head","base"]}"#;
+const PR_OUTPUT_SCHEMA: &str = r#"{"type":"object","properties":{"number":{"type":"integer","description":"Number of the new pull request"},"url":{"type":"string"}},"required":["number","url"]}"#;
 const BRANCHES_SCHEMA: &str = r#"{"type":"object","properties":{"repo":{"type":"string"}}}"#;
 
 /// The rows, in catalog order.
@@ -212,6 +216,7 @@ pub fn rows() -> Vec<Row> {
             requires: &["github__list_branches", "git_status"],
             source: "github",
             input_schema: Some(PR_SCHEMA),
+            output_schema: Some(PR_OUTPUT_SCHEMA),
             ..ROW
         },
         Row {
@@ -364,6 +369,11 @@ pub fn source_of(rows: &[Row]) -> String {
             let schema: serde_json::Value =
                 serde_json::from_str(schema).expect("fixture schemas are JSON");
             let _ = writeln!(t, "input_schema = {}", toml_value(&schema));
+        }
+        if let Some(schema) = r.output_schema {
+            let schema: serde_json::Value =
+                serde_json::from_str(schema).expect("fixture schemas are JSON");
+            let _ = writeln!(t, "output_schema = {}", toml_value(&schema));
         }
         t.push('\n');
         w(t);

@@ -3,8 +3,8 @@
 //! `#[tool]` on
 //! `async fn NAME(args: Args, ctx: &ToolContext) -> Result<Out, ToolError>` (optionally with a
 //! third parameter `State(v): State<T>`, see "Application state" below; with `Args:
-//! Deserialize + JsonSchema`, `Out: Serialize`) implements [`ToolHandler`] for the marker type the
-//! build script generated for tool `NAME`. Coherence makes a second handler for the same tool a
+//! Deserialize + JsonSchema`, `Out: Serialize + JsonSchema`) implements [`ToolHandler`] for the
+//! marker type the build script generated for tool `NAME`. Coherence makes a second handler for the same tool a
 //! conflicting-implementation error (E0119); the generated dispatch table names every local tool's
 //! marker, so a declared tool without a handler fails through `#[diagnostic::on_unimplemented]`.
 //!
@@ -13,6 +13,15 @@
 //! `fn FN(args: &Args, ctx: &ToolContext) -> Result<Vec<Target>, ToolError>` names the concrete
 //! [`Target`]s of a call (a file and whether it is read or written, with a fingerprint of what is
 //! there now). Without it a tool declares no targets.
+//!
+//! # Output schema
+//!
+//! The JSON Schema of `Out`, as it serializes ([`output_schema_of`]), is the tool's output
+//! schema ([`crate::Catalog::output_schema`]): the MCP server lists it as `outputSchema` when it
+//! is an object schema and answers each call with `structuredContent` too ([`crate::mcp`]), and
+//! Code Mode types the tool's result with it ([`crate::code_mode`]). A handler whose result has
+//! no fixed shape returns `serde_json::Value`, whose schema constrains nothing: the tool then
+//! declares no output schema.
 //!
 //! # Application state
 //!
@@ -517,8 +526,9 @@ pub trait ToolHandler: 'static {
     const NAME: &'static str;
     /// Typed arguments; their JSON Schema is the tool's input schema.
     type Args: DeserializeOwned + JsonSchema + Send;
-    /// The result, serialized to JSON for the model.
-    type Output: Serialize + Send;
+    /// The result, serialized to JSON for the model; its JSON Schema is the tool's output schema
+    /// ([`crate::Catalog::output_schema`]; `serde_json::Value` declares none).
+    type Output: Serialize + JsonSchema + Send;
     /// Runs the handler.
     fn call(args: Self::Args, ctx: &ToolContext) -> BoxFuture<'_, Result<Self::Output, ToolError>>;
     /// Names the concrete targets of a call before it is authorized and scheduled (see
@@ -541,6 +551,9 @@ pub struct ErasedHandler {
     pub name: &'static str,
     /// JSON Schema of the arguments (schemars, draft 2020-12).
     pub input_schema: fn() -> schemars::Schema,
+    /// JSON Schema of the output ([`output_schema_of`]); one that constrains nothing
+    /// (`serde_json::Value`'s) means the tool declares no output schema.
+    pub output_schema: fn() -> schemars::Schema,
     /// Deserializes the arguments and runs [`ToolHandler::prepare`].
     pub prepare: fn(&serde_json::Value, &ToolContext) -> Result<Vec<Target>, ToolError>,
     /// Deserializes the arguments, runs the handler, serializes the output.
@@ -563,6 +576,7 @@ pub const fn erase<H: ToolHandler>() -> ErasedHandler {
     ErasedHandler {
         name: H::NAME,
         input_schema: input_schema_of::<H>,
+        output_schema: output_schema_of::<H::Output>,
         prepare: prepare_erased::<H>,
         call: call_erased::<H>,
     }
@@ -570,6 +584,15 @@ pub const fn erase<H: ToolHandler>() -> ErasedHandler {
 
 fn input_schema_of<H: ToolHandler>() -> schemars::Schema {
     schemars::schema_for!(H::Args)
+}
+
+/// The JSON Schema of a handler's output type `T` (schemars, draft 2020-12) as `T` serializes:
+/// a field with `skip_serializing_if` is not required, renames for serializing apply.
+pub fn output_schema_of<T: JsonSchema>() -> schemars::Schema {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
 }
 
 fn prepare_erased<H: ToolHandler>(

@@ -85,23 +85,36 @@ pub const MAX_CHANGES: usize = 256;
 /// and its record keeps it ([`CallRecord::changes`]). Serialized with the field names below, e.g.
 /// `{"path": "src/lib.rs", "before": "sha256:…", "after": "sha256:…", "diff": "--- a/src/lib.rs
 /// …", "diff_bytes": 120, "diff_truncated": false, "diff_reference": null}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Its JSON Schema is part of the output schema of the tools that report changes; the
+/// `schemars(description)`s say there what the doc comments say here, without their links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(
+    description = "One file the call changed: its fingerprints before and after, and a unified diff."
+)]
 pub struct Change {
     /// The file, relative to the workspace root (`src/lib.rs`).
     pub path: String,
     /// What was there before, as [`crate::fingerprint_path`] writes it: `sha256:HEX` of a file's
     /// content, `absent` when the call created it, ….
+    #[schemars(
+        description = "What was there before: `sha256:HEX` of a file's content, `absent` when the call created it."
+    )]
     pub before: String,
     /// What is there after, in the same format (`absent` when the call deleted it).
     pub after: String,
     /// A unified diff of the change (`--- a/PATH`, `+++ b/PATH`, hunks), at most
     /// [`MAX_CHANGE_DIFF_BYTES`] of it once recorded; empty when the handler has none to give.
+    #[schemars(
+        description = "A unified diff of the change (`--- a/PATH`, `+++ b/PATH`, hunks), cut past 16 KiB once recorded; empty when there is none."
+    )]
     pub diff: String,
     /// Bytes of the whole diff as the handler reported it (more than `diff.len()` when cut).
     #[serde(default)]
     pub diff_bytes: usize,
     /// True when `diff` is only the start of the diff (it was over [`MAX_CHANGE_DIFF_BYTES`]).
     #[serde(default)]
+    #[schemars(description = "True when `diff` is only the start of the diff.")]
     pub diff_truncated: bool,
     /// Where the whole diff of a cut one was archived (`result-…`,
     /// [`crate::archive::ResultRef`]): read back with `read_tool_result`, under the same owner
@@ -109,6 +122,9 @@ pub struct Change {
     /// evicted like any archived result. `None` when the diff was not cut or the call had no
     /// archive. Set by the coordinator; a value the handler gives is discarded.
     #[serde(default)]
+    #[schemars(
+        description = "Where the whole diff of a cut one was archived, to read back with `read_tool_result`; null when it was not cut."
+    )]
     pub diff_reference: Option<String>,
 }
 

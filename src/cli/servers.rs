@@ -468,6 +468,9 @@ fn server_description(c: &Catalog, arg: &CatalogArg, s: ServerId) -> Option<Stri
 /// A listed tool as the MCP tool object the importer reads.
 fn tool_object(t: &remote::RemoteTool) -> Value {
     let mut o = json!({"name": t.name, "inputSchema": t.input_schema});
+    if let Some(schema) = &t.output_schema {
+        o["outputSchema"] = schema.clone();
+    }
     if let Some(d) = &t.description {
         o["description"] = json!(d);
     }

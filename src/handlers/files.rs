@@ -98,7 +98,7 @@ pub struct ListDirectoryArgs {
 }
 
 /// One entry of a directory listing.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct DirEntry {
     /// File name.
     pub name: String,
@@ -110,7 +110,7 @@ pub struct DirEntry {
 }
 
 /// Result of `list_directory`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ListDirectoryOutput {
     /// The directory, relative to the workspace root.
     pub path: String,
@@ -182,7 +182,7 @@ pub struct CreateDirectoryArgs {
 }
 
 /// Result of `create_directory`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct CreateDirectoryOutput {
     /// The directory, relative to the workspace root.
     pub path: String,
@@ -242,7 +242,7 @@ pub struct MovePathArgs {
 }
 
 /// Result of `move_path`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct MovePathOutput {
     /// Old path, relative to the workspace root.
     pub from: String,
@@ -320,7 +320,7 @@ pub struct DeletePathArgs {
 }
 
 /// Result of `delete_path`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct DeletePathOutput {
     /// The deleted path, relative to the workspace root.
     pub path: String,
@@ -397,7 +397,7 @@ pub struct FileInfoArgs {
 }
 
 /// Result of `file_info`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct FileInfoOutput {
     /// The path, relative to the workspace root.
     pub path: String,

@@ -27,7 +27,7 @@ pub struct AskUserArgs {
 }
 
 /// Result of `ask_user`.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct AskUserOutput {
     /// Always `awaiting_user`: the answer comes as the user's next message.
     pub status: &'static str,

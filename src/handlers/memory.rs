@@ -20,7 +20,7 @@ const MEMORY_FILE: &str = "memory.json";
 pub const RECALL_MAX: usize = 50;
 
 /// One saved memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Memory {
     /// Stable id, `m1`, `m2`, … in order of storing.
     pub id: String,
@@ -51,7 +51,7 @@ pub struct MemoryStoreArgs {
 }
 
 /// Result of `memory_store`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct MemoryStoreOutput {
     /// Id of the memory.
     pub id: String,
@@ -121,7 +121,7 @@ pub struct MemoryRecallArgs {
 }
 
 /// One recalled memory.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Recalled {
     /// The memory.
     #[serde(flatten)]
@@ -131,7 +131,7 @@ pub struct Recalled {
 }
 
 /// Result of `memory_recall`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct MemoryRecallOutput {
     /// Best matches first.
     pub memories: Vec<Recalled>,
@@ -209,7 +209,7 @@ pub struct MemoryForgetArgs {
 }
 
 /// Result of `memory_forget`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct MemoryForgetOutput {
     /// The deleted memory.
     pub forgotten: Memory,

@@ -45,7 +45,7 @@ struct TodoFile {
 }
 
 /// Result of `todo_read` and `todo_write`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct TodoOutput {
     /// The checklist, in order.
     pub todos: Vec<TodoItem>,
@@ -163,7 +163,7 @@ pub struct PlanStep {
 }
 
 /// The stored plan; also the result of `plan_read` and `plan_update`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// Ordered steps; empty before the first `plan_update`.
     pub steps: Vec<PlanStep>,

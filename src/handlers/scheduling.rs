@@ -19,7 +19,7 @@ const REMINDERS_FILE: &str = "reminders.json";
 pub const MAX_MINUTES: u64 = 366 * 24 * 60;
 
 /// One scheduled reminder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Reminder {
     /// Stable id, `r1`, `r2`, … in order of scheduling.
     pub id: String,
@@ -137,7 +137,7 @@ pub struct ListRemindersArgs {
 }
 
 /// One listed reminder.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ListedReminder {
     /// The reminder.
     #[serde(flatten)]
@@ -147,7 +147,7 @@ pub struct ListedReminder {
 }
 
 /// Result of `list_reminders`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ListRemindersOutput {
     /// Reminders, soonest first.
     pub reminders: Vec<ListedReminder>,
@@ -204,7 +204,7 @@ pub struct CancelReminderArgs {
 }
 
 /// Result of `cancel_reminder`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct CancelReminderOutput {
     /// The cancelled reminder.
     pub cancelled: Reminder,

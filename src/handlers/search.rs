@@ -59,7 +59,7 @@ pub struct GlobArgs {
 }
 
 /// Result of `glob` and `find_files`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GlobOutput {
     /// Matching files, relative to the workspace root, sorted.
     pub matches: Vec<String>,
@@ -173,7 +173,7 @@ pub struct GrepArgs {
 }
 
 /// One matching line.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct GrepMatch {
     /// File, relative to the workspace root.
     pub path: String,
@@ -184,7 +184,7 @@ pub struct GrepMatch {
 }
 
 /// One matching file.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct GrepFile {
     /// File, relative to the workspace root.
     pub path: String,
@@ -193,7 +193,7 @@ pub struct GrepFile {
 }
 
 /// Result of `grep`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GrepOutput {
     /// Matching lines, in path then line order (`content` mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -191,7 +191,7 @@ pub struct RunCommandArgs {
 }
 
 /// Result of `run_command`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct RunCommandOutput {
     /// Exit status; absent when the command was killed (timeout or signal).
     pub exit_code: Option<i32>,

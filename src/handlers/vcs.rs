@@ -300,7 +300,7 @@ fn git_path(ws: &Workspace, path: &str) -> Result<String, ToolError> {
 pub struct GitStatusArgs {}
 
 /// One changed path.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct StatusEntry {
     /// Two-letter status code of `git status --porcelain`: index then working tree (`M ` staged
     /// change, ` M` unstaged change, `??` untracked, `A ` added, `D ` deleted, `R ` renamed).
@@ -313,7 +313,7 @@ pub struct StatusEntry {
 }
 
 /// Result of `git_status`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GitStatusOutput {
     /// Branch line: `main`, `main...origin/main [ahead 1]`, or `HEAD (no branch)`.
     pub branch: String,
@@ -420,7 +420,7 @@ pub struct GitDiffArgs {
 }
 
 /// Result of `git_diff` and `git_show`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GitTextOutput {
     /// The output of git, the first 256 KiB when longer.
     pub text: String,
@@ -484,7 +484,7 @@ pub struct GitLogArgs {
 }
 
 /// One commit of a log.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, JsonSchema)]
 pub struct LogEntry {
     /// Full commit sha.
     pub sha: String,
@@ -497,7 +497,7 @@ pub struct LogEntry {
 }
 
 /// Result of `git_log`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GitLogOutput {
     /// Commits, newest first.
     pub commits: Vec<LogEntry>,
@@ -603,7 +603,7 @@ pub struct GitAddArgs {
 }
 
 /// Result of `git_add`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GitAddOutput {
     /// The staged paths, relative to the workspace root.
     pub staged: Vec<String>,
@@ -666,7 +666,7 @@ pub struct GitCommitArgs {
 }
 
 /// Result of `git_commit`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GitCommitOutput {
     /// Full sha of the new commit.
     pub sha: String,

@@ -8,7 +8,8 @@ workspace, serving a copy of the reference catalog (`--catalog`):
 
 1. a client of the `initialize` handshake: list every page of tools and compare them with what
    `toolcat list` derives (the scope's tools plus the discovery meta-tools the profile owns, in
-   catalog order); call a silent read tool (`read_file`, `glob`); see a gated tool (`edit_file`)
+   catalog order); call a silent read tool (`read_file`, `glob`), whose `structuredContent` the
+   SDK validates against its listed `outputSchema`; see a gated tool (`edit_file`)
    refused without approval; see a tool outside the scope (`delete_path`, exposure `full`)
    refused; check that nothing in the workspace changed and what the call store recorded;
 2. `serve --toolsets files --tools glob`: only the `files` toolset's tools of the scope plus
@@ -117,12 +118,20 @@ async def exercise(session, toolcat, workspace, transport):
     names, pages = await list_all(session)
     expected = expected_names(toolcat)
     check(names == expected, f"listed {len(names)} tools, expected {len(expected)}: {set(names) ^ set(expected)}")
-    annotations = {t.name: t.annotations for t in (await session.list_tools()).tools}
+    listed = (await session.list_tools()).tools
+    annotations = {t.name: t.annotations for t in listed}
     check(annotations["read_file"].read_only_hint is True, "read_file is read-only")
+    output_schemas = {t.name: t.output_schema for t in listed}
+    check(output_schemas["read_file"] and output_schemas["read_file"]["type"] == "object",
+          f"read_file lists an object outputSchema: {output_schemas['read_file']}")
+    check(output_schemas["tool_search"] is None, "a meta-tool lists no outputSchema")
 
+    # The SDK validates `structuredContent` against the listed `outputSchema` (it raises otherwise).
     result = await session.call_tool("read_file", {"path": "a.txt"})
     check(not result.is_error, f"read_file failed: {result}")
     check("hello" in json.loads(result.content[0].text)["content"], f"read_file content: {result}")
+    check(result.structured_content == json.loads(result.content[0].text),
+          f"read_file's structuredContent is its result: {result}")
     result = await session.call_tool("glob", {"pattern": "*.txt"})
     check(not result.is_error and "a.txt" in result.content[0].text, f"glob: {result}")
 

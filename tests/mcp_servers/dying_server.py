@@ -4,11 +4,14 @@
 - `explain_failure`: answers `isError: true` with an explanation followed by a large dump, the way
   a server reports an error with too much content;
 - `echo`: answers its `text` argument;
+- `count_words`: answers `{"words": N, "lines": M}` of its `text` argument as `structuredContent`,
+  which its `outputSchema` declares, and as JSON text;
 - `stall`: never answers.
 
 With `DYING_PID` set, the process id is written to that file at start.
 """
 
+import json
 import os
 
 import anyio
@@ -37,6 +40,19 @@ TOOLS = [
         description="Echoes its text",
         input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     ),
+    types.Tool(
+        name="count_words",
+        description="Counts the words and lines of a text",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "words": {"type": "integer", "description": "Words in the text"},
+                "lines": {"type": "integer"},
+            },
+            "required": ["words", "lines"],
+        },
+    ),
 ]
 
 
@@ -59,6 +75,10 @@ async def call_tool(ctx, params):
             ],
             is_error=True,
         )
+    if params.name == "count_words":
+        text = str(args.get("text"))
+        counts = {"words": len(text.split()), "lines": len(text.splitlines())}
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(counts))], structured_content=counts)
     return types.CallToolResult(content=[types.TextContent(text=str(args.get("text")))])
 
 

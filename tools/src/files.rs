@@ -120,7 +120,7 @@ pub struct ReadFileArgs {
 }
 
 /// Result of `read_file`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ReadFileOutput {
     /// The path, relative to the workspace root.
     pub path: String,
@@ -136,6 +136,9 @@ pub struct ReadFileOutput {
     /// More lines follow `end_line`; call again with `offset = end_line + 1`.
     pub truncated: bool,
     /// The file's version ([`version_of`]); pass it to an edit to refuse it if the file changed.
+    #[schemars(
+        description = "The file's version; pass it to an edit to refuse it if the file changed."
+    )]
     pub version: String,
     /// The file ends with a line ending (`\n` or `\r\n`); false for an empty file.
     pub final_newline: bool,
@@ -417,7 +420,7 @@ pub struct WriteFileArgs {
 }
 
 /// Result of `write_file`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct WriteFileOutput {
     /// The path, relative to the workspace root.
     pub path: String,
@@ -530,7 +533,7 @@ pub struct EditFileArgs {
 }
 
 /// Result of `edit_file`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct EditFileOutput {
     /// The path, relative to the workspace root.
     pub path: String,
@@ -548,7 +551,7 @@ pub struct EditFileOutput {
 }
 
 /// Result of `propose_edit`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ProposeEditOutput {
     /// The path, relative to the workspace root.
     pub path: String,
@@ -661,7 +664,7 @@ pub struct EditLinesArgs {
 }
 
 /// Result of `edit_lines`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct EditLinesOutput {
     /// The path, relative to the workspace root.
     pub path: String,
@@ -732,7 +735,7 @@ pub struct ApplyPatchArgs {
 }
 
 /// What `apply_patch` did to one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PatchAction {
     /// `*** Add File`: created.
@@ -746,7 +749,7 @@ pub enum PatchAction {
 }
 
 /// One file of an `apply_patch` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct PatchedFile {
     /// The path, relative to the workspace root (the new path of a move).
     pub path: String,
@@ -758,7 +761,7 @@ pub struct PatchedFile {
 }
 
 /// Result of `apply_patch`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ApplyPatchOutput {
     /// The files, in patch order.
     pub files: Vec<PatchedFile>,

@@ -16,7 +16,7 @@ fn is_false(b: &bool) -> bool {
 
 // ---- MCP ----
 
-/// An MCP tool definition: `{"name","description","inputSchema","annotations"}`
+/// An MCP tool definition: `{"name","description","inputSchema","outputSchema"?,"annotations"}`
 /// (<https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool>).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -25,6 +25,9 @@ pub struct McpTool {
     pub description: String,
     /// The input JSON Schema.
     pub input_schema: Value,
+    /// The output JSON Schema, an object schema; left out when the tool has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     pub annotations: McpAnnotations,
 }
 

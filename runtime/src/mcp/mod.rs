@@ -10,7 +10,15 @@
 //! ([`ScopeTable::with_deprecated`], `toolcat serve --allow-deprecated`): then the scope's
 //! deprecated tools are listed and run too. Definitions are
 //! [`crate::export::mcp_tool`], the JSON `toolcat plan --format mcp` prints, with annotations
-//! derived from `effect`. Pages hold [`PAGE_SIZE`] tools; `nextCursor` is opaque
+//! derived from `effect` and an `outputSchema` for a tool whose output schema
+//! ([`Catalog::output_schema`]: the handler's output type, or a server row's declared
+//! `output_schema`) is an object schema; MCP takes no other, so a tool whose output is a string,
+//! a number, an array or an enum (a root without `"type": "object"`) is listed without one. A
+//! successful call of a tool listed with an `outputSchema` answers its result as
+//! `structuredContent` (the whole JSON object, also when the text content is an archived
+//! result's preview) besides the text content; a server tool's result is the server's own
+//! `structuredContent`, passed through, and when the server sent none (only text) the answer
+//! has none either. Pages hold [`PAGE_SIZE`] tools; `nextCursor` is opaque
 //! (`GENERATION:OFFSET`), and a cursor issued before the listed set changed is refused with
 //! JSON-RPC `-32602` (list again from the start).
 //!
@@ -383,6 +391,16 @@ impl ScopeTable {
     /// Whether `t` is listed: allowed, or one of the profile's meta-tools.
     pub fn is_listed(&self, t: ToolIndex) -> bool {
         self.listed.binary_search(&t).is_ok()
+    }
+
+    /// Whether `t` is listed with an `outputSchema` ([`crate::export::mcp_output_schema`]): its
+    /// successful results carry `structuredContent`.
+    pub fn has_output_schema(&self, t: ToolIndex) -> bool {
+        self.listed
+            .binary_search(&t)
+            .ok()
+            .and_then(|k| self.definitions.get(k))
+            .is_some_and(|d| d.output_schema.is_some())
     }
 
     /// The answer to a call of `name`, a tool not in the listed set: `outside-scope` with `tool`
@@ -761,6 +779,11 @@ impl McpServer {
         let Some(m) = MetaTool::of(table.catalog(), t) else {
             return run(&table, t, arguments, self.owner, cancel, caller, approver).await;
         };
+        // `tool_call` lists no output schema: its answer is the named tool's text alone.
+        let unstructured = |mut result: CallToolResult| {
+            result.structured_content = None;
+            result
+        };
         match meta::answer(&scope, m, t, &arguments, None) {
             Answer::Done(result) => {
                 self.disclose(&table, &result);
@@ -770,7 +793,9 @@ impl McpServer {
             Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
                 Err(_) => unlisted(&table, &scope, &name),
                 Ok(d) => match MetaTool::of(table.catalog(), d) {
-                    None => run(&table, d, arguments, self.owner, cancel, caller, approver).await,
+                    None => unstructured(
+                        run(&table, d, arguments, self.owner, cancel, caller, approver).await,
+                    ),
                     Some(m) => {
                         let result = meta::answer_nested(&scope, m, d, &arguments, None);
                         self.disclose(&table, &result);
@@ -902,7 +927,10 @@ fn answered(result: CallResult) -> CallToolResult {
 }
 
 /// Hands a call of `t` to the coordinator with the table's allowed set, its result archived for
-/// `owner` (the session), and turns the outcome into an MCP result.
+/// `owner` (the session), and turns the outcome into an MCP result: the result's text (a preview
+/// with its reference when archived), and, for a tool listed with an `outputSchema` whose result
+/// is a JSON object, that whole object as `structuredContent` (a remote server's own
+/// `structuredContent`, passed through, for a server tool).
 async fn run(
     table: &ScopeTable,
     t: ToolIndex,
@@ -923,7 +951,13 @@ async fn run(
     }
     let outcome = table.coordinator().call(request).await;
     match outcome.result {
-        Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.text)]),
+        Ok(value) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(value.text)]);
+            if value.value.is_object() && table.has_output_schema(t) {
+                result.structured_content = Some(value.value);
+            }
+            result
+        }
         Err(CallError::OutsideScope { tool }) => table.outside_scope(&tool),
         Err(e @ CallError::NeedsApproval { .. }) => {
             let name = table.catalog().exported_name(t);

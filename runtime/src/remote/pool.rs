@@ -162,6 +162,9 @@ pub struct RemoteTool {
     pub description: Option<String>,
     /// Its `inputSchema`.
     pub input_schema: Value,
+    /// Its `outputSchema`, when it lists one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// Its MCP `annotations`, as JSON.
     pub annotations: Option<Value>,
 }
@@ -183,11 +186,17 @@ impl Discovery {
     }
 }
 
-/// A listed tool with `secrets` redacted from its description, schema and annotations (its name
+/// A listed tool with `secrets` redacted from its description, schemas and annotations (its name
 /// is kept: rows are matched by it).
 fn remote_tool(tool: rmcp::model::Tool, secrets: &Secrets) -> RemoteTool {
     let mut input_schema = Value::Object(tool.input_schema.as_ref().clone());
     secrets.redact_json(&mut input_schema);
+    let mut output_schema = tool
+        .output_schema
+        .map(|schema| Value::Object(schema.as_ref().clone()));
+    if let Some(schema) = &mut output_schema {
+        secrets.redact_json(schema);
+    }
     let mut annotations = tool.annotations.and_then(|a| serde_json::to_value(a).ok());
     if let Some(a) = &mut annotations {
         secrets.redact_json(a);
@@ -196,6 +205,7 @@ fn remote_tool(tool: rmcp::model::Tool, secrets: &Secrets) -> RemoteTool {
         name: tool.name.to_string(),
         description: tool.description.map(|d| secrets.redact(&d)),
         input_schema,
+        output_schema,
         annotations,
     }
 }

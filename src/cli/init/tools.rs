@@ -12,8 +12,9 @@ pub struct GreetArgs {
     pub name: String,
 }
 
-/// The result of `greet`, as the model reads it (JSON).
-#[derive(Serialize)]
+/// The result of `greet`, as the model reads it (JSON); its JSON Schema is the tool's output
+/// schema (MCP `outputSchema`). Return `serde_json::Value` to declare none.
+#[derive(Serialize, JsonSchema)]
 pub struct Greeting {
     /// The greeting, one sentence.
     pub greeting: String,

@@ -19,6 +19,7 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{join_lines, line_list, split_lines, Line};
@@ -35,7 +36,7 @@ pub struct Replaced {
 }
 
 /// How `old` was found in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Matched {
     /// `old` occurs in the file byte for byte.
@@ -52,7 +53,7 @@ pub enum Matched {
 }
 
 /// A difference between `old` and the file that a tolerant match ignored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tolerance {
     /// Whitespace at the end of a line (or the whole of a blank line) differs.
