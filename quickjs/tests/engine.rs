@@ -1,0 +1,845 @@
+//! The engine against a fake host: what a program sees, what the host sees, and how each limit
+//! and hostile program ends.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use toolcat::code_mode::{
+    FailureKind, HostError, Script, ScriptEngine, ScriptFailure, ScriptHost, ScriptLimits,
+    ScriptReturn,
+};
+use toolcat_quickjs::QuickJs;
+
+/// Answers the tools in `results`, fails those in `failures`, records every call and line.
+#[derive(Default)]
+struct FakeHost {
+    results: BTreeMap<String, Value>,
+    failures: BTreeMap<String, HostError>,
+    /// How long each call takes.
+    delay: Duration,
+    /// `interrupted()` answers this reason from this instant on.
+    interrupt: Mutex<Option<(Instant, String)>>,
+    calls: Mutex<Vec<(String, Value)>>,
+    lines: Mutex<Vec<String>>,
+}
+
+impl FakeHost {
+    fn new() -> FakeHost {
+        FakeHost::default()
+            .answer("a", json!({"a": 1}))
+            .answer("b", json!([1, 2, 3]))
+            .answer("github__get_me", json!({"login": "octocat"}))
+            .answer("kebab-name", json!("kebab"))
+            .answer("read_tool_result", json!({"text": "stored"}))
+    }
+
+    fn answer(mut self, tool: &str, result: Value) -> FakeHost {
+        self.results.insert(tool.to_owned(), result);
+        self
+    }
+
+    fn fail(mut self, tool: &str, message: &str, fatal: bool) -> FakeHost {
+        let error = HostError {
+            message: message.to_owned(),
+            fatal,
+        };
+        self.failures.insert(tool.to_owned(), error);
+        self
+    }
+
+    fn delay(mut self, delay: Duration) -> FakeHost {
+        self.delay = delay;
+        self
+    }
+
+    fn interrupt_after(self, after: Duration, reason: &str) -> FakeHost {
+        *self.interrupt.lock().unwrap() = Some((Instant::now() + after, reason.to_owned()));
+        self
+    }
+
+    fn calls(&self) -> Vec<(String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The names `tools` has a function for: every tool the host knows but `read_tool_result`.
+    fn functions(&self) -> Vec<String> {
+        self.results
+            .keys()
+            .chain(self.failures.keys())
+            .filter(|name| *name != "read_tool_result")
+            .cloned()
+            .collect()
+    }
+}
+
+impl ScriptHost for FakeHost {
+    fn call(&self, tool: &str, arguments: Value) -> Result<Value, HostError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((tool.to_owned(), arguments));
+        thread::sleep(self.delay);
+        if let Some(error) = self.failures.get(tool) {
+            if error.fatal {
+                // As the runtime does: a fatal call interrupts the program from then on.
+                *self.interrupt.lock().unwrap() = Some((Instant::now(), error.message.clone()));
+            }
+            return Err(error.clone());
+        }
+        self.results.get(tool).cloned().ok_or_else(|| HostError {
+            message: format!("no tool `{tool}`"),
+            fatal: false,
+        })
+    }
+
+    fn log(&self, line: &str) {
+        self.lines.lock().unwrap().push(line.to_owned());
+    }
+
+    fn interrupted(&self) -> Option<String> {
+        let interrupt = self.interrupt.lock().unwrap();
+        match &*interrupt {
+            Some((at, reason)) if Instant::now() >= *at => Some(reason.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn run_with(
+    source: &str,
+    host: &FakeHost,
+    limits: &ScriptLimits,
+) -> Result<ScriptReturn, ScriptFailure> {
+    let functions = host.functions();
+    let script = Script {
+        source,
+        functions: &functions,
+        limits,
+    };
+    QuickJs::new().run(&script, host)
+}
+
+fn run(source: &str, host: &FakeHost) -> Result<ScriptReturn, ScriptFailure> {
+    run_with(source, host, &ScriptLimits::default())
+}
+
+/// The program's JSON result; panics with the failure otherwise.
+fn value(source: &str) -> Value {
+    let host = FakeHost::new();
+    match run(source, &host) {
+        Ok(ScriptReturn { value: Some(value) }) => value,
+        other => panic!("{source}: {other:?}"),
+    }
+}
+
+/// The failure a program ends with; panics when it succeeds.
+fn failure_with(source: &str, host: &FakeHost, limits: &ScriptLimits) -> ScriptFailure {
+    match run_with(source, host, limits) {
+        Err(failure) => failure,
+        Ok(value) => panic!("{source}: succeeded with {value:?}"),
+    }
+}
+
+fn fails(source: &str) -> ScriptFailure {
+    let host = FakeHost::new();
+    let failure = failure_with(source, &host, &ScriptLimits::default());
+    assert_eq!(host.calls(), [], "{source}: no call reaches the host");
+    failure
+}
+
+fn limits() -> ScriptLimits {
+    ScriptLimits {
+        cpu_time: Duration::from_millis(200),
+        memory_bytes: 32 << 20,
+        ..ScriptLimits::default()
+    }
+}
+
+#[test]
+fn name_names_the_engine() {
+    assert_eq!(QuickJs::new().name(), "QuickJS-ng (rquickjs 0.14)");
+}
+
+#[test]
+fn calls_reach_the_host_in_order_and_the_summary_comes_back() {
+    let host = FakeHost::new();
+    let source = "\
+const me = await tools.github__get_me({ verbose: true });
+const a = await tools.a({ id: 7, tags: ['x'] });
+const k = await tools['kebab-name']();
+return { login: me.login, a: a.a, k };";
+    let result = run(source, &host).unwrap();
+    assert_eq!(
+        result.value,
+        Some(json!({"login": "octocat", "a": 1, "k": "kebab"}))
+    );
+    assert_eq!(
+        host.calls(),
+        [
+            ("github__get_me".to_owned(), json!({"verbose": true})),
+            ("a".to_owned(), json!({"id": 7, "tags": ["x"]})),
+            ("kebab-name".to_owned(), json!({})),
+        ]
+    );
+}
+
+#[test]
+fn promise_all_runs_the_calls_one_after_another() {
+    let host = FakeHost::new();
+    let source = "const [a, b] = await Promise.all([tools.a({n: 1}), tools.b({n: 2})]);\n\
+                  return { a, b };";
+    let result = run(source, &host).unwrap();
+    assert_eq!(result.value, Some(json!({"a": {"a": 1}, "b": [1, 2, 3]})));
+    assert_eq!(
+        host.calls(),
+        [
+            ("a".to_owned(), json!({"n": 1})),
+            ("b".to_owned(), json!({"n": 2})),
+        ]
+    );
+}
+
+#[test]
+fn undefined_is_no_value_and_results_follow_json_stringify() {
+    let host = FakeHost::new();
+    assert_eq!(run("const x = 1;", &host).unwrap().value, None);
+    assert_eq!(run("return undefined;", &host).unwrap().value, None);
+    assert_eq!(run("return () => 1;", &host).unwrap().value, None);
+    assert_eq!(value("return 'text';"), json!("text"));
+    assert_eq!(
+        value("return [1, undefined, NaN, () => 2];"),
+        json!([1, null, null, null])
+    );
+    assert_eq!(
+        value("return { d: new Date(0), u: undefined };"),
+        json!({"d": "1970-01-01T00:00:00.000Z"})
+    );
+    assert_eq!(value("return Promise.resolve(42);"), json!(42));
+    assert_eq!(
+        value("\"use strict\"; return typeof this;"),
+        json!("undefined")
+    );
+}
+
+#[test]
+fn console_lines_reach_the_host_with_json_arguments() {
+    let host = FakeHost::new();
+    let source = "\
+console.log('plain', 1, { a: [1, 'x'] }, null, undefined, true);
+console.info('info');
+console.warn('warn', 10n);
+console.error([]);
+console.debug(function f() {}, Symbol('s'));
+const cycle = {}; cycle.self = cycle;
+console.log('cycle', cycle);";
+    run(source, &host).unwrap();
+    let lines = host.lines();
+    assert_eq!(
+        lines[..5],
+        [
+            "plain 1 {\"a\":[1,\"x\"]} null undefined true",
+            "info",
+            "warn 10n",
+            "[]",
+            "[function] [symbol]",
+        ]
+    );
+    assert!(
+        lines[5].starts_with("cycle [not JSON: TypeError: circular reference"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_long_console_line_is_cut_at_the_console_limit() {
+    let host = FakeHost::new();
+    let limits = ScriptLimits {
+        console_bytes: 100,
+        ..ScriptLimits::default()
+    };
+    run_with(
+        "const s = 'é'.repeat(1e5); console.log(s, s, s);",
+        &host,
+        &limits,
+    )
+    .unwrap();
+    let lines = host.lines();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0], "é".repeat(50));
+}
+
+#[test]
+fn read_tool_result_is_the_read_tool_result_call() {
+    let host = FakeHost::new();
+    let source = "\
+const a = await readToolResult('ref', { offset: 5 });
+const b = await readToolResult('ref2', { offset: 1, length: 10, other: 1 });
+const c = await readToolResult('ref3');
+return [a, b.text, c.text];";
+    let result = run(source, &host).unwrap();
+    assert_eq!(
+        result.value,
+        Some(json!([{"text": "stored"}, "stored", "stored"]))
+    );
+    assert_eq!(
+        host.calls(),
+        [
+            (
+                "read_tool_result".to_owned(),
+                json!({"reference": "ref", "offset": 5})
+            ),
+            (
+                "read_tool_result".to_owned(),
+                json!({"reference": "ref2", "offset": 1, "length": 10})
+            ),
+            ("read_tool_result".to_owned(), json!({"reference": "ref3"})),
+        ]
+    );
+}
+
+#[test]
+fn arguments_that_are_not_json_objects_reject_without_a_call() {
+    let cases = [
+        (
+            "await tools.a(() => 1)",
+            "TypeError: the argument of `tools.a` is not JSON data",
+        ),
+        (
+            "await tools.a({ n: 1n })",
+            "TypeError: the argument of `tools.a` is not JSON data",
+        ),
+        (
+            "const o = {}; o.o = o; await tools.a(o)",
+            "TypeError: the argument of `tools.a` is not JSON data: TypeError: circular reference",
+        ),
+        (
+            "await tools.a('text')",
+            "TypeError: `tools.a` takes one argument object",
+        ),
+        (
+            "await tools.a([1])",
+            "TypeError: `tools.a` takes one argument object",
+        ),
+        (
+            "await readToolResult(5)",
+            "TypeError: `readToolResult(reference, { offset, length })`",
+        ),
+        (
+            "await readToolResult('r', 5)",
+            "TypeError: the second argument of `readToolResult`",
+        ),
+    ];
+    for (source, message) in cases {
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::Exception, "{source}");
+        assert!(
+            failure.message.starts_with(message),
+            "{source}: {failure:?}"
+        );
+        assert_eq!(failure.line, Some(1), "{source}");
+    }
+}
+
+#[test]
+fn a_rejected_call_is_catchable_and_carries_the_host_text() {
+    let host = FakeHost::new().fail("broken", "the issue does not exist (404)", false);
+    let source = "\
+try {
+  await tools.broken({ id: 1 });
+  return 'no';
+} catch (error) {
+  return { caught: error.message, isError: error instanceof Error };
+}";
+    let result = run(source, &host).unwrap();
+    assert_eq!(
+        result.value,
+        Some(json!({"caught": "the issue does not exist (404)", "isError": true}))
+    );
+    assert_eq!(host.calls(), [("broken".to_owned(), json!({"id": 1}))]);
+}
+
+#[test]
+fn an_uncaught_rejected_call_ends_as_an_exception_with_the_host_text() {
+    let host = FakeHost::new().fail("broken", "the issue does not exist (404)", false);
+    let failure = failure_with(
+        "const a = await tools.a();\nawait tools.broken();\nreturn a;",
+        &host,
+        &ScriptLimits::default(),
+    );
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(failure.message, "Error: the issue does not exist (404)");
+    assert_eq!(failure.line, Some(2));
+}
+
+#[test]
+fn a_fatal_call_ends_the_program_even_when_it_is_caught() {
+    let sources = [
+        "try { await tools.fatal(); } catch (e) { return 'caught'; }",
+        "tools.fatal().catch(() => {}); while (true) {}",
+        "tools.fatal(); return 'went on';",
+        "tools.fatal(); await tools.a(); return 'went on';",
+        "tools.fatal(); console.log(1); await readToolResult('r');",
+        "try { await tools.fatal(); } catch (e) {} return await tools.a();",
+    ];
+    for source in sources {
+        let host = FakeHost::new().fail("fatal", "the call cap of 100 is reached", true);
+        let failure = failure_with(source, &host, &limits());
+        assert_eq!(failure.kind, FailureKind::Interrupted, "{source}");
+        assert_eq!(
+            failure.message, "the call cap of 100 is reached",
+            "{source}"
+        );
+        assert_eq!(host.calls(), [("fatal".to_owned(), json!({}))], "{source}");
+    }
+}
+
+#[test]
+fn a_host_interrupt_stops_a_busy_loop() {
+    let host =
+        FakeHost::new().interrupt_after(Duration::from_millis(50), "the session was cancelled");
+    let limits = ScriptLimits {
+        cpu_time: Duration::from_secs(30),
+        ..ScriptLimits::default()
+    };
+    let started = Instant::now();
+    let failure = failure_with("let i = 0; while (true) { i++; }", &host, &limits);
+    assert_eq!(failure.kind, FailureKind::Interrupted);
+    assert_eq!(failure.message, "the session was cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_host_that_panics_does_not_hang_the_engine() {
+    struct Panics;
+    impl ScriptHost for Panics {
+        fn call(&self, _: &str, _: Value) -> Result<Value, HostError> {
+            panic!("the host failed");
+        }
+        fn log(&self, _: &str) {}
+        fn interrupted(&self) -> Option<String> {
+            None
+        }
+    }
+    let functions = ["a".to_owned()];
+    let limits = ScriptLimits::default();
+    let script = Script {
+        source: "await tools.a(); while (true) {}",
+        functions: &functions,
+        limits: &limits,
+    };
+    let panicked = std::panic::catch_unwind(|| QuickJs::new().run(&script, &Panics));
+    assert!(panicked.is_err(), "the host's panic is the host's");
+}
+
+#[test]
+fn an_interrupted_host_runs_nothing() {
+    let host = FakeHost::new().interrupt_after(Duration::ZERO, "cancelled");
+    let failure = failure_with("await tools.a();", &host, &ScriptLimits::default());
+    assert_eq!(failure.kind, FailureKind::Interrupted);
+    assert_eq!(failure.message, "cancelled");
+    assert_eq!(host.calls(), []);
+}
+
+#[test]
+fn an_endless_loop_ends_at_the_time_limit() {
+    for source in [
+        "while (true) {}",
+        "for (;;) { try { while (true) {} } catch (e) {} }",
+        "async function spin() { while (true) await null; } await spin();",
+        "const f = () => { try { f(); } finally { f(); } }; f();",
+        "await new Promise(function again(resolve) { Promise.resolve().then(() => again(resolve)); });",
+        "return /(a+)+$/.test('a'.repeat(40) + 'b');",
+    ] {
+        let started = Instant::now();
+        let failure = failure_with(source, &FakeHost::new(), &limits());
+        assert_eq!(failure.kind, FailureKind::TimeLimit, "{source}: {failure:?}");
+        assert!(
+            failure.message.starts_with("the program ran for more than 200 ms"),
+            "{failure:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{source}: {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn time_in_tool_calls_is_not_the_programs() {
+    let host = FakeHost::new().delay(Duration::from_millis(300));
+    let result = run_with(
+        "const r = [];\nfor (let i = 0; i < 3; i++) r.push(await tools.a({ i }));\nreturn r.length;",
+        &host,
+        &limits(),
+    )
+    .unwrap();
+    assert_eq!(result.value, Some(json!(3)));
+    assert_eq!(host.calls().len(), 3);
+}
+
+#[test]
+fn deep_recursion_ends_as_a_stack_overflow() {
+    let failure = failure_with(
+        "function f() { return f() + 1; }\nreturn f();",
+        &FakeHost::new(),
+        &limits(),
+    );
+    assert_eq!(failure.kind, FailureKind::StackOverflow, "{failure:?}");
+    assert_eq!(
+        failure.message,
+        "the program's call stack grew past 512 KiB (recursion too deep); nothing more runs: \
+         use a loop instead of deep recursion"
+    );
+    assert_eq!(failure.line, Some(1));
+
+    let nested = format!("return {}1{};", "[".repeat(100_000), "]".repeat(100_000));
+    let failure = failure_with(&nested, &FakeHost::new(), &limits());
+    assert_eq!(failure.kind, FailureKind::StackOverflow, "{failure:?}");
+}
+
+#[test]
+fn memory_hogs_end_out_of_memory() {
+    // The time limit is not what these test: a growing loop takes a while to fill 32 MiB.
+    let memory_limits = ScriptLimits {
+        cpu_time: Duration::from_secs(10),
+        ..limits()
+    };
+    for source in [
+        "return 'x'.repeat(2 ** 29).length;",
+        "return new Array(1e9).fill(0).length;",
+        "const a = []; while (true) a.push({ i: a.length, s: 'x' + a.length });",
+        "function fill() { const a = []; while (true) a.push([a.length]); }\nfill();",
+        "const a = []; while (true) a.push(new ArrayBuffer(1 << 20));",
+    ] {
+        let started = Instant::now();
+        let failure = failure_with(source, &FakeHost::new(), &memory_limits);
+        eprintln!("{source}: {:?}", started.elapsed());
+        assert_eq!(
+            failure.kind,
+            FailureKind::OutOfMemory,
+            "{source}: {failure:?}"
+        );
+        assert!(
+            failure
+                .message
+                .starts_with("the program used more than 32 MiB of memory"),
+            "{failure:?}"
+        );
+        assert!(
+            failure.message.contains(
+                "nothing more runs: process less data at once (request fewer or smaller \
+                 results, keep only the fields you need)"
+            ),
+            "{failure:?}"
+        );
+    }
+}
+
+#[test]
+fn a_string_past_the_engine_s_longest_is_a_range_error() {
+    let failure = failure_with(
+        "return 'x'.repeat(2 ** 30).length;",
+        &FakeHost::new(),
+        &limits(),
+    );
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(failure.message, "RangeError: invalid string length");
+    assert_eq!(failure.line, Some(1));
+}
+
+#[test]
+fn nothing_outside_the_language_is_reachable() {
+    const ONLY: &str = " (a program sees only the language's built-ins, `tools`, `readToolResult` \
+                        and `console`: no modules, timers, network or files)";
+    let cases = [
+        ("require('fs')", "ReferenceError: require is not defined"),
+        ("fetch('http://x')", "ReferenceError: fetch is not defined"),
+        (
+            "setTimeout(() => {}, 1)",
+            "ReferenceError: setTimeout is not defined",
+        ),
+        (
+            "setInterval(() => {}, 1)",
+            "ReferenceError: setInterval is not defined",
+        ),
+        ("process.exit()", "ReferenceError: process is not defined"),
+        ("Deno.readFile('x')", "ReferenceError: Deno is not defined"),
+        (
+            "std.open('/etc/passwd')",
+            "ReferenceError: std is not defined",
+        ),
+        ("os.exec(['ls'])", "ReferenceError: os is not defined"),
+        (
+            "performance.now()",
+            "ReferenceError: performance is not defined",
+        ),
+    ];
+    for (source, message) in cases {
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::Exception, "{source}");
+        assert_eq!(failure.message, format!("{message}{ONLY}"), "{source}");
+        assert_eq!(failure.line, Some(1), "{source}");
+    }
+
+    // A name of the program's own gets no hint.
+    let failure = fails("return usres.length;");
+    assert_eq!(failure.message, "ReferenceError: usres is not defined");
+}
+
+#[test]
+fn a_tool_the_program_may_not_call_is_no_function() {
+    let failure = fails("const r = await tools.write_file({ path: 'x' });");
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(
+        failure.message,
+        "TypeError: not a function (the value called is no function: a tool name `tools` has no \
+         function for, perhaps; `Object.keys(tools)` lists them)"
+    );
+    assert_eq!(failure.line, Some(1));
+}
+
+#[test]
+fn import_is_refused() {
+    let failure = fails("await import('fs');");
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert!(
+        failure
+            .message
+            .starts_with("ReferenceError: could not load module 'fs' (a program sees only"),
+        "{failure:?}"
+    );
+
+    let failure = fails("import fs from 'fs';");
+    assert_eq!(failure.kind, FailureKind::Syntax, "{failure:?}");
+}
+
+#[test]
+fn eval_is_plain_javascript_that_reaches_nothing_more() {
+    assert_eq!(value("return eval('1 + 2');"), json!(3));
+    assert_eq!(value("return new Function('return 4')();"), json!(4));
+    assert_eq!(
+        value("return eval('typeof require + typeof fetch + typeof std');"),
+        json!("undefinedundefinedundefined")
+    );
+    let failure = fails("eval('require(\"fs\")');");
+    assert!(failure
+        .message
+        .starts_with("ReferenceError: require is not defined (a program"));
+}
+
+#[test]
+fn globals_are_the_language_and_the_three_of_the_contract() {
+    let names = value(
+        "return Object.getOwnPropertyNames(globalThis).filter(n => !/^[A-Z]/.test(n)).sort();",
+    );
+    assert_eq!(
+        names,
+        json!([
+            "console",
+            "decodeURI",
+            "decodeURIComponent",
+            "encodeURI",
+            "encodeURIComponent",
+            "escape",
+            "eval",
+            "globalThis",
+            "isFinite",
+            "isNaN",
+            "parseFloat",
+            "parseInt",
+            "queueMicrotask",
+            "readToolResult",
+            "tools",
+            "undefined",
+            "unescape"
+        ])
+    );
+    assert_eq!(
+        value("return Object.keys(tools);"),
+        json!(["a", "b", "github__get_me", "kebab-name"])
+    );
+}
+
+#[test]
+fn tampering_with_the_language_does_not_reach_the_host_side() {
+    let host = FakeHost::new();
+    // Each works: the engine holds its own intrinsics.
+    for source in [
+        "JSON.stringify = null; JSON.parse = null; console.log({ a: 1 }); return await tools.a({ b: 2 });",
+        "Array.prototype.push = null; Object.prototype.then = undefined; return await tools.b();",
+        "Promise.prototype.then = function () { return this; }; return 1;",
+        "Promise = null; return await tools.a();",
+        "globalThis.Error = function () {}; return await tools.a();",
+        "delete globalThis.console; tools.a(); return 'ok';",
+        "tools = { a: () => 'mine' }; return tools.a();",
+        "Object.defineProperty(Object.prototype, 'toJSON', { value: () => 'x', configurable: true }); return { a: 1 };",
+    ] {
+        let result = run_with(source, &host, &limits());
+        assert!(result.is_ok(), "{source}: {result:?}");
+    }
+    assert_eq!(
+        value("Object.prototype.toJSON = function () { return 'replaced'; }; return { a: 1 };"),
+        json!("replaced")
+    );
+
+    // Each ends cleanly, with what went wrong.
+    let cases = [
+        (
+            "Object.prototype.then = function (resolve) { resolve(this); }; return await tools.a();",
+            FailureKind::TimeLimit,
+        ),
+        (
+            "Object.prototype.then = function () {}; return await tools.a();",
+            FailureKind::Exception,
+        ),
+        ("delete globalThis.console; console.log(1);", FailureKind::Exception),
+        ("Object.prototype.toJSON = function () { throw new Error('no'); }; return {};", FailureKind::OutputTooLarge),
+        ("Object.prototype.toJSON = function () { while (true) {} }; return {};", FailureKind::TimeLimit),
+        (
+            "const e = new Error('x'); Object.defineProperty(e, 'message', { get() { while (true) {} } }); throw e;",
+            FailureKind::TimeLimit,
+        ),
+        ("throw new Proxy({}, { get() { throw 1; } });", FailureKind::Exception),
+    ];
+    for (source, kind) in cases {
+        let failure = failure_with(source, &host, &limits());
+        assert_eq!(failure.kind, kind, "{source}: {failure:?}");
+    }
+}
+
+#[test]
+fn a_syntax_error_names_its_line() {
+    let failure = fails("const a = 1;\nconst b = 2;\nconst = 3;\nreturn a;");
+    assert_eq!(failure.kind, FailureKind::Syntax);
+    assert!(failure.message.starts_with("SyntaxError: "), "{failure:?}");
+    assert_eq!(failure.line, Some(3));
+
+    let failure = fails("return 1; }); (function () {");
+    assert_eq!(failure.kind, FailureKind::Syntax, "{failure:?}");
+
+    let failure = fails("return 1;\0");
+    assert_eq!(failure.kind, FailureKind::Syntax, "{failure:?}");
+    assert!(failure.message.contains("NUL"), "{failure:?}");
+}
+
+#[test]
+fn an_exception_names_its_line() {
+    let failure = fails("const a = 1;\nconst b = a + 1;\nthrow new RangeError('too far: ' + b);\n");
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(failure.message, "RangeError: too far: 2");
+    assert_eq!(failure.line, Some(3));
+
+    let failure = fails("function f(o) {\n  return o.missing.field;\n}\nreturn f({});");
+    assert_eq!(
+        failure.message,
+        "TypeError: cannot read property 'field' of undefined"
+    );
+    assert_eq!(failure.line, Some(2));
+
+    let failure = fails("await null;\nthrow 'plain text';");
+    assert_eq!(failure.message, "uncaught exception: plain text");
+    assert_eq!(failure.line, None);
+
+    let failure = fails("throw { code: 1 };");
+    assert_eq!(
+        failure.message,
+        "uncaught exception: a value of type object"
+    );
+}
+
+#[test]
+fn a_result_over_the_output_limit_is_refused() {
+    let limits = ScriptLimits {
+        output_bytes: 1000,
+        ..ScriptLimits::default()
+    };
+    let failure = failure_with("return 'x'.repeat(2000);", &FakeHost::new(), &limits);
+    assert_eq!(failure.kind, FailureKind::OutputTooLarge);
+    assert_eq!(
+        failure.message,
+        "the result is 2002 bytes of JSON, over the limit of 1000 bytes: return less (only the \
+         fields and items the answer needs, or a summary computed in the program)"
+    );
+    // Exactly at the limit passes.
+    assert!(run_with("return 'x'.repeat(998);", &FakeHost::new(), &limits).is_ok());
+}
+
+#[test]
+fn a_result_json_cannot_hold_is_refused() {
+    for (source, why) in [
+        (
+            "const o = {}; o.self = o; return o;",
+            "TypeError: circular reference",
+        ),
+        ("return { n: 10n };", "TypeError: BigInt"),
+    ] {
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::OutputTooLarge, "{source}");
+        assert!(
+            failure
+                .message
+                .starts_with(&format!("the result cannot be converted to JSON ({why}")),
+            "{failure:?}"
+        );
+    }
+}
+
+#[test]
+fn a_promise_that_never_settles_ends_with_a_clear_failure() {
+    for source in [
+        "await new Promise(() => {});",
+        "return new Promise(() => {});",
+        "await { then() {} };",
+    ] {
+        let started = Instant::now();
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::Exception, "{source}");
+        assert!(
+            failure
+                .message
+                .starts_with("the program's promise never settled"),
+            "{failure:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn every_run_starts_fresh() {
+    let host = FakeHost::new();
+    run("globalThis.leftover = 1; Object.prototype.x = 2;", &host).unwrap();
+    assert_eq!(
+        value("return [typeof leftover, ({}).x === undefined];"),
+        json!(["undefined", true])
+    );
+}
+
+#[test]
+fn tiny_limits_end_cleanly() {
+    let tiny = ScriptLimits {
+        memory_bytes: 0,
+        stack_bytes: 0,
+        cpu_time: Duration::ZERO,
+        output_bytes: 0,
+        console_bytes: 0,
+        ..ScriptLimits::default()
+    };
+    let failure = failure_with("return 1;", &FakeHost::new(), &tiny);
+    assert_eq!(failure.kind, FailureKind::OutOfMemory, "{failure:?}");
+
+    let no_output = ScriptLimits {
+        output_bytes: 0,
+        ..ScriptLimits::default()
+    };
+    let failure = failure_with("return 1;", &FakeHost::new(), &no_output);
+    assert_eq!(failure.kind, FailureKind::OutputTooLarge);
+    assert!(run_with("return;", &FakeHost::new(), &no_output).is_ok());
+}
