@@ -193,7 +193,7 @@ fn small_edits_of_the_reference_catalog_change_each_generated_file_by_a_few_line
         ),
         (
             "change a tier",
-            "git_status",
+            "list_reminders",
             &[("tier = \"silent\"", "tier = \"gated\"")],
         ),
     ];

@@ -35,6 +35,8 @@ mod calls;
 mod cli;
 /// `toolcat` habits: completions, exit-code classes, a closed stdout ending quietly, `--json`, no progress on a piped stderr, warnings shown once.
 mod cli_habits;
+/// Code Mode through `toolcat session`: a replayed program's record and its three linked inner calls; hostile programs end with a clear error and run nothing.
+mod code_mode;
 /// The Code Mode task set agrees with its fixtures: each expected answer recomputed from the workspace and the built repository; every tool a read tool.
 mod code_mode_tasks;
 /// Exported input schemas of the reference, GitHub and LiveMCPBench catalogs break no OpenAI strict-mode or Gemini `Schema` rule; the checker catches each bad shape.

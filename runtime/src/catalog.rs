@@ -852,6 +852,15 @@ impl Catalog {
     }
 }
 
+/// The input schema of `t` as exported: [`Catalog::input_schema`] without a top-level `$schema`.
+pub fn exported_schema(catalog: &Catalog, t: ToolIndex) -> Value {
+    let mut schema = catalog.input_schema(t).clone();
+    if let Value::Object(map) = &mut schema {
+        map.shift_remove("$schema");
+    }
+    schema
+}
+
 /// The arguments the runtime's meta-tools accept, by declared name (`None` for any other name):
 ///
 /// - `tool_search`: `{"query": string, "limit"?: integer 1..=50}`;

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A script engine: runs one program to its end on the calling thread.
+/// A script engine: runs one program to its end, blocking the calling thread (the program itself
+/// may run on a thread of the engine's own, but the engine calls [`ScriptHost`] from the calling thread).
 ///
 /// **Contract.** The program sees, as globals, only the language's own built-ins (no module
 /// loader, no `require`, no `import()`, no `fetch`, no timers, no file system, network or
@@ -265,6 +266,15 @@ pub fn callable_set(catalog: &crate::Catalog, profile: crate::ProfileId) -> Vec<
         .collect()
 }
 
+/// The catalog's `run_code` meta-tool ([`crate::meta::MetaTool::RunCode`]), when it declares one.
+pub fn run_code_tool(catalog: &crate::Catalog) -> Option<crate::ToolIndex> {
+    let name = crate::meta::MetaTool::RunCode.name();
+    catalog
+        .tool(name)
+        .ok()
+        .filter(|&t| crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::RunCode))
+}
+
 /// The tools of [`callable_set`], in catalog order.
 pub fn callable_tools(
     catalog: &crate::Catalog,
@@ -288,7 +298,7 @@ pub fn api_declarations(catalog: &crate::Catalog, profile: crate::ProfileId) -> 
         .map(|&t| {
             (
                 crate::meta::one_line(catalog.description(t)),
-                crate::export::exported_schema(catalog, t),
+                crate::catalog::exported_schema(catalog, t),
                 None::<Value>, // MERGE-OUTPUT: catalog.output_schema(t).cloned()
             )
         })

@@ -85,8 +85,8 @@ use toolcat_catalog::model::{EffectKind, Tier};
 
 use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
 use crate::arguments::DeclaredArguments;
+use crate::catalog::exported_schema;
 use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
-use crate::export::exported_schema;
 use crate::handler::{
     Access, CallScope, Caller, ErasedHandler, OnChange, Target, ToolContext, ToolError,
 };

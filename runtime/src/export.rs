@@ -326,14 +326,7 @@ impl Export {
     }
 }
 
-/// The input schema of `t` as exported: [`Catalog::input_schema`] without a top-level `$schema`.
-pub fn exported_schema(catalog: &Catalog, t: ToolIndex) -> Value {
-    let mut schema = catalog.input_schema(t).clone();
-    if let Value::Object(map) = &mut schema {
-        map.shift_remove("$schema");
-    }
-    schema
-}
+pub use crate::catalog::exported_schema;
 
 /// One MCP tool definition: `{"name","description","inputSchema","annotations"}`.
 pub fn mcp_tool(catalog: &Catalog, t: ToolIndex) -> McpTool {
@@ -649,11 +642,7 @@ pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Export {
 /// sends it.
 fn with_code_mode_api(plan: &Plan<'_>, export: &mut Export) {
     let catalog = plan.catalog();
-    let Some(run_code) = catalog
-        .tool(crate::meta::MetaTool::RunCode.name())
-        .ok()
-        .filter(|&t| crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::RunCode))
-    else {
+    let Some(run_code) = crate::code_mode::run_code_tool(catalog) else {
         return;
     };
     if !plan.is_visible(run_code) {

@@ -47,9 +47,8 @@ use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
 
 use crate::archive::ArchiveOwner;
-use crate::catalog::{Catalog, ProfileId, ToolIndex, ToolSource, ToolsetId};
+use crate::catalog::{exported_schema, Catalog, ProfileId, ToolIndex, ToolSource, ToolsetId};
 use crate::coordinator::Coordinator;
-use crate::export::exported_schema;
 
 /// Hits of a `tool_search` without `limit`: 5.
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;

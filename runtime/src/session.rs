@@ -213,7 +213,7 @@ pub struct SessionOptions {
     /// deprecated tool and no search returns one.
     pub allow_deprecated: bool,
     /// The limits of a Code Mode program (`run_code`, [`crate::code_mode`]);
-    /// [`ScriptLimits::default`] by default.
+    /// [`crate::code_mode::ScriptLimits::default`] by default.
     pub script_limits: crate::code_mode::ScriptLimits,
 }
 
@@ -386,6 +386,9 @@ impl<'c> Session<'c> {
             script_engine: None,
             cancel: None,
         };
+        // `run_code` without a script engine is unsendable from the start.
+        session.unsendable = session.unavailable(catalog);
+        session.known = known(catalog, profile, &session.unsendable);
         session.refresh();
         session
     }

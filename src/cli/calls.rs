@@ -39,7 +39,8 @@ pub struct CallsArgs {
     )]
     pub limit: u64,
     /// Print a JSON array of records (`id`, `tool`, `arguments`, `arguments_truncated`, `state`,
-    /// `effect`, `idempotent`, `retry_of`, `detail`, `pid`, `created_at`, `updated_at`,
+    /// `effect`, `idempotent`, `retry_of`, `parent` (the `run_code` call a Code Mode program's
+    /// call was made from, else `null`), `detail`, `pid`, `created_at`, `updated_at`,
     /// `changes`: the files the call changed, always a list, each `path`, `before`, `after`,
     /// `diff`, `diff_bytes`, `diff_truncated`, `diff_reference`; and `changes_omitted`).
     #[arg(long)]
@@ -158,6 +159,12 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
     for row in &rows {
         match row {
             Ok(r) => {
+                // A Code Mode program's call names the `run_code` call it was made from.
+                let detail = match (r.parent, r.detail.as_deref()) {
+                    (Some(parent), Some(detail)) => format!("from {parent}; {detail}"),
+                    (Some(parent), None) => format!("from {parent}"),
+                    (None, detail) => detail.unwrap_or("").to_string(),
+                };
                 writeln!(
                     out,
                     "{:id_w$}  {:15}  {:tool_w$}  {:24}  {}",
@@ -165,7 +172,7 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
                     r.state.as_str(),
                     one_line(&r.tool, 60),
                     one_line(&r.updated_at, 24),
-                    one_line(r.detail.as_deref().unwrap_or(""), 100)
+                    one_line(&detail, 100)
                 )?;
                 write_changes(&mut out, r, id_w)?;
             }

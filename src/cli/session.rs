@@ -68,6 +68,12 @@ pub struct SessionArgs {
     /// `replaced_by` and runs nothing.
     #[arg(long)]
     pub allow_deprecated: bool,
+    /// Record every call in this call store (an SQLite file, created with its directories when
+    /// absent), with archived results, as `toolcat call` and `toolcat serve` do; `toolcat calls
+    /// --store PATH` lists them, a `run_code` program's calls linked to it by `parent`. Without
+    /// it nothing is recorded and results over the inline budget are cut, not archived.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.
     #[command(flatten)]
@@ -142,12 +148,23 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<Exit> {
             toolcat::remote::PoolOptions::default().wait_budget,
         )?
     };
-    if let Some(pool) = &pool {
-        s = s.with_coordinator(
-            toolcat::Coordinator::new(&c, toolcat::ToolContext::new(workspace))
-                .with_servers(std::sync::Arc::clone(pool)),
-        );
+    if pool.is_some() || a.store.is_some() {
+        let mut coordinator = toolcat::Coordinator::new(&c, toolcat::ToolContext::new(workspace));
+        if let Some(pool) = &pool {
+            coordinator = coordinator.with_servers(std::sync::Arc::clone(pool));
+        }
+        if let Some(path) = &a.store {
+            let store = toolcat::CallStore::open(path)
+                .with_context(|| format!("cannot open the call store `{}`", path.display()))?;
+            let archive = toolcat::ResultArchive::open(path)
+                .with_context(|| format!("cannot open the result archive `{}`", path.display()))?;
+            coordinator = coordinator
+                .with_store(std::sync::Arc::new(store))
+                .with_archive(std::sync::Arc::new(archive));
+        }
+        s = s.with_coordinator(coordinator);
     }
+    s = with_code_mode(s);
     let mut waited = pool.is_none();
     let names = |tools: &[toolcat::ToolIndex]| -> Vec<String> {
         tools
@@ -332,4 +349,17 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<Exit> {
     // The servers' child processes end with the runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(Exit::Ok)
+}
+
+/// The session with Code Mode's script engine (feature `code-mode`, on by default): `run_code` is
+/// then planned wherever the profile owns it and a toolset of the turn lists it. Without the
+/// feature the session has no engine and never plans `run_code`.
+#[cfg(feature = "code-mode")]
+fn with_code_mode(s: toolcat::Session<'_>) -> toolcat::Session<'_> {
+    s.with_script_engine(std::sync::Arc::new(toolcat_quickjs::QuickJs::new()))
+}
+
+#[cfg(not(feature = "code-mode"))]
+fn with_code_mode(s: toolcat::Session<'_>) -> toolcat::Session<'_> {
+    s
 }

@@ -9,8 +9,8 @@ use toolcat_catalog::tables::bit;
 use super::{known, unsendable, Session};
 use crate::catalog::{Catalog, ToolIndex};
 use crate::code_mode::{
-    callable_set, callable_tools, ChannelHost, FailureKind, HostError, HostRequest, Script,
-    ScriptEngine, ScriptFailure, ScriptLimits,
+    callable_set, callable_tools, run_code_tool, ChannelHost, FailureKind, HostError, HostRequest,
+    Script, ScriptEngine, ScriptFailure, ScriptLimits,
 };
 use crate::coordinator::{CallError, CallRequest};
 use crate::meta::{self, Answer, MetaTool};
@@ -52,11 +52,7 @@ impl<'c> Session<'c> {
     pub(super) fn unavailable(&self, catalog: &Catalog) -> Vec<u64> {
         let mut bits = unsendable(catalog, self.options.provider);
         if self.script_engine.is_none() {
-            if let Some(t) = catalog
-                .tool(MetaTool::RunCode.name())
-                .ok()
-                .filter(|&t| MetaTool::of(catalog, t) == Some(MetaTool::RunCode))
-            {
+            if let Some(t) = run_code_tool(catalog) {
                 bits[t.index() / 64] |= 1 << (t.index() % 64);
             }
         }
