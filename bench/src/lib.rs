@@ -6,13 +6,16 @@
 //!   crate by `build.rs`, as `toolcat::include_catalog!` does for any crate;
 //! - [`turn`]: the turns the benchmarks plan; [`queries`]: real queries for search latency;
 //! - percentiles ([`stats`]);
-//! - [`replay`]: the edit protocols replayed on this repository's own history (`edit-replay`).
+//! - [`replay`]: the edit protocols replayed on this repository's own history (`edit-replay`);
+//! - [`code_mode`]: Code Mode against direct calls on the 17 tasks of
+//!   `tests/fixtures/code_mode`, with scripted model steps (`code-mode`).
 //!
 //! `cargo bench -p toolcat-bench` runs the criterion benches; the `toolcat-bench` binary makes
 //! scaled catalogs, measures per-query latency and draws the plot; `bench/run` runs everything.
 
 #![forbid(unsafe_code)]
 
+pub mod code_mode;
 pub mod compile;
 pub mod plot;
 pub mod queries;
