@@ -450,22 +450,34 @@ fn session(
     })
 }
 
-/// What `run_code`'s definition costs in [`FORMAT`] (the export appends the declarations after a
-/// blank line, as done here) for the profile of [`CODE_MODE_PRESET`]:
+/// What `run_code`'s definition costs in [`FORMAT`] at the first step of a session of
+/// [`CODE_MODE_PRESET`] (before preselection adds any tool), as the session's export sends it:
 /// `(definition tokens, API tokens)`, the definition with the TypeScript declarations of the
-/// program's API appended to its description as the session's export sends it, and those
-/// declarations alone.
+/// program's API appended to its description, and those declarations alone (the description's
+/// part after its first blank line).
 ///
 /// # Errors
-/// The catalog has no `run_code` or no such preset.
-pub fn run_code_tokens(catalog: &'static Catalog) -> Result<(usize, usize)> {
-    let profile = catalog.preset_profile(catalog.preset(CODE_MODE_PRESET)?);
-    let api = toolcat::code_mode::api_declarations(catalog, profile);
-    let mut tool = toolcat::export::openai_tool(catalog, catalog.tool("run_code")?);
-    let toolcat::export::wire::ChatTool::Function { function } = &mut tool;
-    function.description.push_str("\n\n");
-    function.description.push_str(&api);
-    Ok((count_json_tokens(&[tool]), count_tokens(&api)))
+/// The catalog has no `run_code` or no such preset, or the export fails.
+pub fn run_code_tokens(
+    catalog: &'static Catalog,
+    engine: Arc<dyn ScriptEngine>,
+) -> Result<(usize, usize)> {
+    let mut session = session(
+        catalog,
+        CODE_MODE_PRESET,
+        Path::new("."),
+        Some(engine),
+        ScriptLimits::default(),
+    )?
+    .without_preselection();
+    let export = serde_json::to_value(session.export()?)?;
+    let tool = export
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["function"]["name"] == "run_code"))
+        .context("the Code Mode preset's first step sends no `run_code`")?;
+    let description = tool["function"]["description"].as_str().unwrap_or_default();
+    let api = description.split_once("\n\n").map_or("", |(_, api)| api);
+    Ok((count_json_tokens(tool), count_tokens(api)))
 }
 
 /// The Code Mode model of a task: step 1 runs `program`, step 2 answers its `result`.

@@ -291,8 +291,14 @@ pub fn callable_tools(
 /// ([`typescript::declarations`]): one function per [`callable_tools`] entry, typed by its
 /// input JSON Schema and its output schema ([`crate::Catalog::output_schema`]; a tool without
 /// one resolves to `unknown`), and `readToolResult`. Sent in the `run_code` definition, after
-/// its description, so its tokens count like any definition's.
-pub fn api_declarations(catalog: &crate::Catalog, profile: crate::ProfileId) -> String {
+/// its description, so its tokens count like any definition's. A tool for which `defined`
+/// answers `true` (the request carries its own definition) is declared by its bare signature
+/// ([`typescript::ApiFunction::documented`]): its descriptions are read once, there.
+pub fn api_declarations(
+    catalog: &crate::Catalog,
+    profile: crate::ProfileId,
+    defined: impl Fn(crate::ToolIndex) -> bool,
+) -> String {
     let tools = callable_tools(catalog, profile);
     let descriptions: Vec<String> = tools
         .iter()
@@ -307,6 +313,7 @@ pub fn api_declarations(catalog: &crate::Catalog, profile: crate::ProfileId) -> 
             description,
             input: catalog.input_schema(t),
             output: catalog.output_schema(t),
+            documented: !defined(t),
         })
         .collect();
     typescript::declarations(&functions)
@@ -423,7 +430,7 @@ output_schema = { type = "object", properties = { title = { type = "string" } },
     fn api_declarations_type_results_by_output_schema() {
         let c = Catalog::from_source_with_handlers("code.toml", SOURCE, &HANDLERS)
             .expect("valid catalog");
-        let api = super::api_declarations(&c, c.full_profile());
+        let api = super::api_declarations(&c, c.full_profile(), |_| false);
         let tools = api.split("/** Reads part").next().unwrap_or_default();
         assert_eq!(
             tools,
@@ -431,11 +438,7 @@ output_schema = { type = "object", properties = { title = { type = "string" } },
   /** Tells the size and kind of a workspace file. */
   stat_file(args: {
     path: string;
-  }): Promise<{
-    /** Size in bytes. */
-    bytes: number;
-    kind: string;
-  }>;
+  }): Promise<{ bytes: number; kind: string }>;
   /** Inspects a workspace file. */
   inspect(args: {
     path: string;
@@ -443,9 +446,7 @@ output_schema = { type = "object", properties = { title = { type = "string" } },
   /** Fetches one issue of the forge. */
   get_issue(args: {
     number: number;
-  }): Promise<{
-    title: string;
-  }>;
+  }): Promise<{ title: string }>;
 };
 "
         );

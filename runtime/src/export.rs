@@ -663,7 +663,8 @@ fn with_code_mode_api(plan: &Plan<'_>, export: &mut Export) {
     if !plan.is_visible(run_code) {
         return;
     }
-    let api = crate::code_mode::api_declarations(catalog, plan.profile());
+    // A tool the plan sends is declared by its signature alone: its definition says the rest.
+    let api = crate::code_mode::api_declarations(catalog, plan.profile(), |t| plan.is_visible(t));
     export.append_description(catalog.exported_name(run_code), &api);
 }
 

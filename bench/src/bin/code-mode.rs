@@ -108,7 +108,7 @@ fn run(args: Args) -> Result<bool> {
     } else {
         None
     };
-    let (run_code_tokens, api_tokens) = code_mode::run_code_tokens(catalog)?;
+    let (run_code_tokens, api_tokens) = code_mode::run_code_tokens(catalog, Arc::clone(&engine))?;
     let mismatches = reports.iter().filter(|r| !r.matched()).count();
     let seconds = started.elapsed().as_secs_f64();
     let totals = Totals::of(&reports);

@@ -31,20 +31,36 @@ pub struct ApiFunction<'a> {
     pub input: &'a Value,
     /// The output JSON Schema, `None` when the tool declares none (`Promise<unknown>`).
     pub output: Option<&'a Value>,
+    /// Whether to write the description and the arguments' type with their descriptions.
+    /// `false` for a tool whose own definition the same request carries: the model reads its
+    /// description and arguments there, so the declaration names it and types its result only
+    /// (`args: object`), and the definition's text is not sent twice.
+    pub documented: bool,
 }
 
-/// The declarations of `tools` and of `readToolResult`, as the model reads them.
+/// The declarations of `tools` and of `readToolResult`, as the model reads them. Results are
+/// typed on one line without descriptions (a program needs their shape; their names mostly say
+/// the rest); a documented function's arguments span lines with a `/** */` description each.
 pub fn declarations(functions: &[ApiFunction<'_>]) -> String {
     let mut out = String::from("declare const tools: {\n");
+    if functions.iter().any(|f| !f.documented) {
+        out.push_str(
+            "  // `args: object`: the arguments of the tool's definition in this request.\n",
+        );
+    }
     for f in functions {
-        if !f.description.is_empty() {
+        if f.documented && !f.description.is_empty() {
             out.push_str(&format!("  /** {} */\n", comment(f.description)));
         }
-        let args = ts(f.input, f.input, 1, 0);
+        let args = if f.documented {
+            ts(f.input, f.input, 1, 0, true)
+        } else {
+            "object".to_string()
+        };
         let optional = required(f.input).is_empty();
         let result = f
             .output
-            .map_or_else(|| "unknown".to_string(), |o| ts(o, o, 1, 0));
+            .map_or_else(|| "unknown".to_string(), |o| ts(o, o, 1, 0, false));
         out.push_str(&format!(
             "  {}(args{}: {args}): Promise<{result}>;\n",
             key(f.name),
@@ -88,9 +104,10 @@ fn required(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// The TypeScript type of `schema` (within `root`, which holds its `$defs`), indented for
-/// `indent` levels when it spans lines.
-fn ts(schema: &Value, root: &Value, indent: usize, depth: usize) -> String {
+/// The TypeScript type of `schema` (within `root`, which holds its `$defs`). With `comments`,
+/// objects span lines, indented for `indent` levels, each property after its description as a
+/// `/** */` line; without, objects are written on one line (`{ a: T; b?: U }`).
+fn ts(schema: &Value, root: &Value, indent: usize, depth: usize, comments: bool) -> String {
     if depth > MAX_DEPTH {
         return "unknown".into();
     }
@@ -99,7 +116,7 @@ fn ts(schema: &Value, root: &Value, indent: usize, depth: usize) -> String {
     };
     if let Some(target) = map.get("$ref").and_then(Value::as_str) {
         return match resolve(root, target) {
-            Some(def) => ts(def, root, indent, depth + 1),
+            Some(def) => ts(def, root, indent, depth + 1, comments),
             None => "unknown".into(),
         };
     }
@@ -113,25 +130,34 @@ fn ts(schema: &Value, root: &Value, indent: usize, depth: usize) -> String {
         if let Some(parts) = map.get(keyword).and_then(Value::as_array) {
             let parts: Vec<String> = parts
                 .iter()
-                .map(|p| ts(p, root, indent, depth + 1))
+                .map(|p| ts(p, root, indent, depth + 1, comments))
                 .collect();
             return join(parts, joiner);
         }
     }
     match map.get("type") {
-        Some(Value::String(t)) => of_type(t, map, root, indent, depth),
+        Some(Value::String(t)) => of_type(t, map, root, indent, depth, comments),
         Some(Value::Array(types)) => union(
             types
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|t| of_type(t, map, root, indent, depth)),
+                .map(|t| of_type(t, map, root, indent, depth, comments)),
         ),
-        _ if map.contains_key("properties") => of_type("object", map, root, indent, depth),
+        _ if map.contains_key("properties") => {
+            of_type("object", map, root, indent, depth, comments)
+        }
         _ => "unknown".into(),
     }
 }
 
-fn of_type(t: &str, map: &Map<String, Value>, root: &Value, indent: usize, depth: usize) -> String {
+fn of_type(
+    t: &str,
+    map: &Map<String, Value>,
+    root: &Value,
+    indent: usize,
+    depth: usize,
+    comments: bool,
+) -> String {
     match t {
         "string" => "string".into(),
         "integer" | "number" => "number".into(),
@@ -139,7 +165,7 @@ fn of_type(t: &str, map: &Map<String, Value>, root: &Value, indent: usize, depth
         "null" => "null".into(),
         "array" => match map.get("items") {
             Some(items) => {
-                let inner = ts(items, root, indent, depth + 1);
+                let inner = ts(items, root, indent, depth + 1, comments);
                 if inner.contains(' ') && !inner.starts_with('{') {
                     format!("({inner})[]")
                 } else {
@@ -148,17 +174,23 @@ fn of_type(t: &str, map: &Map<String, Value>, root: &Value, indent: usize, depth
             }
             None => "unknown[]".into(),
         },
-        "object" => object(map, root, indent, depth),
+        "object" => object(map, root, indent, depth, comments),
         _ => "unknown".into(),
     }
 }
 
-fn object(map: &Map<String, Value>, root: &Value, indent: usize, depth: usize) -> String {
+fn object(
+    map: &Map<String, Value>,
+    root: &Value,
+    indent: usize,
+    depth: usize,
+    comments: bool,
+) -> String {
     let properties = map.get("properties").and_then(Value::as_object);
     let extra = match map.get("additionalProperties") {
         Some(Value::Bool(false)) | None => None,
         Some(Value::Bool(true)) => Some("unknown".to_string()),
-        Some(schema) => Some(ts(schema, root, indent + 1, depth + 1)),
+        Some(schema) => Some(ts(schema, root, indent + 1, depth + 1, comments)),
     };
     let Some(properties) = properties.filter(|p| !p.is_empty()) else {
         return match extra {
@@ -171,10 +203,35 @@ fn object(map: &Map<String, Value>, root: &Value, indent: usize, depth: usize) -
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    if !comments {
+        let mut parts: Vec<String> = properties
+            .iter()
+            .map(|(name, schema)| {
+                let optional = if needed.contains(&name.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                format!(
+                    "{}{optional}: {}",
+                    key(name),
+                    ts(schema, root, indent, depth + 1, false)
+                )
+            })
+            .collect();
+        if let Some(value) = extra {
+            parts.push(format!("[key: string]: {value}"));
+        }
+        return format!("{{ {} }}", parts.join("; "));
+    }
     let pad = "  ".repeat(indent + 1);
     let mut out = String::from("{\n");
     for (name, schema) in properties {
-        if let Some(d) = schema.get("description").and_then(Value::as_str) {
+        if let Some(d) = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .filter(|_| comments)
+        {
             out.push_str(&format!("{pad}/** {} */\n", comment(d)));
         }
         let optional = if needed.contains(&name.as_str()) {
@@ -185,7 +242,7 @@ fn object(map: &Map<String, Value>, root: &Value, indent: usize, depth: usize) -
         out.push_str(&format!(
             "{pad}{}{optional}: {};\n",
             key(name),
-            ts(schema, root, indent + 1, depth + 1)
+            ts(schema, root, indent + 1, depth + 1, comments)
         ));
     }
     if let Some(value) = extra {
@@ -256,12 +313,14 @@ mod tests {
                 description: "Finds lines.",
                 input: &input,
                 output: Some(&output),
+                documented: true,
             },
             ApiFunction {
                 name: "gh-search",
                 description: "",
                 input: &json!({"type": "object", "properties": {}}),
                 output: None,
+                documented: true,
             },
         ]);
         assert!(
@@ -282,7 +341,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("}): Promise<{\n    counts: Record<string, number>;\n  }>;\n"),
+            text.contains("}): Promise<{ counts: Record<string, number> }>;\n"),
             "{text}"
         );
         assert!(
@@ -292,17 +351,47 @@ mod tests {
         assert!(text.contains("declare function readToolResult("), "{text}");
     }
 
+    /// A tool whose definition the request carries is named with its result type only, once
+    /// the comment says where its arguments are.
+    #[test]
+    fn a_defined_tool_is_declared_by_its_result_only() {
+        let input = json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "A path"}},
+            "required": ["path"]
+        });
+        let output = json!({
+            "type": "object",
+            "properties": {
+                "lines": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "description": "Line number"}}, "required": ["n"]}},
+                "more": {"type": "boolean", "description": "More follow"}
+            },
+            "required": ["lines"]
+        });
+        let text = declarations(&[ApiFunction {
+            name: "read",
+            description: "Reads a file.",
+            input: &input,
+            output: Some(&output),
+            documented: false,
+        }]);
+        assert_eq!(
+            text.split("/** Reads part").next().unwrap_or_default(),
+            "declare const tools: {\n  // `args: object`: the arguments of the tool's definition in this request.\n  read(args: object): Promise<{ lines: { n: number }[]; more?: boolean }>;\n};\n"
+        );
+    }
+
     #[test]
     fn recursive_refs_stop_at_unknown() {
         let schema = json!({
             "type": "object",
             "properties": {"next": {"$ref": "#"}},
         });
-        let text = ts(&schema, &schema, 0, 0);
+        let text = ts(&schema, &schema, 0, 0, true);
         assert!(text.contains("unknown"), "{text}");
-        assert_eq!(ts(&json!(true), &json!(true), 0, 0), "unknown");
+        assert_eq!(ts(&json!(true), &json!(true), 0, 0, true), "unknown");
         assert_eq!(
-            ts(&json!({"$ref": "#/$defs/missing"}), &json!({}), 0, 0),
+            ts(&json!({"$ref": "#/$defs/missing"}), &json!({}), 0, 0, true),
             "unknown"
         );
     }
