@@ -647,6 +647,14 @@ pub fn export_plan(plan: &Plan<'_>, format: ExportFormat) -> Export {
         }
         _ => export_tools(catalog, tools, format),
     };
+    // A plan is what the model reads: an output schema validates a result's
+    // `structuredContent` for an MCP client (`toolcat serve` lists it) and is not sent to the
+    // model; Code Mode's declarations type results where a program needs them.
+    if let Export::Mcp(list) = &mut export {
+        for tool in &mut list.tools {
+            tool.output_schema = None;
+        }
+    }
     with_manifest(plan, &mut export);
     with_code_mode_api(plan, &mut export);
     export
