@@ -128,8 +128,11 @@ impl Row {
             && self.tier != "loop"
             && matches!((rank(&self.exposure), rank(scope)), (Some(e), Some(s)) if e <= s)
     }
+    /// Allowed, or a meta-tool the profile owns that the server answers: every one but
+    /// `run_code`, which needs a session's script engine.
     fn listed(&self, profile: &str, scope: &str) -> bool {
-        self.allowed(profile, scope) || (self.owned_by(profile) && self.tier == "loop")
+        self.allowed(profile, scope)
+            || (self.owned_by(profile) && self.tier == "loop" && self.exported != "run_code")
     }
 }
 
@@ -541,7 +544,10 @@ async fn stdio_lists_pages_runs_a_read_tool_and_refuses_gated_and_outside_tools(
         .collect();
     let expected: Vec<String> = list_json(&["--profile", "coding"])
         .iter()
-        .filter(|r| r["tier"] == "loop" || in_scope.iter().any(|n| r["name"] == n.as_str()))
+        .filter(|r| {
+            (r["tier"] == "loop" && r["name"] != "run_code")
+                || in_scope.iter().any(|n| r["name"] == n.as_str())
+        })
         .map(|r| r["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, expected);
