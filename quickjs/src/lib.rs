@@ -53,8 +53,12 @@
 //! # What the program sees
 //!
 //! The program text is the body of an `async` function: it may `await` and `return`. Its line
-//! numbers are its own (the wrapper opens on its first line), and it runs in sloppy mode unless
-//! it starts with `"use strict"`. As globals it has the language's built-ins (QuickJS's
+//! numbers are its own (the wrapper opens on its first line; lines end as JavaScript ends them,
+//! at `\n`, `\r\n`, `\r`, U+2028 or U+2029), and it runs in sloppy mode unless it starts with
+//! `"use strict"`. Text that closes the wrapper early (`}); ...; (async function () {`) is a
+//! [`FailureKind::Syntax`] failure, and none of it runs with `tools`, `readToolResult` or
+//! `console` there to reach: the wrapper is evaluated before they exist, and must come back as
+//! the very function it opened. As globals it has the language's built-ins (QuickJS's
 //! intrinsics without the web APIs `performance` and `DOMException`; `eval` and `Function`
 //! work and reach nothing more), and:
 //!
@@ -69,9 +73,19 @@
 //! - `console.log`, `info`, `warn`, `error`, `debug`: one line each to [`ScriptHost::log`], the
 //!   arguments as `JSON.stringify` gives them (strings as they are; `undefined`, `[function]`,
 //!   `[symbol]`, a `BigInt` as `10n`, a value JSON cannot hold as `[not JSON: why]`), joined by
-//!   spaces, and cut at [`ScriptLimits::console_bytes`] (the host keeps no more in all).
+//!   spaces, and cut at [`ScriptLimits::console_bytes`] (the host keeps no more in all). Each
+//!   line handed over counts its length as the content of a JSON string (escapes included) plus
+//!   3, at least 4, so an empty line costs too; once the lines handed over count for more than
+//!   [`ScriptLimits::console_bytes`], no more reach the host (they are not even built).
 //!
-//! There is no module loader (`import()` rejects, `import` is a syntax error), no `require`,
+//! Values cross to the host as JSON: a tool's argument, the result, an error's message. A lone
+//! UTF-16 surrogate (`'\ud800'`), which JSON text can escape but UTF-8 cannot hold, becomes
+//! U+FFFD, the replacement character (in a console line too, except inside a value shown as
+//! `JSON.stringify` gives it, which keeps the escape); a value nested more than 127 levels
+//! deep (`serde_json`'s limit) is refused, saying so.
+//!
+//! There is no module loader (`import()` rejects; a static `import` or `export` is a syntax
+//! error, with the same hint that a program has no modules), no `require`,
 //! `fetch`, timers, `process`, `std` or `os`. The engine converts values and makes promises with
 //! QuickJS's own functions, never through the globals a program can change, so a program that
 //! replaces `JSON.stringify`, `Promise.prototype.then`, `Array.prototype.push`, `console` or
@@ -138,6 +152,7 @@
 
 mod failure;
 mod host;
+mod json;
 mod program;
 
 use std::sync::{mpsc, Arc};

@@ -843,3 +843,159 @@ fn tiny_limits_end_cleanly() {
     assert_eq!(failure.kind, FailureKind::OutputTooLarge);
     assert!(run_with("return;", &FakeHost::new(), &no_output).is_ok());
 }
+
+#[test]
+fn console_lines_stop_reaching_the_host_once_the_console_limit_is_spent() {
+    let limits = ScriptLimits {
+        console_bytes: 100,
+        cpu_time: Duration::from_millis(300),
+        ..ScriptLimits::default()
+    };
+    // Each line counts its JSON-escaped length plus 3, at least 4: `ab` is 5, so 20 lines use
+    // 100 bytes and the 21st is the last handed over.
+    let host = FakeHost::new();
+    run_with(
+        "for (let i = 0; i < 1000; i++) console.log('ab'); return 1;",
+        &host,
+        &limits,
+    )
+    .unwrap();
+    assert_eq!(host.lines().len(), 21);
+
+    // Empty lines cost 4 each: a loop of them ends at the time limit with 26 lines handed over.
+    let host = FakeHost::new();
+    let failure = failure_with("for (;;) console.log('');", &host, &limits);
+    assert_eq!(failure.kind, FailureKind::TimeLimit, "{failure:?}");
+    assert_eq!(host.lines().len(), 26);
+    assert!(host.lines().iter().all(String::is_empty));
+}
+
+#[test]
+fn lone_surrogates_become_the_replacement_character() {
+    assert_eq!(value("return '\\ud800';"), json!("\u{fffd}"));
+    assert_eq!(
+        value("return { '\\udc00': 'a\\ud800b', pair: '\\ud83d\\ude00' };"),
+        json!({"\u{fffd}": "a\u{fffd}b", "pair": "\u{1f600}"})
+    );
+
+    let host = FakeHost::new();
+    let result = run("return await tools.a({ text: 'x\\ud800' });", &host).unwrap();
+    assert_eq!(result.value, Some(json!({"a": 1})));
+    assert_eq!(
+        host.calls(),
+        [("a".to_owned(), json!({"text": "x\u{fffd}"}))]
+    );
+
+    // A string argument is shown as it is, a lone surrogate replaced; other values as
+    // `JSON.stringify` gives them, which escapes it.
+    let host = FakeHost::new();
+    run("console.log('\\ud800', ['\\udfff']);", &host).unwrap();
+    assert_eq!(host.lines(), ["\u{fffd} [\"\\udfff\"]"]);
+
+    let failure = fails("throw new Error('bad \\ud800 msg');");
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(failure.message, "Error: bad \u{fffd} msg");
+    assert_eq!(failure.line, Some(1));
+
+    let failure = fails("await null;\nthrow 'lone \\udc00';");
+    assert_eq!(failure.message, "uncaught exception: lone \u{fffd}");
+}
+
+#[test]
+fn nesting_past_what_toolcat_reads_is_named() {
+    let nest = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    assert_eq!(
+        value(&format!("return {};", nest(127))).to_string(),
+        nest(127)
+    );
+
+    let failure = fails(&format!("return {};", nest(128)));
+    assert_eq!(failure.kind, FailureKind::OutputTooLarge);
+    assert_eq!(
+        failure.message,
+        "the result is nested more than 127 levels deep (arrays and objects within one \
+         another), which toolcat does not accept: flatten it"
+    );
+
+    let failure = fails(&format!("return await tools.a({{ deep: {} }});", nest(127)));
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(
+        failure.message,
+        "TypeError: the argument of `tools.a` is not JSON data: it is nested more than 127 \
+         levels deep, which toolcat does not accept: flatten it"
+    );
+}
+
+#[test]
+fn a_static_import_or_export_gets_the_no_modules_hint() {
+    const ONLY: &str = " (a program sees only the language's built-ins, `tools`, `readToolResult` \
+                        and `console`: no modules, timers, network or files)";
+    for (source, line) in [
+        ("import fs from \"fs\";\nreturn fs;", 1),
+        ("const a = 1;\n  import { readFile } from 'fs';", 2),
+        ("import * as path from 'path';", 1),
+        ("export const x = 1;", 1),
+        ("export default 1;", 1),
+    ] {
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::Syntax, "{source}: {failure:?}");
+        assert!(failure.message.starts_with("SyntaxError: "), "{failure:?}");
+        assert!(failure.message.ends_with(ONLY), "{source}: {failure:?}");
+        assert_eq!(failure.line, Some(line), "{source}");
+    }
+    // Another syntax error gets none, even in a program that names `import`.
+    let failure = fails("const important = 1;\nconst = 2;");
+    assert_eq!(failure.kind, FailureKind::Syntax);
+    assert!(!failure.message.contains("no modules"), "{failure:?}");
+}
+
+#[test]
+fn a_program_cannot_close_the_wrapper_early() {
+    for source in [
+        "}); (async function () { return 7",
+        "})(); tools.a({ path: 'x' }); (async function () { return 1",
+        "}); globalThis.escaped = 1; (async function () { return 1",
+        "}); Promise.resolve().then(() => tools.a()); (async function () { return 1",
+        "}); Object.defineProperty(globalThis, 'tools', { set(t) { t.a(); } }); \
+         (async function () { return 1",
+        "}, async function () { return 2",
+        "return 1; }); (function () {",
+        "}); (async function () {",
+    ] {
+        let host = FakeHost::new();
+        let failure = failure_with(source, &host, &limits());
+        assert_eq!(failure.kind, FailureKind::Syntax, "{source}: {failure:?}");
+        assert_eq!(
+            failure.message,
+            "the program is not the body of one function: a `}` closes it early; balance its \
+             braces",
+            "{source}"
+        );
+        assert_eq!(host.calls(), [], "{source}");
+        assert_eq!(host.lines(), Vec::<String>::new(), "{source}");
+    }
+    // Braces within strings, comments, templates and regular expressions are no wrapper's.
+    assert_eq!(
+        value("const s = '})'; // })\nreturn [s, `${'}'}`, /\\}\\)/.source, '/* }) */'];"),
+        json!(["})", "}", "\\}\\)", "/* }) */"])
+    );
+}
+
+#[test]
+fn lines_are_the_program_s_own_whatever_its_line_endings() {
+    for newline in ["\n", "\r\n", "\u{2028}", "\r"] {
+        let source = [
+            "const a = 1;",
+            "const b = a + 1;",
+            "throw new Error('x' + b);",
+        ]
+        .join(newline);
+        let failure = fails(&source);
+        assert_eq!(failure.line, Some(3), "{newline:?}: {failure:?}");
+
+        let source = ["const a = 1;", "const = 2;", "return a;"].join(newline);
+        let failure = fails(&source);
+        assert_eq!(failure.kind, FailureKind::Syntax, "{newline:?}");
+        assert_eq!(failure.line, Some(2), "{newline:?}: {failure:?}");
+    }
+}
