@@ -124,7 +124,78 @@
 //!   promise that can never settle (`await new Promise(() => {})`) is an exception saying so.
 //!   [`FailureKind::Engine`] is left for a runtime or thread that cannot be created.
 //!
-//! A hostile program ends with one of these, never a panic or a hang of the caller.
+//! A hostile program ends with one of these, never a panic or a hang of the caller (but see
+//! the limits of that below).
+//!
+//! # Built-ins QuickJS cannot interrupt
+//!
+//! QuickJS asks the interrupt handler from the interpreter and from a few built-ins' own loops,
+//! every 10,000 checks; other built-ins run their C loop to its end, whatever the time limit or
+//! the host's interrupt. Some of those loops are unbounded (`new Array(2 ** 32 - 1).join("")`,
+//! `Array.prototype.reverse.call({ length: 2 ** 40 })` never end), some grow faster than their
+//! input. Before the program runs, the engine replaces each such method with a wrapper that
+//! bounds it; the original stays in a closure the program cannot reach, the wrapper keeps its
+//! `name`, `length` and (non-enumerable) attributes, and a program that replaces it changes only
+//! its own world. rquickjs has no hook into those loops for a crate without `unsafe`, hence
+//! wrappers. Past its bound a call throws a `RangeError` (an ordinary exception, uncaught:
+//! [`FailureKind::Exception`]) saying the bound and how to stay within it:
+//!
+//! - `Array.prototype` `join`, `toLocaleString` (and so `toString` and any array turned into a
+//!   string), `reverse`, `copyWithin`, `fill`, `slice`, `splice`, `sort`, `shift` and `unshift`
+//!   walk their `this` up to its length, holes included, and `concat`, `flat` and `flatMap` walk
+//!   every array they spread: at most **16,777,216** (2^24) elements a call, `"Array.prototype
+//!   .join would walk 4294967295 elements, more than the 16777216 one call may walk in toolcat
+//!   (QuickJS cannot stop it midway): keep arrays, and the length of array-likes, within
+//!   16777216 elements (a sparse array's length counts, not its items), or work in parts"`. An
+//!   array of 2^24 elements takes 256 MiB, four times the default heap, so no array that fits is
+//!   refused, and QuickJS walks 2^24 holes in 0.3 to 1 s of an optimized build (measured on a
+//!   loaded two-core machine), well within the default 2 s. The length is read once: an
+//!   array's or a string's own, anything else's through a view that answers that length to the
+//!   walk, so a getter or a Proxy cannot answer a small length to the check and a large one to
+//!   the walk; `concat`, `flat` and `flatMap` copy each array by a call of its own, its length
+//!   checked right before. `TypedArray.prototype.join` and `JSON.stringify`'s replacer array
+//!   have the same bound.
+//! - `TypedArray.prototype` `sort` and `toSorted` without a comparator: at most **4,194,304**
+//!   (2^22) elements (n log n comparisons in C, 0.4 to 0.8 s there; with a comparator each
+//!   comparison is a call, which the time limit stops).
+//! - A regular expression compiled at run time (`new RegExp`, `RegExp`, `RegExp.prototype
+//!   .compile`, and `match`, `matchAll` or `search` given a string): at most **65,536**
+//!   characters (65,536 alternatives compile in a third of a second, 2^20 in over a minute).
+//!   `RegExp` is now a Proxy of the original, and `RegExp.prototype.constructor` with it.
+//! - A Proxy's `ownKeys` trap: QuickJS compares the keys it returns with each other and with the
+//!   target's; at most 2^28 pairs (16,384 keys for a target of as many), through the handler
+//!   the guarded `Proxy` and `Proxy.revocable` give QuickJS (traps see that view of the handler
+//!   as `this`).
+//!
+//! And made interruptible, with the same results:
+//!
+//! - `String.prototype` `indexOf`, `lastIndexOf`, `includes`, `split`, `replace` and
+//!   `replaceAll` with a string compare the needle at every position, up to n × m comparisons;
+//!   past 2^27 the search runs in windows of about 2^20 comparisons, the time checked between
+//!   two.
+//! - `String.raw` runs in JavaScript (QuickJS's loop goes on past a failed allocation).
+//! - `Iterator.prototype.drop` and the `Set.prototype` methods that take another set (`union`,
+//!   `intersection`, `difference`, `symmetricDifference`, `isSupersetOf`, `isDisjointFrom`)
+//!   step the other iterator through a JavaScript `next`.
+//!
+//! Time between checks: a built-in call counts as one of QuickJS's 10,000 checks however long it
+//! runs, so a loop of calls of a few milliseconds each would run on for minutes past the time
+//! limit. Every guarded call, and the calls of other built-ins whose cost grows with their input
+//! (`String.prototype` case conversion, `normalize`, `localeCompare`, `trim*`, `pad*`,
+//! `repeat`, `isWellFormed`, `toWellFormed`; `Array.prototype` `toReversed`, `toSorted`,
+//! `toSpliced`, `with`; the linear `TypedArray.prototype` methods; `JSON.parse`,
+//! `JSON.stringify`, `Object.keys`, `values`, `entries`, `getOwnPropertyNames`,
+//! `Reflect.ownKeys`, `Array.from`), counts the elements or characters it handles and checks
+//! the time every 2^20 of them. A guarded call costs about half a microsecond more than the
+//! original; `concat`, `flat` and `flatMap`, which copy in parts, a few microseconds.
+//!
+//! Not covered, each bounded by the heap but able to run past the time limit in one step:
+//! converting a BigInt of about a million bits to a decimal string (`String(big)`,
+//! `` `${big}` ``: quadratic, 3 to 4 s), one call of a linear built-in over the longest string
+//! the heap holds (`'x'.repeat(2 ** 25).replaceAll('', '')`: about a second), typed-array
+//! constructors copying a large array, compiling a huge regular expression written in the
+//! program or in text given to `eval` or `Function`, and loops of such steps that are no calls
+//! (an implicit conversion is none).
 //!
 //! # Threads
 //!
@@ -151,6 +222,7 @@
 #![forbid(unsafe_code)]
 
 mod failure;
+mod guard;
 mod host;
 mod json;
 mod program;

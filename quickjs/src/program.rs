@@ -15,6 +15,7 @@ use serde_json::{Map, Value as Json};
 use toolcat::code_mode::{FailureKind, Script, ScriptFailure, ScriptLimits, ScriptReturn};
 
 use crate::failure::{self, failure};
+use crate::guard;
 use crate::host::{Bridge, Reply};
 use crate::json;
 
@@ -86,6 +87,10 @@ fn run_in<'js>(
         Ok(function) => function,
         Err(error) => return Err(caught(ctx, error, bridge, limits)),
     };
+
+    if let Err(error) = guard::install(ctx, bridge).catch(ctx) {
+        return Err(caught(ctx, error, bridge, limits));
+    }
 
     bridge.resume();
     let function = compile(ctx, script, bridge, &to_source)?;
