@@ -92,6 +92,17 @@ pub(crate) fn not_json(why: &str) -> ScriptFailure {
     )
 }
 
+pub(crate) fn too_deep() -> ScriptFailure {
+    failure(
+        FailureKind::OutputTooLarge,
+        format!(
+            "the result is nested more than {} levels deep (arrays and objects within one \
+             another), which toolcat does not accept: flatten it",
+            crate::json::MAX_DEPTH
+        ),
+    )
+}
+
 pub(crate) fn never_settled() -> ScriptFailure {
     failure(
         FailureKind::Exception,

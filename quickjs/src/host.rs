@@ -129,6 +129,10 @@ pub(crate) struct Bridge {
     shared: Arc<Shared>,
     budget: Duration,
     console_bytes: usize,
+    /// What the console lines handed to the host so far count for ([`json::console_cost`]).
+    ///
+    /// [`json::console_cost`]: crate::json::console_cost
+    console_used: Cell<usize>,
     /// Running time before [`Bridge::since`].
     spent: Cell<Duration>,
     /// When the program last started running (`None` while a call is out).
@@ -149,6 +153,7 @@ impl Bridge {
             shared,
             budget: limits.cpu_time,
             console_bytes: limits.console_bytes,
+            console_used: Cell::new(0),
             spent: Cell::new(Duration::ZERO),
             since: Cell::new(None),
             stop: RefCell::new(None),
@@ -241,8 +246,22 @@ impl Bridge {
         }
     }
 
-    /// Hands one console line to the host (in order with the calls).
+    /// Whether the console lines handed over have used up
+    /// [`ScriptLimits::console_bytes`](toolcat::code_mode::ScriptLimits::console_bytes): no
+    /// more go to the host.
+    pub(crate) fn console_spent(&self) -> bool {
+        self.console_used.get() > self.console_bytes
+    }
+
+    /// Hands one console line to the host (in order with the calls), unless the console limit
+    /// is spent.
     pub(crate) fn log(&self, line: String) {
+        if self.console_spent() {
+            return;
+        }
+        let cost = crate::json::console_cost(&line);
+        self.console_used
+            .set(self.console_used.get().saturating_add(cost));
         if self.requests.send(Request::Log(line)).is_err() {
             self.set_stop(Stop::HostGone);
         }

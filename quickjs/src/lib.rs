@@ -53,8 +53,12 @@
 //! # What the program sees
 //!
 //! The program text is the body of an `async` function: it may `await` and `return`. Its line
-//! numbers are its own (the wrapper opens on its first line), and it runs in sloppy mode unless
-//! it starts with `"use strict"`. As globals it has the language's built-ins (QuickJS's
+//! numbers are its own (the wrapper opens on its first line; lines end as JavaScript ends them,
+//! at `\n`, `\r\n`, `\r`, U+2028 or U+2029), and it runs in sloppy mode unless it starts with
+//! `"use strict"`. Text that closes the wrapper early (`}); ...; (async function () {`) is a
+//! [`FailureKind::Syntax`] failure, and none of it runs with `tools`, `readToolResult` or
+//! `console` there to reach: the wrapper is evaluated before they exist, and must come back as
+//! the very function it opened. As globals it has the language's built-ins (QuickJS's
 //! intrinsics without the web APIs `performance` and `DOMException`; `eval` and `Function`
 //! work and reach nothing more), and:
 //!
@@ -69,9 +73,19 @@
 //! - `console.log`, `info`, `warn`, `error`, `debug`: one line each to [`ScriptHost::log`], the
 //!   arguments as `JSON.stringify` gives them (strings as they are; `undefined`, `[function]`,
 //!   `[symbol]`, a `BigInt` as `10n`, a value JSON cannot hold as `[not JSON: why]`), joined by
-//!   spaces, and cut at [`ScriptLimits::console_bytes`] (the host keeps no more in all).
+//!   spaces, and cut at [`ScriptLimits::console_bytes`] (the host keeps no more in all). Each
+//!   line handed over counts its length as the content of a JSON string (escapes included) plus
+//!   3, at least 4, so an empty line costs too; once the lines handed over count for more than
+//!   [`ScriptLimits::console_bytes`], no more reach the host (they are not even built).
 //!
-//! There is no module loader (`import()` rejects, `import` is a syntax error), no `require`,
+//! Values cross to the host as JSON: a tool's argument, the result, an error's message. A lone
+//! UTF-16 surrogate (`'\ud800'`), which JSON text can escape but UTF-8 cannot hold, becomes
+//! U+FFFD, the replacement character (in a console line too, except inside a value shown as
+//! `JSON.stringify` gives it, which keeps the escape); a value nested more than 127 levels
+//! deep (`serde_json`'s limit) is refused, saying so.
+//!
+//! There is no module loader (`import()` rejects; a static `import` or `export` is a syntax
+//! error, with the same hint that a program has no modules), no `require`,
 //! `fetch`, timers, `process`, `std` or `os`. The engine converts values and makes promises with
 //! QuickJS's own functions, never through the globals a program can change, so a program that
 //! replaces `JSON.stringify`, `Promise.prototype.then`, `Array.prototype.push`, `console` or
@@ -110,7 +124,78 @@
 //!   promise that can never settle (`await new Promise(() => {})`) is an exception saying so.
 //!   [`FailureKind::Engine`] is left for a runtime or thread that cannot be created.
 //!
-//! A hostile program ends with one of these, never a panic or a hang of the caller.
+//! A hostile program ends with one of these, never a panic or a hang of the caller (but see
+//! the limits of that below).
+//!
+//! # Built-ins QuickJS cannot interrupt
+//!
+//! QuickJS asks the interrupt handler from the interpreter and from a few built-ins' own loops,
+//! every 10,000 checks; other built-ins run their C loop to its end, whatever the time limit or
+//! the host's interrupt. Some of those loops are unbounded (`new Array(2 ** 32 - 1).join("")`,
+//! `Array.prototype.reverse.call({ length: 2 ** 40 })` never end), some grow faster than their
+//! input. Before the program runs, the engine replaces each such method with a wrapper that
+//! bounds it; the original stays in a closure the program cannot reach, the wrapper keeps its
+//! `name`, `length` and (non-enumerable) attributes, and a program that replaces it changes only
+//! its own world. rquickjs has no hook into those loops for a crate without `unsafe`, hence
+//! wrappers. Past its bound a call throws a `RangeError` (an ordinary exception, uncaught:
+//! [`FailureKind::Exception`]) saying the bound and how to stay within it:
+//!
+//! - `Array.prototype` `join`, `toLocaleString` (and so `toString` and any array turned into a
+//!   string), `reverse`, `copyWithin`, `fill`, `slice`, `splice`, `sort`, `shift` and `unshift`
+//!   walk their `this` up to its length, holes included, and `concat`, `flat` and `flatMap` walk
+//!   every array they spread: at most **16,777,216** (2^24) elements a call, `"Array.prototype
+//!   .join would walk 4294967295 elements, more than the 16777216 one call may walk in toolcat
+//!   (QuickJS cannot stop it midway): keep arrays, and the length of array-likes, within
+//!   16777216 elements (a sparse array's length counts, not its items), or work in parts"`. An
+//!   array of 2^24 elements takes 256 MiB, four times the default heap, so no array that fits is
+//!   refused, and QuickJS walks 2^24 holes in 0.3 to 1 s of an optimized build (measured on a
+//!   loaded two-core machine), well within the default 2 s. The length is read once: an
+//!   array's or a string's own, anything else's through a view that answers that length to the
+//!   walk, so a getter or a Proxy cannot answer a small length to the check and a large one to
+//!   the walk; `concat`, `flat` and `flatMap` copy each array by a call of its own, its length
+//!   checked right before. `TypedArray.prototype.join` and `JSON.stringify`'s replacer array
+//!   have the same bound.
+//! - `TypedArray.prototype` `sort` and `toSorted` without a comparator: at most **4,194,304**
+//!   (2^22) elements (n log n comparisons in C, 0.4 to 0.8 s there; with a comparator each
+//!   comparison is a call, which the time limit stops).
+//! - A regular expression compiled at run time (`new RegExp`, `RegExp`, `RegExp.prototype
+//!   .compile`, and `match`, `matchAll` or `search` given a string): at most **65,536**
+//!   characters (65,536 alternatives compile in a third of a second, 2^20 in over a minute).
+//!   `RegExp` is now a Proxy of the original, and `RegExp.prototype.constructor` with it.
+//! - A Proxy's `ownKeys` trap: QuickJS compares the keys it returns with each other and with the
+//!   target's; at most 2^28 pairs (16,384 keys for a target of as many), through the handler
+//!   the guarded `Proxy` and `Proxy.revocable` give QuickJS (traps see that view of the handler
+//!   as `this`).
+//!
+//! And made interruptible, with the same results:
+//!
+//! - `String.prototype` `indexOf`, `lastIndexOf`, `includes`, `split`, `replace` and
+//!   `replaceAll` with a string compare the needle at every position, up to n × m comparisons;
+//!   past 2^27 the search runs in windows of about 2^20 comparisons, the time checked between
+//!   two.
+//! - `String.raw` runs in JavaScript (QuickJS's loop goes on past a failed allocation).
+//! - `Iterator.prototype.drop` and the `Set.prototype` methods that take another set (`union`,
+//!   `intersection`, `difference`, `symmetricDifference`, `isSupersetOf`, `isDisjointFrom`)
+//!   step the other iterator through a JavaScript `next`.
+//!
+//! Time between checks: a built-in call counts as one of QuickJS's 10,000 checks however long it
+//! runs, so a loop of calls of a few milliseconds each would run on for minutes past the time
+//! limit. Every guarded call, and the calls of other built-ins whose cost grows with their input
+//! (`String.prototype` case conversion, `normalize`, `localeCompare`, `trim*`, `pad*`,
+//! `repeat`, `isWellFormed`, `toWellFormed`; `Array.prototype` `toReversed`, `toSorted`,
+//! `toSpliced`, `with`; the linear `TypedArray.prototype` methods; `JSON.parse`,
+//! `JSON.stringify`, `Object.keys`, `values`, `entries`, `getOwnPropertyNames`,
+//! `Reflect.ownKeys`, `Array.from`), counts the elements or characters it handles and checks
+//! the time every 2^20 of them. A guarded call costs about half a microsecond more than the
+//! original; `concat`, `flat` and `flatMap`, which copy in parts, a few microseconds.
+//!
+//! Not covered, each bounded by the heap but able to run past the time limit in one step:
+//! converting a BigInt of about a million bits to a decimal string (`String(big)`,
+//! `` `${big}` ``: quadratic, 3 to 4 s), one call of a linear built-in over the longest string
+//! the heap holds (`'x'.repeat(2 ** 25).replaceAll('', '')`: about a second), typed-array
+//! constructors copying a large array, compiling a huge regular expression written in the
+//! program or in text given to `eval` or `Function`, and loops of such steps that are no calls
+//! (an implicit conversion is none).
 //!
 //! # Threads
 //!
@@ -137,7 +222,9 @@
 #![forbid(unsafe_code)]
 
 mod failure;
+mod guard;
 mod host;
+mod json;
 mod program;
 
 use std::sync::{mpsc, Arc};

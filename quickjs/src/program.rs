@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use rquickjs::context::{intrinsic, EvalOptions};
-use rquickjs::function::{Opt, Rest};
+use rquickjs::function::{Opt, Rest, This};
 use rquickjs::object::Property;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
@@ -15,7 +15,9 @@ use serde_json::{Map, Value as Json};
 use toolcat::code_mode::{FailureKind, Script, ScriptFailure, ScriptLimits, ScriptReturn};
 
 use crate::failure::{self, failure};
+use crate::guard;
 use crate::host::{Bridge, Reply};
+use crate::json;
 
 /// The file name QuickJS gives the program in stack traces; [`line_of`] looks for it.
 const FILE_NAME: &str = "program";
@@ -80,44 +82,23 @@ fn run_in<'js>(
     bridge: &Rc<Bridge>,
 ) -> Result<ScriptReturn, ScriptFailure> {
     let limits = script.limits;
-    if let Err(error) = install(ctx, script.functions, bridge).catch(ctx) {
+    // Taken before any program code runs, which may replace it.
+    let to_source = match intrinsic_to_string(ctx).catch(ctx) {
+        Ok(function) => function,
+        Err(error) => return Err(caught(ctx, error, bridge, limits)),
+    };
+
+    if let Err(error) = guard::install(ctx, bridge).catch(ctx) {
         return Err(caught(ctx, error, bridge, limits));
     }
 
-    let mut source = String::with_capacity(PREFIX.len() + script.source.len() + SUFFIX.len());
-    source.push_str(PREFIX);
-    source.push_str(script.source);
-    source.push_str(SUFFIX);
-    let mut options = EvalOptions::default();
-    // The body of a plain (sloppy) function, as a script's would be.
-    options.strict = false;
-    options.filename = Some(FILE_NAME.to_owned());
-
     bridge.resume();
-    let function = match ctx
-        .eval_with_options::<Value, _>(source, options)
-        .catch(ctx)
-    {
-        Ok(value) => value,
-        Err(CaughtError::Error(Error::InvalidString(_))) => {
-            return Err(failure(
-                FailureKind::Syntax,
-                "the program contains a NUL character (\\0); remove it",
-            ))
-        }
-        Err(error) => {
-            let mut failure = caught(ctx, error, bridge, limits);
-            if failure.kind == FailureKind::Exception && failure.message.starts_with("SyntaxError")
-            {
-                failure.kind = FailureKind::Syntax;
-            }
-            return Err(failure);
-        }
-    };
-    // Only a program whose braces close the wrapper early (`}); ...`) makes these fail.
-    let Some(function) = function.into_function() else {
-        return Err(closed_early());
-    };
+    let function = compile(ctx, script, bridge, &to_source)?;
+    // Only now, so that nothing a program that escaped the wrapper ran at evaluation time could
+    // reach them.
+    if let Err(error) = install(ctx, script.functions, bridge).catch(ctx) {
+        return Err(caught(ctx, error, bridge, limits));
+    }
     let promise = match function.call::<_, Value>(()).catch(ctx) {
         Ok(value) => value,
         Err(error) => return Err(caught(ctx, error, bridge, limits)),
@@ -162,6 +143,121 @@ fn run_in<'js>(
             }
         }
     }
+}
+
+/// `Function.prototype.toString` as QuickJS defines it.
+fn intrinsic_to_string<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    let function: Object<'js> = ctx.globals().get("Function")?;
+    let prototype: Object<'js> = function.get("prototype")?;
+    prototype.get("toString")
+}
+
+/// The program as the body of an `async` function, not yet called.
+///
+/// The program text goes between [`PREFIX`] and [`SUFFIX`] and is evaluated as a script. Text
+/// that closes the wrapper early (`}); ...; (async function () {`) would run code of its own at
+/// evaluation time, outside the function: so `tools`, `readToolResult` and `console` do not
+/// exist yet when it is evaluated, any exception but a syntax error while evaluating means the
+/// wrapper was escaped, and the value evaluated must be the wrapper function itself, its source
+/// text exactly the program's between the wrapper's own braces (a function a program made
+/// cannot have that text, which contains its own). The `AsyncFunction` constructor is no way
+/// out: QuickJS-ng builds its function the same way, from concatenated text.
+fn compile<'js>(
+    ctx: &Ctx<'js>,
+    script: &Script<'_>,
+    bridge: &Bridge,
+    to_source: &Function<'js>,
+) -> Result<Function<'js>, ScriptFailure> {
+    let limits = script.limits;
+    let mut source = String::with_capacity(PREFIX.len() + script.source.len() + SUFFIX.len());
+    source.push_str(PREFIX);
+    source.push_str(script.source);
+    source.push_str(SUFFIX);
+    let mut options = EvalOptions::default();
+    // The body of a plain (sloppy) function, as a script's would be.
+    options.strict = false;
+    options.filename = Some(FILE_NAME.to_owned());
+
+    let value = match ctx
+        .eval_with_options::<Value, _>(source.as_str(), options)
+        .catch(ctx)
+    {
+        Ok(value) => value,
+        Err(CaughtError::Error(Error::InvalidString(_))) => {
+            return Err(failure(
+                FailureKind::Syntax,
+                "the program contains a NUL character (\\0); remove it",
+            ))
+        }
+        Err(error) => {
+            let mut failure = caught(ctx, error, bridge, limits);
+            if failure.kind == FailureKind::Exception {
+                if !failure.message.starts_with("SyntaxError") {
+                    // Evaluating the wrapper runs no code of the program's, unless it escaped.
+                    return Err(closed_early());
+                }
+                failure.kind = FailureKind::Syntax;
+                if module_syntax(script.source, failure.line) {
+                    failure.message.push_str(ONLY);
+                }
+            }
+            return Err(failure);
+        }
+    };
+    let Some(function) = value.into_function() else {
+        return Err(closed_early());
+    };
+    let expected = &source[1..source.len() - 1];
+    let text = to_source
+        .call::<_, Value>((This(function.clone()),))
+        .ok()
+        .and_then(|text| text.into_string())
+        .and_then(|text| text.to_string().ok());
+    if text.as_deref() != Some(expected) {
+        return Err(closed_early());
+    }
+    Ok(function)
+}
+
+/// Whether a syntax error comes of a static `import` or `export` (a line of the program, the
+/// one that failed when known, that starts with one), which a function body cannot hold.
+fn module_syntax(source: &str, line: Option<u32>) -> bool {
+    let statement = |text: &str| {
+        let text = text.trim_start();
+        ["import", "export"].iter().any(|keyword| {
+            text.strip_prefix(keyword).is_some_and(|rest| {
+                rest.starts_with(|c: char| c.is_whitespace() || "{*\"'.".contains(c))
+            })
+        })
+    };
+    match line.and_then(|line| js_lines(source).nth(usize::try_from(line).ok()?.checked_sub(1)?)) {
+        Some(text) => statement(text),
+        None => js_lines(source).any(statement),
+    }
+}
+
+/// The lines of `source` as JavaScript (and QuickJS's line numbers) count them: ended by `\n`,
+/// `\r\n`, `\r`, U+2028 or U+2029.
+fn js_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(source);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text.find(['\n', '\r', '\u{2028}', '\u{2029}']) {
+            None => {
+                rest = None;
+                Some(text)
+            }
+            Some(end) => {
+                let terminator = if text[end..].starts_with("\r\n") {
+                    2
+                } else {
+                    text[end..].chars().next().map_or(1, char::len_utf8)
+                };
+                rest = Some(&text[end + terminator..]);
+                Some(&text[..end])
+            }
+        }
+    })
 }
 
 fn closed_early() -> ScriptFailure {
@@ -333,12 +429,17 @@ fn rejected_type_error<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<V
 }
 
 /// `console.*(...args)`: one line, each argument as `JSON.stringify` gives it (strings as they
-/// are), joined by spaces. A line is cut at the console limit the host keeps in all.
+/// are), joined by spaces. A line is cut at the console limit the host keeps in all, and once
+/// the lines handed over have used that limit up ([`json::console_cost`] each), the rest are
+/// not even built.
 fn console_line<'js>(
     ctx: &Ctx<'js>,
     bridge: &Bridge,
     args: Vec<Value<'js>>,
 ) -> rquickjs::Result<()> {
+    if bridge.console_spent() {
+        return Ok(());
+    }
     let cap = bridge.console_bytes();
     let mut line = String::new();
     for (index, value) in args.into_iter().enumerate() {
@@ -359,10 +460,9 @@ fn console_line<'js>(
 /// or a short description when it has no JSON form.
 fn display<'js>(ctx: &Ctx<'js>, value: Value<'js>, bridge: &Bridge) -> rquickjs::Result<String> {
     if let Some(string) = value.as_string() {
-        if let Ok(text) = string.to_string() {
+        if let Some(text) = lossy(ctx, string) {
             return Ok(text);
         }
-        // A lone surrogate is no UTF-8: JSON escapes it.
     }
     if value.is_undefined() {
         return Ok("undefined".to_owned());
@@ -396,9 +496,12 @@ fn to_json<'js>(
     bridge: &Bridge,
 ) -> rquickjs::Result<Result<Json, String>> {
     Ok(match to_json_text(ctx, value, bridge)? {
-        Ok(Some(text)) => {
-            serde_json::from_str(&text).map_err(|error| format!("it cannot be read back: {error}"))
-        }
+        Ok(Some(text)) if json::deeper_than(&text, json::MAX_DEPTH) => Err(format!(
+            "it is nested more than {} levels deep, which toolcat does not accept: flatten it",
+            json::MAX_DEPTH
+        )),
+        Ok(Some(text)) => serde_json::from_str(&json::well_formed(&text))
+            .map_err(|error| format!("it cannot be read back: {error}")),
         Ok(None) => Err("it is a function, a symbol or undefined".to_owned()),
         Err(why) => Err(why),
     })
@@ -421,8 +524,8 @@ fn to_json_text<'js>(
                 return Err(error.throw(ctx));
             }
             match error {
-                CaughtError::Exception(exception) => Ok(Err(describe(exception.as_value()))),
-                CaughtError::Value(value) => Ok(Err(describe(&value))),
+                CaughtError::Exception(exception) => Ok(Err(describe(ctx, exception.as_value()))),
+                CaughtError::Value(value) => Ok(Err(describe(ctx, &value))),
                 CaughtError::Error(error) => Ok(Err(error.to_string())),
             }
         }
@@ -477,8 +580,11 @@ fn result<'js>(
     if text.len() > limits.output_bytes {
         return Err(failure::output_too_large(text.len(), limits));
     }
-    let value =
-        serde_json::from_str(&text).map_err(|error| failure::not_json(&error.to_string()))?;
+    if json::deeper_than(&text, json::MAX_DEPTH) {
+        return Err(failure::too_deep());
+    }
+    let value = serde_json::from_str(&json::well_formed(&text))
+        .map_err(|error| failure::not_json(&error.to_string()))?;
     Ok(ScriptReturn { value: Some(value) })
 }
 
@@ -542,7 +648,7 @@ fn thrown<'js>(
         }
         None => failure(
             FailureKind::Exception,
-            format!("uncaught exception: {}", describe(&value)),
+            format!("uncaught exception: {}", describe(ctx, &value)),
         ),
     };
     // Reading the error may have run the program's own code past a limit.
@@ -578,10 +684,12 @@ const ELSEWHERE: [&str; 22] = [
     "performance",
 ];
 
+/// What a program may reach, after an error that shows it reached for something else.
+const ONLY: &str = " (a program sees only the language's built-ins, `tools`, `readToolResult` \
+                    and `console`: no modules, timers, network or files)";
+
 /// What the program may reach instead, after an error that shows it reached for something else.
 fn hint(name: &str, message: &str) -> &'static str {
-    const ONLY: &str = " (a program sees only the language's built-ins, `tools`, \
-                        `readToolResult` and `console`: no modules, timers, network or files)";
     let undefined = message
         .strip_suffix(" is not defined")
         .is_some_and(|global| ELSEWHERE.contains(&global));
@@ -595,31 +703,38 @@ fn hint(name: &str, message: &str) -> &'static str {
     }
 }
 
-/// A property of the error as a string, when it has one the program lets us read.
+/// A property of the error as a string, when it has one the program lets us read (a lone
+/// surrogate in it replaced).
 fn property<'js>(ctx: &Ctx<'js>, error: &Object<'js>, key: &str) -> Option<String> {
-    error
-        .get::<_, Option<Coerced<String>>>(key)
+    let value = error
+        .get::<_, Option<Coerced<rquickjs::String<'js>>>>(key)
         .catch(ctx)
         .ok()
-        .flatten()
-        .map(|text| text.0)
+        .flatten()?;
+    lossy(ctx, &value.0)
+}
+
+/// `string` as Rust text: a lone UTF-16 surrogate, which UTF-8 cannot hold, becomes U+FFFD
+/// (QuickJS's `JSON.stringify` escapes it, and [`json::well_formed`] replaces the escape).
+fn lossy<'js>(ctx: &Ctx<'js>, string: &rquickjs::String<'js>) -> Option<String> {
+    if let Ok(text) = string.to_string() {
+        return Some(text);
+    }
+    let text = ctx.json_stringify(string.clone()).ok()??.to_string().ok()?;
+    serde_json::from_str(&json::well_formed(&text)).ok()
 }
 
 /// A thrown value that is not an `Error`, in a few words: a string as it is, a number, `null`.
-fn describe(value: &Value<'_>) -> String {
+fn describe<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
     if let Some(exception) = value.as_exception() {
-        let name = exception
-            .get::<_, Option<Coerced<String>>>("name")
-            .ok()
-            .flatten()
-            .map_or_else(|| "Error".to_owned(), |text| text.0);
-        return match exception.message() {
+        let name = property(ctx, exception, "name").unwrap_or_else(|| "Error".to_owned());
+        return match property(ctx, exception, "message") {
             Some(message) if !message.is_empty() => format!("{name}: {message}"),
             _ => name,
         };
     }
     if let Some(string) = value.as_string() {
-        return string.to_string().unwrap_or_else(|_| "a string".to_owned());
+        return lossy(ctx, string).unwrap_or_else(|| "a string".to_owned());
     }
     if value.is_object() || value.is_function() {
         // Reading an object runs its own code; its kind is enough.
@@ -663,6 +778,16 @@ mod tests {
         assert_eq!(line_of("    at program:4:2\n"), Some(4));
         assert_eq!(line_of("    at myprogram:4:2\n"), None);
         assert_eq!(line_of(""), None);
+    }
+
+    #[test]
+    fn lines_end_as_javascript_ends_them() {
+        let lines: Vec<&str> = js_lines("a\nb\r\nc\rd\u{2028}e\u{2029}f").collect();
+        assert_eq!(lines, ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(js_lines("").collect::<Vec<_>>(), [""]);
+        assert_eq!(js_lines("a\n").collect::<Vec<_>>(), ["a", ""]);
+        assert!(module_syntax("x;\u{2028}import a from 'b';", Some(2)));
+        assert!(!module_syntax("x;\u{2028}import('b');", Some(2)));
     }
 
     #[test]

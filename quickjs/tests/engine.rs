@@ -514,7 +514,7 @@ fn memory_hogs_end_out_of_memory() {
     };
     for source in [
         "return 'x'.repeat(2 ** 29).length;",
-        "return new Array(1e9).fill(0).length;",
+        "return new Array(1e7).fill(0).length;",
         "const a = []; while (true) a.push({ i: a.length, s: 'x' + a.length });",
         "function fill() { const a = []; while (true) a.push([a.length]); }\nfill();",
         "const a = []; while (true) a.push(new ArrayBuffer(1 << 20));",
@@ -842,4 +842,705 @@ fn tiny_limits_end_cleanly() {
     let failure = failure_with("return 1;", &FakeHost::new(), &no_output);
     assert_eq!(failure.kind, FailureKind::OutputTooLarge);
     assert!(run_with("return;", &FakeHost::new(), &no_output).is_ok());
+}
+
+#[test]
+fn console_lines_stop_reaching_the_host_once_the_console_limit_is_spent() {
+    let limits = ScriptLimits {
+        console_bytes: 100,
+        cpu_time: Duration::from_millis(300),
+        ..ScriptLimits::default()
+    };
+    // Each line counts its JSON-escaped length plus 3, at least 4: `ab` is 5, so 20 lines use
+    // 100 bytes and the 21st is the last handed over.
+    let host = FakeHost::new();
+    run_with(
+        "for (let i = 0; i < 1000; i++) console.log('ab'); return 1;",
+        &host,
+        &limits,
+    )
+    .unwrap();
+    assert_eq!(host.lines().len(), 21);
+
+    // Empty lines cost 4 each: a loop of them ends at the time limit with 26 lines handed over.
+    let host = FakeHost::new();
+    let failure = failure_with("for (;;) console.log('');", &host, &limits);
+    assert_eq!(failure.kind, FailureKind::TimeLimit, "{failure:?}");
+    assert_eq!(host.lines().len(), 26);
+    assert!(host.lines().iter().all(String::is_empty));
+}
+
+#[test]
+fn lone_surrogates_become_the_replacement_character() {
+    assert_eq!(value("return '\\ud800';"), json!("\u{fffd}"));
+    assert_eq!(
+        value("return { '\\udc00': 'a\\ud800b', pair: '\\ud83d\\ude00' };"),
+        json!({"\u{fffd}": "a\u{fffd}b", "pair": "\u{1f600}"})
+    );
+
+    let host = FakeHost::new();
+    let result = run("return await tools.a({ text: 'x\\ud800' });", &host).unwrap();
+    assert_eq!(result.value, Some(json!({"a": 1})));
+    assert_eq!(
+        host.calls(),
+        [("a".to_owned(), json!({"text": "x\u{fffd}"}))]
+    );
+
+    // A string argument is shown as it is, a lone surrogate replaced; other values as
+    // `JSON.stringify` gives them, which escapes it.
+    let host = FakeHost::new();
+    run("console.log('\\ud800', ['\\udfff']);", &host).unwrap();
+    assert_eq!(host.lines(), ["\u{fffd} [\"\\udfff\"]"]);
+
+    let failure = fails("throw new Error('bad \\ud800 msg');");
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(failure.message, "Error: bad \u{fffd} msg");
+    assert_eq!(failure.line, Some(1));
+
+    let failure = fails("await null;\nthrow 'lone \\udc00';");
+    assert_eq!(failure.message, "uncaught exception: lone \u{fffd}");
+}
+
+#[test]
+fn nesting_past_what_toolcat_reads_is_named() {
+    let nest = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    assert_eq!(
+        value(&format!("return {};", nest(127))).to_string(),
+        nest(127)
+    );
+
+    let failure = fails(&format!("return {};", nest(128)));
+    assert_eq!(failure.kind, FailureKind::OutputTooLarge);
+    assert_eq!(
+        failure.message,
+        "the result is nested more than 127 levels deep (arrays and objects within one \
+         another), which toolcat does not accept: flatten it"
+    );
+
+    let failure = fails(&format!("return await tools.a({{ deep: {} }});", nest(127)));
+    assert_eq!(failure.kind, FailureKind::Exception);
+    assert_eq!(
+        failure.message,
+        "TypeError: the argument of `tools.a` is not JSON data: it is nested more than 127 \
+         levels deep, which toolcat does not accept: flatten it"
+    );
+}
+
+#[test]
+fn a_static_import_or_export_gets_the_no_modules_hint() {
+    const ONLY: &str = " (a program sees only the language's built-ins, `tools`, `readToolResult` \
+                        and `console`: no modules, timers, network or files)";
+    for (source, line) in [
+        ("import fs from \"fs\";\nreturn fs;", 1),
+        ("const a = 1;\n  import { readFile } from 'fs';", 2),
+        ("import * as path from 'path';", 1),
+        ("export const x = 1;", 1),
+        ("export default 1;", 1),
+    ] {
+        let failure = fails(source);
+        assert_eq!(failure.kind, FailureKind::Syntax, "{source}: {failure:?}");
+        assert!(failure.message.starts_with("SyntaxError: "), "{failure:?}");
+        assert!(failure.message.ends_with(ONLY), "{source}: {failure:?}");
+        assert_eq!(failure.line, Some(line), "{source}");
+    }
+    // Another syntax error gets none, even in a program that names `import`.
+    let failure = fails("const important = 1;\nconst = 2;");
+    assert_eq!(failure.kind, FailureKind::Syntax);
+    assert!(!failure.message.contains("no modules"), "{failure:?}");
+}
+
+#[test]
+fn a_program_cannot_close_the_wrapper_early() {
+    for source in [
+        "}); (async function () { return 7",
+        "})(); tools.a({ path: 'x' }); (async function () { return 1",
+        "}); globalThis.escaped = 1; (async function () { return 1",
+        "}); Promise.resolve().then(() => tools.a()); (async function () { return 1",
+        "}); Object.defineProperty(globalThis, 'tools', { set(t) { t.a(); } }); \
+         (async function () { return 1",
+        "}, async function () { return 2",
+        "return 1; }); (function () {",
+        "}); (async function () {",
+    ] {
+        let host = FakeHost::new();
+        let failure = failure_with(source, &host, &limits());
+        assert_eq!(failure.kind, FailureKind::Syntax, "{source}: {failure:?}");
+        assert_eq!(
+            failure.message,
+            "the program is not the body of one function: a `}` closes it early; balance its \
+             braces",
+            "{source}"
+        );
+        assert_eq!(host.calls(), [], "{source}");
+        assert_eq!(host.lines(), Vec::<String>::new(), "{source}");
+    }
+    // Braces within strings, comments, templates and regular expressions are no wrapper's.
+    assert_eq!(
+        value("const s = '})'; // })\nreturn [s, `${'}'}`, /\\}\\)/.source, '/* }) */'];"),
+        json!(["})", "}", "\\}\\)", "/* }) */"])
+    );
+}
+
+#[test]
+fn lines_are_the_program_s_own_whatever_its_line_endings() {
+    for newline in ["\n", "\r\n", "\u{2028}", "\r"] {
+        let source = [
+            "const a = 1;",
+            "const b = a + 1;",
+            "throw new Error('x' + b);",
+        ]
+        .join(newline);
+        let failure = fails(&source);
+        assert_eq!(failure.line, Some(3), "{newline:?}: {failure:?}");
+
+        let source = ["const a = 1;", "const = 2;", "return a;"].join(newline);
+        let failure = fails(&source);
+        assert_eq!(failure.kind, FailureKind::Syntax, "{newline:?}");
+        assert_eq!(failure.line, Some(2), "{newline:?}: {failure:?}");
+    }
+}
+
+/// Runs `source` on a thread of its own and waits for it at most `within`, so that a program
+/// the engine cannot stop fails the test instead of hanging it.
+fn bounded(
+    source: &str,
+    limits: &ScriptLimits,
+    within: Duration,
+) -> Result<ScriptReturn, ScriptFailure> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let program = source.to_owned();
+    let limits = limits.clone();
+    thread::spawn(move || {
+        let host = FakeHost::new();
+        let _ = sender.send(run_with(&program, &host, &limits));
+    });
+    receiver
+        .recv_timeout(within)
+        .unwrap_or_else(|_| panic!("{source}: still running after {within:?}"))
+}
+
+fn quick() -> ScriptLimits {
+    ScriptLimits {
+        cpu_time: Duration::from_millis(300),
+        ..ScriptLimits::default()
+    }
+}
+
+const WITHIN: Duration = Duration::from_secs(3);
+
+#[test]
+fn built_in_walks_quickjs_cannot_interrupt_end_with_a_range_error() {
+    let cases = [
+        (
+            "return new Array(2 ** 32 - 1).join('');",
+            "Array.prototype.join",
+            4_294_967_295u64,
+        ),
+        (
+            "return Array.prototype.join.call({ length: 2 ** 40 }, '');",
+            "Array.prototype.join",
+            1 << 40,
+        ),
+        (
+            "return String(new Array(2 ** 32 - 1));",
+            "Array.prototype.join",
+            4_294_967_295,
+        ),
+        (
+            "return `${new Array(2 ** 32 - 1)}`;",
+            "Array.prototype.join",
+            4_294_967_295,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).toLocaleString();",
+            "Array.prototype.toLocaleString",
+            4_294_967_295,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).reverse().length;",
+            "Array.prototype.reverse",
+            4_294_967_295,
+        ),
+        (
+            "return Array.prototype.reverse.call({ length: 2 ** 40 }).length;",
+            "Array.prototype.reverse",
+            1 << 40,
+        ),
+        (
+            "return Array.prototype.copyWithin.call({ length: 2 ** 40 }, 0, 1).length;",
+            "Array.prototype.copyWithin",
+            1 << 40,
+        ),
+        (
+            "const o = Object.create(new Uint8Array(0));\n\
+             Object.defineProperty(o, 'length', { value: 2 ** 40 });\n\
+             return Array.prototype.fill.call(o, 0).length;",
+            "Array.prototype.fill",
+            1 << 40,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).slice(1).length;",
+            "Array.prototype.slice",
+            4_294_967_295,
+        ),
+        (
+            "return Array.prototype.slice.call({ length: 2 ** 32 - 1 }).length;",
+            "Array.prototype.slice",
+            4_294_967_295,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).splice(1, 1).length;",
+            "Array.prototype.splice",
+            4_294_967_295,
+        ),
+        (
+            "return Array.prototype.splice.call({ length: 2 ** 40 }, 0, 0, 1);",
+            "Array.prototype.splice",
+            1 << 40,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).sort().length;",
+            "Array.prototype.sort",
+            4_294_967_295,
+        ),
+        (
+            "return Array.prototype.sort.call({ length: 2 ** 40 }, (a, b) => a - b).length;",
+            "Array.prototype.sort",
+            1 << 40,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).shift();",
+            "Array.prototype.shift",
+            4_294_967_295,
+        ),
+        (
+            "return Array.prototype.unshift.call({ length: 2 ** 40 }, 1);",
+            "Array.prototype.unshift",
+            1 << 40,
+        ),
+        (
+            "return [].concat(new Array(2 ** 32 - 1)).length;",
+            "Array.prototype.concat",
+            4_294_967_295,
+        ),
+        (
+            "return [].concat({ length: 2 ** 40, [Symbol.isConcatSpreadable]: true }).length;",
+            "Array.prototype.concat",
+            1 << 40,
+        ),
+        (
+            "return [].concat(...new Array(60000).fill(new Array(2 ** 16))).length;",
+            "Array.prototype.concat",
+            16_842_752,
+        ),
+        (
+            "return new Array(2 ** 32 - 1).flat().length;",
+            "Array.prototype.flat",
+            4_294_967_295,
+        ),
+        (
+            "return [new Array(2 ** 32 - 1)].flat().length;",
+            "Array.prototype.flat",
+            4_294_967_296,
+        ),
+        (
+            "return [new Array(2 ** 24), new Array(2 ** 24)].flat().length;",
+            "Array.prototype.flat",
+            16_777_218,
+        ),
+        (
+            "return [1].flatMap(() => new Array(2 ** 32 - 1)).length;",
+            "Array.prototype.flatMap",
+            4_294_967_296,
+        ),
+        (
+            "return JSON.stringify({}, new Array(2 ** 32 - 1));",
+            "JSON.stringify's replacer array",
+            4_294_967_295,
+        ),
+        (
+            "return JSON.stringify({}, new Proxy(new Array(2 ** 32 - 1), {}));",
+            "JSON.stringify's replacer array",
+            4_294_967_295,
+        ),
+    ];
+    for (source, name, length) in cases {
+        let started = Instant::now();
+        let failure = match bounded(source, &quick(), WITHIN) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert_eq!(
+            failure.kind,
+            FailureKind::Exception,
+            "{source}: {failure:?}"
+        );
+        assert_eq!(
+            failure.message,
+            format!(
+                "RangeError: {name} would walk {length} elements, more than the 16777216 one \
+                 call may walk in toolcat (QuickJS cannot stop it midway): keep arrays, and the \
+                 length of array-likes, within 16777216 elements (a sparse array's length \
+                 counts, not its items), or work in parts"
+            ),
+            "{source}"
+        );
+        assert!(failure.line.is_some(), "{source}: {failure:?}");
+        assert!(
+            started.elapsed() < WITHIN,
+            "{source}: {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_length_is_read_once_so_a_getter_cannot_pass_one_length_and_walk_another() {
+    // The getter answers 1 to the first read, 2 ** 40 after: the walk sees 1, and the getter
+    // runs once a call, as the language says.
+    assert_eq!(
+        value(
+            "let reads = 0;\n\
+             const like = () => { let read = false; return { get length() { reads++; \
+               const first = !read; read = true; return first ? 1 : 2 ** 40; }, 0: 'a' }; };\n\
+             const o = like();\n\
+             return [Array.prototype.join.call(like(), ''), Array.prototype.reverse.call(o) === o,\n\
+               Array.prototype.slice.call(like()), Array.prototype.indexOf.call(like(), 'a'), reads];"
+        ),
+        json!(["a", true, ["a"], 0, 4])
+    );
+    // A Proxy that answers a small length to a check and a large one later walks the small one.
+    assert_eq!(
+        value(
+            "let reads = 0;\n\
+             const proxy = () => { let read = false; return new Proxy([], { get(t, k) {\n\
+               if (k !== 'length') return 'x'; reads++; const first = !read; read = true;\n\
+               return first ? 2 : 2 ** 40; } }); };\n\
+             return [Array.prototype.join.call(proxy(), '-'), [].concat(proxy()).length,\n\
+               [proxy()].flat().length, reads];"
+        ),
+        json!(["x-x", 2, 0, 3])
+    );
+}
+
+#[test]
+fn typed_array_joins_and_sorts_past_their_bounds_end_with_a_range_error() {
+    let failure = bounded(
+        "return new Uint8Array(2 ** 24 + 1).join('').length;",
+        &quick(),
+        WITHIN,
+    )
+    .unwrap_err();
+    assert_eq!(failure.kind, FailureKind::Exception, "{failure:?}");
+    assert!(
+        failure
+            .message
+            .starts_with("RangeError: TypedArray.prototype.join would walk 16777217 elements"),
+        "{failure:?}"
+    );
+    for key in ["sort", "toSorted"] {
+        let source = format!("return new Float32Array(2 ** 22 + 1).{key}().length;");
+        let failure = bounded(&source, &quick(), WITHIN).unwrap_err();
+        assert_eq!(
+            failure.message,
+            format!(
+                "RangeError: TypedArray.prototype.{key} without a comparator would sort 4194305 \
+                 elements, more than the 4194304 toolcat lets one call sort (QuickJS cannot stop \
+                 it midway): sort at most 4194304 elements at a time"
+            )
+        );
+    }
+    // Within the bounds, and with a comparator, they run.
+    assert_eq!(
+        value("const t = Float64Array.of(3, 1, 2); return [t.join('-'), [...t.sort()], [...t.toSorted((a, b) => b - a)]];"),
+        json!(["3-1-2", [1, 2, 3], [3, 2, 1]])
+    );
+}
+
+#[test]
+fn iteration_quickjs_drives_in_c_stops_at_the_time_limit() {
+    for source in [
+        "return new Array(2 ** 32 - 1).values().drop(2 ** 40).next().done;",
+        "return Iterator.concat(new Array(2 ** 32 - 1)).drop(2 ** 40).next().done;",
+        "return new Set([1]).union({ size: 1, has: () => false, keys: () => new Array(2 ** 32 - 1).values() }).size;",
+        "return new Set([undefined]).isSupersetOf({ size: 1, has: () => true, keys: () => new Array(2 ** 32 - 1).values() });",
+        "return new Set([1, 2]).isDisjointFrom({ size: 1, has: () => false, keys: () => new Array(2 ** 32 - 1).values() });",
+        "return String.raw({ raw: { length: 2 ** 40 } });",
+    ] {
+        let failure = match bounded(source, &quick(), WITHIN) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert!(
+            matches!(failure.kind, FailureKind::TimeLimit | FailureKind::OutOfMemory),
+            "{source}: {failure:?}"
+        );
+    }
+    assert_eq!(
+        value(
+            "return [[1, 2, 3, 4].values().drop(2).toArray(),\n\
+             [...new Set([1, 2]).union(new Set([2, 3]))],\n\
+             new Set([1, 2]).isSupersetOf(new Set([2])),\n\
+             [...new Set([1, 2]).difference({ size: 1, has: (v) => v === 1, keys: () => [1].values() })],\n\
+             String.raw`a\\n${1}b`, String.raw({ raw: ['x', 'y'] }, 7, 8)];"
+        ),
+        json!([[3, 4], [1, 2, 3], true, [2], "a\\n1b", "x7y"])
+    );
+}
+
+#[test]
+fn a_loop_of_long_built_in_calls_stops_at_the_time_limit() {
+    for source in [
+        "const big = 'x'.repeat(2 ** 24); for (let i = 0; i < 3000; i++) big.indexOf('y');",
+        "const big = 'x'.repeat(2 ** 23); for (let i = 0; i < 3000; i++) big.toUpperCase();",
+        "const a = new Array(2 ** 21); for (let i = 0; i < 3000; i++) a.join('');",
+        "const t = new Uint8Array(2 ** 24); for (let i = 0; i < 30000; i++) t.fill(i);",
+        "const text = JSON.stringify(new Array(2 ** 16).fill(1)); for (let i = 0; i < 30000; i++) JSON.parse(text);",
+    ] {
+        let started = Instant::now();
+        let failure = match bounded(source, &quick(), Duration::from_secs(5)) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert_eq!(failure.kind, FailureKind::TimeLimit, "{source}: {failure:?}");
+        assert!(started.elapsed() < Duration::from_secs(3), "{source}: {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn long_string_searches_stay_interruptible_and_give_the_same_answers() {
+    // QuickJS's own search compares up to the haystack's length times the needle's.
+    for source in [
+        "return 'x'.repeat(2 ** 20).includes('x'.repeat(2 ** 10) + 'y');",
+        "return 'x'.repeat(2 ** 20).indexOf('x'.repeat(2 ** 10) + 'y');",
+        "return 'x'.repeat(2 ** 22).lastIndexOf('x'.repeat(2 ** 21) + 'y');",
+        "return 'x'.repeat(2 ** 20).split('x'.repeat(2 ** 10) + 'y').length;",
+        "return 'x'.repeat(2 ** 20).replaceAll('x'.repeat(2 ** 10) + 'y', '').length;",
+    ] {
+        let failure = match bounded(source, &quick(), WITHIN) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert_eq!(
+            failure.kind,
+            FailureKind::TimeLimit,
+            "{source}: {failure:?}"
+        );
+    }
+    // Past the bound the search runs as a regular expression, with the same answers.
+    let n = 1 << 20;
+    let m = 201;
+    let result = value(
+        "const needle = 'b' + 'c'.repeat(200);\n\
+         const text = 'a'.repeat(2 ** 20) + needle + 'a'.repeat(10) + needle + 'z';\n\
+         return [\n\
+           text.indexOf(needle), text.indexOf(needle, 2 ** 20 + 1), text.indexOf(needle, 1e10),\n\
+           text.lastIndexOf(needle), text.lastIndexOf(needle, 2 ** 20 + 210), text.lastIndexOf(needle, -5),\n\
+           text.includes(needle), text.includes(needle, 2 ** 20 + 212), new String(text).includes(needle),\n\
+           text.split(needle).map(part => part.length), text.split(needle, 1).length,\n\
+           text.replace(needle, '<$&|$$|$`|$\\'|$1>').slice(2 ** 20 - 1, 2 ** 20 + 210),\n\
+           text.replaceAll(needle, (match, at, whole) => `[${match.length},${at},${whole.length}]`).slice(2 ** 20 - 1),\n\
+         ];",
+    );
+    let total = n + m + 10 + m + 1;
+    assert_eq!(
+        result,
+        json!([
+            n,
+            n + m + 10,
+            -1,
+            n + m + 10,
+            n,
+            -1,
+            true,
+            false,
+            true,
+            [n, 10, 1],
+            1,
+            format!(
+                "a<{}|$|{}",
+                "b".to_owned() + &"c".repeat(200),
+                &"a".repeat(210 - m - 4)
+            ),
+            format!("a[{m},{n},{total}]aaaaaaaaaa[{m},{},{total}]z", n + m + 10),
+        ])
+    );
+}
+
+#[test]
+fn regular_expressions_past_the_pattern_bound_are_refused_before_compiling() {
+    for source in [
+        "return new RegExp('(' + 'a|'.repeat(2 ** 16) + 'b)').test('b');",
+        "return RegExp('a'.repeat(70000)).source.length;",
+        "return 'x'.match('a|'.repeat(40000));",
+        "return 'x'.search({ toString: () => 'a'.repeat(70000) });",
+        "return [...'x'.matchAll('a'.repeat(70000))];",
+        "const r = /x/; r.compile('a'.repeat(70000)); return r.source.length;",
+    ] {
+        let failure = match bounded(source, &quick(), WITHIN) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert_eq!(
+            failure.kind,
+            FailureKind::Exception,
+            "{source}: {failure:?}"
+        );
+        assert!(
+            failure
+                .message
+                .starts_with("RangeError: a regular expression of ")
+                && failure
+                    .message
+                    .contains("longer than the 65536 toolcat compiles"),
+            "{source}: {failure:?}"
+        );
+    }
+    assert_eq!(
+        value(
+            "class R extends RegExp {}\n\
+             return [new RegExp('a|b').test('b'), RegExp('c', 'g').flags, /x/.constructor === RegExp,\n\
+             new R('x') instanceof RegExp, new R('y').test('y'), RegExp.name, RegExp.length,\n\
+             'a-b'.split(/-/), 'ab'.match('b').index, 'aXbX'.replace(/X/g, '.'), new RegExp(/q/i).flags];"
+        ),
+        json!([true, "g", true, true, true, "RegExp", 2, ["a", "b"], 1, "a.b.", "i"])
+    );
+}
+
+#[test]
+fn a_proxy_s_own_keys_are_bounded() {
+    // Building the keys takes a while in a debug build: more time than `quick()` gives.
+    let limits = ScriptLimits {
+        cpu_time: Duration::from_secs(1),
+        ..ScriptLimits::default()
+    };
+    for source in [
+        "const keys = Array.from({ length: 2 ** 15 }, (_, i) => 'k' + i);\n\
+         return Reflect.ownKeys(new Proxy({}, { ownKeys: () => keys })).length;",
+        "const keys = Array.from({ length: 2 ** 15 }, (_, i) => 'k' + i);\n\
+         return Object.keys(Proxy.revocable({}, { ownKeys: () => keys }).proxy).length;",
+        "const target = {}; for (let i = 0; i < 2 ** 16; i++) target['k' + i] = 1;\n\
+         Object.preventExtensions(target);\n\
+         const keys = Object.keys(target);\n\
+         return Reflect.ownKeys(new Proxy(target, { ownKeys: () => keys })).length;",
+    ] {
+        let failure = match bounded(source, &limits, WITHIN) {
+            Err(failure) => failure,
+            Ok(value) => panic!("{source}: succeeded with {value:?}"),
+        };
+        assert_eq!(
+            failure.kind,
+            FailureKind::Exception,
+            "{source}: {failure:?}"
+        );
+        assert!(
+            failure
+                .message
+                .starts_with("RangeError: a Proxy's ownKeys trap returned"),
+            "{source}: {failure:?}"
+        );
+    }
+    assert_eq!(
+        value(
+            "const handler = { keys: ['a', 'b'], ownKeys() { return this.keys; },\n\
+               getOwnPropertyDescriptor: () => ({ value: 1, enumerable: true, configurable: true }) };\n\
+             const p = new Proxy({}, handler);\n\
+             return [Object.keys(p), Object.keys(new Proxy({ c: 1 }, {})), typeof Proxy, Proxy.name,\n\
+               Object.keys(Proxy.revocable({ d: 1 }, {}).proxy)];"
+        ),
+        json!([["a", "b"], ["c"], "function", "Proxy", ["d"]])
+    );
+}
+
+#[test]
+fn guarded_methods_behave_as_the_language_says() {
+    assert_eq!(
+        value(
+            "class A extends Array {}\n\
+             const a = A.from([1, [2]]);\n\
+             const spreadable = { length: 2, 0: 'a', 1: 'b', [Symbol.isConcatSpreadable]: true };\n\
+             const kept = [1]; kept[Symbol.isConcatSpreadable] = false;\n\
+             const holes = [1, , 3].concat([4, , 6]);\n\
+             const like = { length: 3, 0: 'x', 2: 'z' };\n\
+             const o = [1];\n\
+             return [\n\
+               [1, [2, [3, [4]]]].flat(), [1, [2, [3, [4]]]].flat(Infinity), [1, [2]].flat(0),\n\
+               [[1, , 3], , [4]].flat(), [1, 2].flatMap(x => [x, [x * 10]]),\n\
+               holes.length, 1 in holes, 4 in holes, holes[5],\n\
+               [].concat(spreadable), [].concat(kept), Array.prototype.concat.call(1, 2),\n\
+               a.concat([3]) instanceof A, a.flat() instanceof A, a.flatMap(x => [x]) instanceof A,\n\
+               a.slice() instanceof A, a.splice(0, 1) instanceof A,\n\
+               Array.prototype.slice.call(like), Array.prototype.join.call(like, '-'),\n\
+               Array.prototype.reverse.call(like) === like, like[0], 1 in like,\n\
+               Array.prototype.join.call('abc', '-'), Array.prototype.map.call('ab', x => x + x),\n\
+               o.flatMap((x, i, all) => [all === o]), [3, 1, 2].sort(), [1, 2, 3].fill(0, 1),\n\
+               [1, 2, 3, 4, 5].copyWithin(0, 3), [1, 2].toString(), [1, 2].toLocaleString(),\n\
+               Array.prototype.join.name, Array.prototype.join.length, Array.prototype.concat.length,\n\
+               Array.prototype.propertyIsEnumerable('join'), Object.getOwnPropertyNames(Array.prototype.join),\n\
+               'a,b,,c'.split(','), 'aaa'.replaceAll('a', 'b'), 'abc'.indexOf('c'), 'abcabc'.lastIndexOf('abc'),\n\
+             ];"
+        ),
+        json!([
+            [1, 2, [3, [4]]],
+            [1, 2, 3, 4],
+            [1, [2]],
+            [1, 3, 4],
+            [1, [10], 2, [20]],
+            6,
+            false,
+            false,
+            6,
+            ["a", "b"],
+            [[1]],
+            [1, 2],
+            true,
+            true,
+            true,
+            true,
+            true,
+            ["x", null, "z"],
+            "x--z",
+            true,
+            "z",
+            false,
+            "a-b-c",
+            ["aa", "bb"],
+            [true],
+            [1, 2, 3],
+            [1, 0, 0],
+            [4, 5, 3, 4, 5],
+            "1,2",
+            "1,2",
+            "join",
+            1,
+            1,
+            false,
+            ["length", "name"],
+            ["a", "b", "", "c"],
+            "bbb",
+            2,
+            3
+        ])
+    );
+    // A program that replaces what the guards use changes only its own world.
+    assert_eq!(
+        value(
+            "Object.defineProperty(Array.prototype, 0, { set() { throw new Error('set'); } });\n\
+             Object.defineProperty(Array.prototype, Symbol.isConcatSpreadable, { get() { return undefined; } });\n\
+             Object.defineProperty(Object.prototype, 'get', { get() { throw new Error('get'); } });\n\
+             Array.prototype.push = null; Reflect.apply = null; Reflect.defineProperty = null;\n\
+             Array.prototype[Symbol.iterator] = null; Array.prototype.constructor = undefined;\n\
+             const result = [[[1], [2]].flat().concat([3], 4).join('-'),\n\
+               [1, [2]].flatMap(x => x).length, 'abcb'.split('b').length].join('|');\n\
+             // QuickJS's own JSON.stringify meets the setter too (the program's world): remove it.\n\
+             delete Array.prototype[0];\n\
+             return result;"
+        ),
+        json!("1-2-3-4|2|3")
+    );
+    // A program that replaces a wrapper replaces it in its own world.
+    assert_eq!(
+        value("Array.prototype.join = function () { return 'mine'; }; return [[1, 2].join(), String([3])];"),
+        json!(["mine", "mine"])
+    );
 }
