@@ -161,12 +161,12 @@ fn hostile_programs_end_with_a_clear_error_run_nothing_and_leave_the_session_hea
         (
             r#"return await tools.write_file({path: "pwned.txt", content: "x"});"#,
             "exception",
-            "TypeError: not a function",
+            "is no function a program may call",
         ),
         (
             r#"return await tools["run_command"]({command: "touch pwned.txt"});"#,
             "exception",
-            "TypeError: not a function",
+            "is no function a program may call",
         ),
         (
             r#"return require("fs").writeFileSync("pwned.txt", "x");"#,

@@ -285,6 +285,9 @@ fn install<'js>(ctx: &Ctx<'js>, functions: &[String], bridge: &Rc<Bridge>) -> rq
         // Defined, not assigned: a name such as `__proto__` is a plain key too.
         tools.prop(name.as_str(), Property::from(function).enumerable())?;
     }
+    // A name `tools` has no function for is an error naming it, not a bare "not a function".
+    let name_checked: Function<'js> = ctx.eval(NAME_CHECKED_TOOLS)?;
+    let tools: Value<'js> = name_checked.call((tools,))?;
     globals.set("tools", tools)?;
 
     let read_bridge = Rc::clone(bridge);
@@ -683,6 +686,21 @@ const ELSEWHERE: [&str; 22] = [
     "navigator",
     "performance",
 ];
+
+/// Wraps the `tools` object so that reading a name it has no function for throws a `TypeError`
+/// that names the tool and says which tools a program may call; symbols, `then`, `toJSON` and
+/// `Object.prototype`'s names read as on a plain object.
+const NAME_CHECKED_TOOLS: &str = r#"(function (tools) {
+  const names = new Set(Object.keys(tools));
+  return new Proxy(tools, {
+    get(target, key, receiver) {
+      if (typeof key !== "string" || names.has(key) || key === "then" || key === "toJSON" || key in Object.prototype) {
+        return Reflect.get(target, key, receiver);
+      }
+      throw new TypeError("`tools." + key + "` is no function a program may call: a program calls only the read tools this session declares for Code Mode (`Object.keys(tools)` lists them); call any other tool as a step of its own, outside the program");
+    },
+  });
+})"#;
 
 /// What a program may reach, after an error that shows it reached for something else.
 const ONLY: &str = " (a program sees only the language's built-ins, `tools`, `readToolResult` \

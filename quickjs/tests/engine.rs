@@ -600,8 +600,16 @@ fn a_tool_the_program_may_not_call_is_no_function() {
     assert_eq!(failure.kind, FailureKind::Exception);
     assert_eq!(
         failure.message,
-        "TypeError: not a function (the value called is no function: a tool name `tools` has no \
-         function for, perhaps; `Object.keys(tools)` lists them)"
+        "TypeError: `tools.write_file` is no function a program may call: a program calls only \
+         the read tools this session declares for Code Mode (`Object.keys(tools)` lists them); \
+         call any other tool as a step of its own, outside the program"
+    );
+    // Any other value that is no function keeps the engine's own words and the hint.
+    let failure = fails("const f = 1; f();");
+    assert!(
+        failure.message.starts_with("TypeError: not a function"),
+        "{}",
+        failure.message
     );
     assert_eq!(failure.line, Some(1));
 }
