@@ -316,7 +316,12 @@ pub fn api_declarations(
             documented: !defined(t),
         })
         .collect();
-    typescript::declarations(&functions)
+    let read_result = catalog
+        .tool(crate::meta::MetaTool::ReadResult.name())
+        .is_ok_and(|t| {
+            crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::ReadResult)
+        });
+    typescript::declarations(&functions, read_result)
 }
 
 #[cfg(test)]

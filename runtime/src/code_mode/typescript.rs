@@ -38,10 +38,11 @@ pub struct ApiFunction<'a> {
     pub documented: bool,
 }
 
-/// The declarations of `tools` and of `readToolResult`, as the model reads them. Results are
+/// The declarations of `tools` (and of `readToolResult` when `read_result`: the catalog has
+/// `read_tool_result` for it to call), as the model reads them. Results are
 /// typed on one line without descriptions (a program needs their shape; their names mostly say
 /// the rest); a documented function's arguments span lines with a `/** */` description each.
-pub fn declarations(functions: &[ApiFunction<'_>]) -> String {
+pub fn declarations(functions: &[ApiFunction<'_>], read_result: bool) -> String {
     let mut out = String::from("declare const tools: {\n");
     if functions.iter().any(|f| !f.documented) {
         out.push_str(
@@ -68,6 +69,9 @@ pub fn declarations(functions: &[ApiFunction<'_>]) -> String {
         ));
     }
     out.push_str("};\n");
+    if !read_result {
+        return out;
+    }
     out.push_str(
         "/** Reads part of an archived result by its reference; offset and length in characters. */\n\
          declare function readToolResult(reference: string, range?: { offset?: number; length?: number }): \
@@ -307,22 +311,25 @@ mod tests {
             "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
             "required": ["counts"]
         });
-        let text = declarations(&[
-            ApiFunction {
-                name: "grep",
-                description: "Finds lines.",
-                input: &input,
-                output: Some(&output),
-                documented: true,
-            },
-            ApiFunction {
-                name: "gh-search",
-                description: "",
-                input: &json!({"type": "object", "properties": {}}),
-                output: None,
-                documented: true,
-            },
-        ]);
+        let text = declarations(
+            &[
+                ApiFunction {
+                    name: "grep",
+                    description: "Finds lines.",
+                    input: &input,
+                    output: Some(&output),
+                    documented: true,
+                },
+                ApiFunction {
+                    name: "gh-search",
+                    description: "",
+                    input: &json!({"type": "object", "properties": {}}),
+                    output: None,
+                    documented: true,
+                },
+            ],
+            true,
+        );
         assert!(
             text.contains("  /** Finds lines. */\n  grep(args: {\n"),
             "{text}"
@@ -368,13 +375,16 @@ mod tests {
             },
             "required": ["lines"]
         });
-        let text = declarations(&[ApiFunction {
-            name: "read",
-            description: "Reads a file.",
-            input: &input,
-            output: Some(&output),
-            documented: false,
-        }]);
+        let text = declarations(
+            &[ApiFunction {
+                name: "read",
+                description: "Reads a file.",
+                input: &input,
+                output: Some(&output),
+                documented: false,
+            }],
+            false,
+        );
         assert_eq!(
             text.split("/** Reads part").next().unwrap_or_default(),
             "declare const tools: {\n  // `args: object`: the arguments of the tool's definition in this request.\n  read(args: object): Promise<{ lines: { n: number }[]; more?: boolean }>;\n};\n"

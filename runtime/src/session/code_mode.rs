@@ -203,7 +203,7 @@ impl<'c> Session<'c> {
                         let answer = if calls >= limits.max_calls {
                             Err(HostError {
                                 message: format!(
-                                    "the program made {} tool calls, the most one `run_code` call may make; nothing more runs: return what you have, or split the work over several `run_code` calls",
+                                    "the program made {} tool calls, the most one `run_code` call may make, and was stopped: split the work over several `run_code` calls, each returning its part",
                                     limits.max_calls
                                 ),
                                 fatal: true,
