@@ -700,3 +700,31 @@ fn the_mcp_server_neither_lists_nor_selects_run_code() {
         .to_string();
     assert!(error.contains("run_code"), "{error}");
 }
+
+#[tokio::test]
+async fn a_program_that_returns_nothing_is_told_so() {
+    struct Silent;
+    impl ScriptEngine for Silent {
+        fn name(&self) -> &str {
+            "returns undefined"
+        }
+        fn run(&self, _: &Script<'_>, _: &dyn ScriptHost) -> Result<ScriptReturn, ScriptFailure> {
+            Ok(ScriptReturn { value: None })
+        }
+    }
+    let (s, _) = session("agent", true);
+    let mut s = s.with_script_engine(Arc::new(Silent));
+    s.begin_turn("forget the return").await;
+    let result = s.handle_call("run_code", json!({"code": "x"})).await;
+    assert!(!result.is_error, "{}", result.text);
+    let a = answer(&result.text);
+    assert_eq!(a["result"], Value::Null);
+    assert!(
+        a["note"].as_str().unwrap().contains("returned nothing"),
+        "{a}"
+    );
+    // A program that returns a value (the scripted engine's list) gets no note.
+    let mut s = s.with_script_engine(Arc::new(ScriptedEngine));
+    let result = s.handle_call("run_code", program(json!([]))).await;
+    assert!(answer(&result.text).get("note").is_none());
+}

@@ -64,7 +64,8 @@ impl<'c> Session<'c> {
     }
 
     /// Runs the program of a `run_code` call `t` (see [`crate::code_mode`]) and answers
-    /// `{"result","calls","console"?,"consoleOmitted"?}`, or on failure
+    /// `{"result","note"?,"calls","console"?,"consoleOmitted"?}` (`note` when the program
+    /// returned nothing), or on failure
     /// `{"error": KIND, "message","line"?,"calls","console"?,"consoleOmitted"?}` with the
     /// failure's message (a tool's own error text first).
     pub(super) async fn run_code(&mut self, t: ToolIndex, arguments: Value) -> CallResult {
@@ -335,7 +336,16 @@ impl<'c> Session<'c> {
         let ok = outcome.is_ok();
         let detail = match outcome {
             Ok(value) => {
+                // `undefined` (no `return`) reads as `null`, with a note: a program that forgot
+                // its `return` would otherwise look like one that found nothing.
+                let returned = value.value.is_some();
                 answer.insert("result".into(), value.value.unwrap_or(Value::Null));
+                if !returned {
+                    answer.insert(
+                        "note".into(),
+                        json!("the program returned nothing (no `return`, or `return;`): end it with `return VALUE` to get what it found"),
+                    );
+                }
                 None
             }
             Err(failure) => {
