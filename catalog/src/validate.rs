@@ -1702,9 +1702,17 @@ impl<'a> Checker<'a> {
                             at,
                         )
                         .with_label("its programs could call nothing")
-                        .with_help(format!(
-                            "set `code_mode = true` on the silent read tools its programs may call, or take `{CODE_MODE_TOOL}` out of the profile"
-                        )),
+                        .with_help(if spans.is_some() {
+                            format!(
+                                "set `code_mode = true` on the silent read tools its programs may call, or take `{CODE_MODE_TOOL}` out of the profile"
+                            )
+                        } else {
+                            // The implicit `full` profile owns every tool: only the rows can
+                            // change.
+                            format!(
+                                "set `code_mode = true` on the silent read tools its programs may call, or remove the `{CODE_MODE_TOOL}` row"
+                            )
+                        }),
                     );
                 }
             }
