@@ -266,13 +266,21 @@ pub fn callable_set(catalog: &crate::Catalog, profile: crate::ProfileId) -> Vec<
         .collect()
 }
 
+/// The catalog's row of meta-tool `m`, when it declares one (a row of that name that is not the
+/// meta-tool does not count).
+pub(crate) fn meta_tool(
+    catalog: &crate::Catalog,
+    m: crate::meta::MetaTool,
+) -> Option<crate::ToolIndex> {
+    catalog
+        .tool(m.name())
+        .ok()
+        .filter(|&t| crate::meta::MetaTool::of(catalog, t) == Some(m))
+}
+
 /// The catalog's `run_code` meta-tool ([`crate::meta::MetaTool::RunCode`]), when it declares one.
 pub fn run_code_tool(catalog: &crate::Catalog) -> Option<crate::ToolIndex> {
-    let name = crate::meta::MetaTool::RunCode.name();
-    catalog
-        .tool(name)
-        .ok()
-        .filter(|&t| crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::RunCode))
+    meta_tool(catalog, crate::meta::MetaTool::RunCode)
 }
 
 /// The tools of [`callable_set`], in catalog order.
@@ -316,11 +324,7 @@ pub fn api_declarations(
             documented: !defined(t),
         })
         .collect();
-    let read_result = catalog
-        .tool(crate::meta::MetaTool::ReadResult.name())
-        .is_ok_and(|t| {
-            crate::meta::MetaTool::of(catalog, t) == Some(crate::meta::MetaTool::ReadResult)
-        });
+    let read_result = meta_tool(catalog, crate::meta::MetaTool::ReadResult).is_some();
     typescript::declarations(&functions, read_result)
 }
 

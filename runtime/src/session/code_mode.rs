@@ -259,11 +259,7 @@ impl<'c> Session<'c> {
         };
         let c = self.catalog;
         if name == MetaTool::ReadResult.name() {
-            let Some(rt) = c
-                .tool(name)
-                .ok()
-                .filter(|&rt| MetaTool::of(c, rt) == Some(MetaTool::ReadResult))
-            else {
+            let Some(rt) = crate::code_mode::meta_tool(c, MetaTool::ReadResult) else {
                 return refuse("this catalog has no `read_tool_result`, so `readToolResult` cannot read archived results".into());
             };
             let errors = self.coordinator.validation_errors(rt, &arguments);
