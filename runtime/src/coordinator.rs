@@ -15,8 +15,13 @@
 //!    closest declared one and all of them ([`crate::arguments`], which says why). The same
 //!    for local, remote and meta-tools. Nested objects are not checked this way.
 //!    A call over the tool's `rate_limit` is refused next ([`CallError::RateLimited`], with the
-//!    milliseconds until a call is allowed; `governor`'s GCRA, a burst of the whole window's
-//!    calls).
+//!    milliseconds until a call is allowed; GCRA, a burst of the whole window's calls; see
+//!    [`crate::limits`]). Where the limit's state lives decides who shares it: with rate-limit
+//!    state in a store ([`Coordinator::with_rate_limits`], or a call store on a file,
+//!    [`Coordinator::with_store`]) every process using that store shares the limit (three
+//!    `toolcat call` processes on one store file, replicas on one PostgreSQL database); without
+//!    one, or with an in-memory call store, the state is this coordinator's own (in memory,
+//!    `governor`, shared by its clones) and each process has the whole limit.
 //! 2. **Prepare**: the handler names the concrete [`Target`]s of the call
 //!    ([`ToolHandler::prepare`](crate::ToolHandler::prepare)): resources, read or write, and a
 //!    fingerprint of what is there now.
@@ -90,6 +95,7 @@ use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::handler::{
     Access, CallScope, Caller, ErasedHandler, OnChange, Target, ToolContext, ToolError,
 };
+use crate::limits::{Acquire, Gcra, RateLimitStore, TOOL_KEY};
 use crate::records::{CallId, CallState, CallStore, NewCall, MAX_CHANGES};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
@@ -465,12 +471,17 @@ impl PerTool {
     }
 }
 
-/// A GCRA limiter allowing `calls` per window, all of them at once at most.
+/// A GCRA limiter allowing `calls` per window, all of them at once at most: the parameters of
+/// [`Gcra::of`], which the stores' limits use too.
 fn limiter(limit: RateLimit) -> Option<DefaultDirectRateLimiter> {
-    let calls = NonZeroU32::new(limit.calls)?;
-    let period = Duration::from_secs(u64::from(limit.window_secs)) / limit.calls;
-    let quota = Quota::with_period(period)?.allow_burst(calls);
-    Some(RateLimiter::direct(quota))
+    Some(RateLimiter::direct(quota(limit)?))
+}
+
+/// The `governor` quota of `limit` ([`Gcra::of`]'s emission interval, a burst of all the calls).
+pub(crate) fn quota(limit: RateLimit) -> Option<Quota> {
+    let gcra = Gcra::of(limit)?;
+    let period = Duration::from_nanos(u64::try_from(gcra.t_ns).ok()?);
+    Some(Quota::with_period(period)?.allow_burst(NonZeroU32::new(limit.calls)?))
 }
 
 /// The resource locks shared by every call of a coordinator (and of its
@@ -575,6 +586,8 @@ pub struct Coordinator<'c> {
     locks: Arc<ResourceLocks>,
     /// Where the calls of server tools go, when set.
     remote: Option<Arc<dyn RemoteSource>>,
+    /// Where the rate limits' state lives, when set apart from the call store.
+    limits: Option<Arc<dyn RateLimitStore>>,
     /// The timeout of calls whose row declares none; `None`: no limit.
     default_timeout: Option<Duration>,
 }
@@ -609,6 +622,7 @@ impl<'c> Coordinator<'c> {
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::default(),
             remote: None,
+            limits: None,
             default_timeout: Some(DEFAULT_TIMEOUT),
         }
     }
@@ -661,9 +675,34 @@ impl<'c> Coordinator<'c> {
     /// reported, whatever the call then comes to; a diff too large for the record is archived
     /// whole when there is an archive ([`Coordinator::with_archive`]), for the same owner as the
     /// call's results ([`crate::Change::diff_reference`]).
+    ///
+    /// A store on a file also holds the state of the tools' rate limits (table `rate_limits`,
+    /// [`crate::limits`]), unless [`Coordinator::with_rate_limits`] puts it elsewhere: every
+    /// process with a store on the same file shares each `rate_limit`. An in-memory store does
+    /// not; the coordinator's in-memory limiter answers then, as with no store.
     pub fn with_store(mut self, store: Arc<CallStore>) -> Self {
         self.store = Some(store);
         self
+    }
+
+    /// Keeps the state of the tools' rate limits in `limits` (a PostgreSQL database shared by
+    /// replicas, [`crate::limits::PostgresRateLimits`] with feature `postgres`), whatever the
+    /// call store: every call of a tool with a `rate_limit` first takes one call from it there
+    /// ([`RateLimitStore::acquire`], key [`TOOL_KEY`]); a refusal is
+    /// [`CallError::RateLimited`], a failure of the store [`CallError::Store`], and nothing runs.
+    pub fn with_rate_limits(mut self, limits: Arc<dyn RateLimitStore>) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// Where the rate limits' state is shared with other processes, if anywhere: the store of
+    /// [`Coordinator::with_rate_limits`], else a call store on a file.
+    fn shared_limits(&self) -> Option<&dyn RateLimitStore> {
+        match (&self.limits, &self.store) {
+            (Some(limits), _) => Some(&**limits),
+            (None, Some(store)) if store.path().is_some() => Some(&**store),
+            _ => None,
+        }
     }
 
     /// Archives results over the archive's inline budget: the caller's
@@ -736,6 +775,7 @@ impl<'c> Coordinator<'c> {
             per_tool: Arc::new(PerTool::new(catalog)),
             locks: Arc::clone(&self.locks),
             remote: self.remote.clone(),
+            limits: self.limits.clone(),
             default_timeout: self.default_timeout,
         }
     }
@@ -845,23 +885,32 @@ impl<'c> Coordinator<'c> {
             .map_err(|refusal| refusal_error(c.exported_name(t), server, refusal))
     }
 
-    /// Takes one call from the rate limit of `t`.
-    fn check_rate(&self, t: ToolIndex) -> Result<(), CallError> {
+    /// Takes one call from the rate limit of `t`: in the shared store when there is one
+    /// ([`Coordinator::shared_limits`]), else from this coordinator's in-memory limiter.
+    async fn check_rate(&self, t: ToolIndex) -> Result<(), CallError> {
+        let Some(limit) = self.catalog.rate_limit(t) else {
+            return Ok(());
+        };
+        let tool = self.catalog.exported_name(t);
+        let refused = |retry_after_ms: u64| CallError::RateLimited {
+            tool: tool.to_string(),
+            calls: limit.calls,
+            window_secs: limit.window_secs,
+            retry_after_ms,
+        };
+        if let Some(shared) = self.shared_limits() {
+            return match shared.acquire(tool, TOOL_KEY, limit).await {
+                Ok(Acquire::Granted) => Ok(()),
+                Ok(Acquire::Refused { retry_after_ms }) => Err(refused(retry_after_ms)),
+                Err(e) => Err(CallError::Store(e.to_string())),
+            };
+        }
         let Some(Some(limiter)) = self.per_tool.limiters.get(t.index()) else {
             return Ok(());
         };
         limiter.check().map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
-            let limit = self.catalog.rate_limit(t).unwrap_or(RateLimit {
-                calls: 0,
-                window_secs: 0,
-            });
-            CallError::RateLimited {
-                tool: self.catalog.exported_name(t).to_string(),
-                calls: limit.calls,
-                window_secs: limit.window_secs,
-                retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
-            }
+            refused(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1))
         })
     }
 
@@ -1048,7 +1097,7 @@ impl<'c> Coordinator<'c> {
                 }),
             );
         }
-        if let Err(e) = self.check_rate(t) {
+        if let Err(e) = self.check_rate(t).await {
             return (false, Err(e));
         }
         if let Some(store) = &self.store {

@@ -19,6 +19,8 @@
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece;
+//! - [`limits`]: the state of the tools' rate limits kept in a store (the call store's SQLite
+//!   file, or PostgreSQL with feature `postgres`), shared by the processes using it;
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
 //!   discovered tools, schema drift, calls.
 
@@ -37,6 +39,7 @@ pub mod export;
 mod fixture;
 pub mod fusion;
 pub mod handler;
+pub mod limits;
 pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -452,6 +452,9 @@ pub enum StoreError {
     /// No record has this id.
     #[error("no call `{id}` in the call store `{path}`; `toolcat calls` lists the recorded calls")]
     UnknownCall { id: CallId, path: String },
+    /// A PostgreSQL store (feature `postgres`) could not be reached or refused a statement.
+    #[error("PostgreSQL store `{store}`: {reason}; check that the server is up and that its URL names it")]
+    Postgres { store: String, reason: String },
     /// Any other SQLite failure.
     #[error("call store `{path}`: {source}")]
     Sqlite {
@@ -834,6 +837,18 @@ impl CallStore {
     /// The file this store was opened on, `None` in memory.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Takes one call from `limit` of (`tool`, `key`) at `now_ns` in this store's
+    /// `rate_limits` table ([`crate::limits`]).
+    pub(crate) fn acquire_rate(
+        &self,
+        tool: &str,
+        key: &str,
+        limit: crate::catalog::RateLimit,
+        now_ns: i64,
+    ) -> Result<crate::limits::Acquire, StoreError> {
+        crate::limits::acquire_sqlite(&lock(&self.conn), &self.label, tool, key, limit, now_ns)
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -1,0 +1,364 @@
+//! Rate limits whose state lives in a store, so that every process using the store shares one
+//! `rate_limit`: three `toolcat call` processes on one SQLite file, or `toolcat serve` replicas
+//! on one PostgreSQL database, grant a tool's declared calls per window once between them.
+//!
+//! # The algorithm
+//! GCRA (the generic cell rate algorithm), with the parameters of the coordinator's in-memory
+//! limiter (`governor`), so both answer the same sequence of calls alike: a limit of `calls`
+//! per `window_secs` has the emission interval `T = window / calls` (nanoseconds, rounded
+//! down, at least 1) and the tolerance `tau = T * (calls - 1)` — a burst of the whole window's
+//! calls at once. The state is one *theoretical arrival time* (`tat`, nanoseconds since the Unix
+//! epoch) per (tool, key): a call at `now` is refused while `now < tat - tau`, with
+//! `retry_after_ms = (tat - tau - now) / 1e6` rounded down and at least 1; otherwise it is
+//! granted and `tat` becomes `max(tat, now) + T`. A (tool, key) without a row is granted (its
+//! `tat` is taken as `now`).
+//!
+//! The key is the rate-limit key within a tool: today every call of a tool shares
+//! [`TOOL_KEY`]; a per-client limit (a token's identity) is another key of the same tool.
+//!
+//! # Where the state lives
+//! - **SQLite** ([`CallStore`], a store file): table `rate_limits` in the call store's file,
+//!   read and written inside one `BEGIN IMMEDIATE` transaction, so processes on one machine take
+//!   turns; the clock is the machine's (every process reads the same one).
+//! - **PostgreSQL** ([`PostgresRateLimits`], feature `postgres`): one
+//!   `INSERT ... ON CONFLICT (tool, key) DO UPDATE ... WHERE ... RETURNING` statement computes
+//!   GCRA in SQL with the server's `clock_timestamp()`, so replicas share one clock and their
+//!   clocks' skew does not matter.
+//!
+//! The coordinator asks a [`RateLimitStore`] when it has one (see
+//! [`crate::Coordinator::with_rate_limits`] and [`crate::Coordinator::with_store`]); without
+//! one, or with an in-memory call store, which no other process can share, its in-memory
+//! limiter answers alone.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use crate::catalog::RateLimit;
+use crate::handler::BoxFuture;
+use crate::records::{sqlite_error, CallStore, StoreError};
+
+/// The rate-limit key every call of a tool shares today: the tool's whole declared limit.
+pub const TOOL_KEY: &str = "";
+
+/// What a rate limit answers to one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// The call is within the limit; it has been counted.
+    Granted,
+    /// The call is over the limit and was not counted; a call is allowed again in
+    /// `retry_after_ms` milliseconds (at least 1).
+    Refused { retry_after_ms: u64 },
+}
+
+/// Rate-limit state shared beyond one process: the seam through which the coordinator takes a
+/// call from a tool's `rate_limit` when the state lives in a store. [`CallStore`] (SQLite)
+/// and [`PostgresRateLimits`] (feature `postgres`) implement it.
+pub trait RateLimitStore: Send + Sync {
+    /// Takes one call from the limit `limit` of (`tool`, `key`) now, atomically with every other
+    /// process sharing the store: [`Acquire::Granted`] (counted) or [`Acquire::Refused`] (not
+    /// counted, with the milliseconds to wait). `tool` is the tool's exported name; `key` is
+    /// [`TOOL_KEY`] for the tool-wide limit. A limit of zero calls or a zero window limits
+    /// nothing (granted, not counted), as the in-memory limiter does.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the state cannot be read or written; the coordinator then runs
+    /// nothing ([`crate::CallError::Store`]).
+    fn acquire<'a>(
+        &'a self,
+        tool: &'a str,
+        key: &'a str,
+        limit: RateLimit,
+    ) -> BoxFuture<'a, Result<Acquire, StoreError>>;
+}
+
+/// The GCRA parameters of a limit, in nanoseconds (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gcra {
+    /// The emission interval `T`: the window divided by the calls, rounded down, at least 1.
+    pub(crate) t_ns: i64,
+    /// The tolerance `tau = T * (calls - 1)`: how far ahead of `now` the state may run.
+    pub(crate) tau_ns: i64,
+}
+
+impl Gcra {
+    /// The parameters of `limit`; `None` for a limit of zero calls or a zero window, which
+    /// limits nothing.
+    pub(crate) fn of(limit: RateLimit) -> Option<Gcra> {
+        if limit.calls == 0 || limit.window_secs == 0 {
+            return None;
+        }
+        let window_ns = i64::from(limit.window_secs) * 1_000_000_000;
+        let t_ns = (window_ns / i64::from(limit.calls)).max(1);
+        Some(Gcra {
+            t_ns,
+            tau_ns: t_ns * (i64::from(limit.calls) - 1),
+        })
+    }
+
+    /// The answer to a call at `now_ns` given the stored `tat` (`None`: no row yet), and the
+    /// new `tat` to store when it is granted.
+    pub(crate) fn decide(self, tat: Option<i64>, now_ns: i64) -> (Acquire, Option<i64>) {
+        let tat = tat.unwrap_or(now_ns);
+        let earliest = tat.saturating_sub(self.tau_ns);
+        if now_ns < earliest {
+            (
+                Acquire::Refused {
+                    retry_after_ms: retry_after_ms(earliest - now_ns),
+                },
+                None,
+            )
+        } else {
+            (
+                Acquire::Granted,
+                Some(tat.max(now_ns).saturating_add(self.t_ns)),
+            )
+        }
+    }
+}
+
+/// Milliseconds of a wait of `wait_ns` nanoseconds, rounded down, at least 1 (a refused call is
+/// never told to retry at once).
+fn retry_after_ms(wait_ns: i64) -> u64 {
+    u64::try_from(wait_ns / 1_000_000).unwrap_or(0).max(1)
+}
+
+/// Now, in nanoseconds since the Unix epoch (the SQLite backend's clock).
+pub(crate) fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The table of rate-limit state in the call store's SQLite file. Created here, `IF NOT
+/// EXISTS`, on first use; it becomes part of the store's versioned schema
+/// ([`crate::records::SCHEMA_VERSION`]) when the store's migrations take it over.
+const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS rate_limits (
+    tool TEXT NOT NULL,
+    key TEXT NOT NULL,
+    -- the theoretical arrival time, nanoseconds since the Unix epoch
+    tat_ns INTEGER NOT NULL,
+    PRIMARY KEY (tool, key)
+) WITHOUT ROWID";
+
+/// Takes one call from `limit` of (`tool`, `key`) at `now_ns` (nanoseconds since the Unix epoch)
+/// in the SQLite store `conn` (named `label` in errors): read, decide and write in one
+/// `BEGIN IMMEDIATE` transaction, so concurrent processes on the file take turns. `conn` must
+/// not be inside a transaction.
+///
+/// # Errors
+/// [`StoreError::Busy`] when another process holds the file's write lock longer than the busy
+/// timeout, [`StoreError::ReadOnly`] for a store opened read-only, other SQLite failures.
+pub(crate) fn acquire_sqlite(
+    conn: &Connection,
+    label: &str,
+    tool: &str,
+    key: &str,
+    limit: RateLimit,
+    now_ns: i64,
+) -> Result<Acquire, StoreError> {
+    let Some(gcra) = Gcra::of(limit) else {
+        return Ok(Acquire::Granted);
+    };
+    let err = |e| sqlite_error(label, e);
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(err)?;
+    tx.execute_batch(SQLITE_TABLE).map_err(err)?;
+    let tat: Option<i64> = tx
+        .query_row(
+            "SELECT tat_ns FROM rate_limits WHERE tool = ?1 AND key = ?2",
+            params![tool, key],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err)?;
+    let (answer, next) = gcra.decide(tat, now_ns);
+    if let Some(next) = next {
+        tx.execute(
+            "INSERT INTO rate_limits (tool, key, tat_ns) VALUES (?1, ?2, ?3)
+             ON CONFLICT (tool, key) DO UPDATE SET tat_ns = excluded.tat_ns",
+            params![tool, key, next],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+    }
+    // A refusal wrote nothing: the transaction ends with its drop (a rollback).
+    Ok(answer)
+}
+
+/// The SQLite store's rate limits: its file is shared by every process that opens it. (An
+/// in-memory store answers too, but for this process only; the coordinator does not ask one.)
+impl RateLimitStore for CallStore {
+    fn acquire<'a>(
+        &'a self,
+        tool: &'a str,
+        key: &'a str,
+        limit: RateLimit,
+    ) -> BoxFuture<'a, Result<Acquire, StoreError>> {
+        let answer = self.acquire_rate(tool, key, limit, now_ns());
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresRateLimits;
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use std::fmt;
+
+    use super::{Acquire, Gcra, RateLimitStore};
+    use crate::catalog::RateLimit;
+    use crate::handler::BoxFuture;
+    use crate::records::StoreError;
+
+    /// The table of rate-limit state in PostgreSQL; versioned with the store's schema when its
+    /// migrations take it over.
+    const TABLE: &str = "CREATE TABLE IF NOT EXISTS rate_limits (
+        tool TEXT NOT NULL,
+        key TEXT NOT NULL,
+        tat_ns BIGINT NOT NULL,
+        PRIMARY KEY (tool, key)
+    )";
+
+    /// One call taken from the limit in one statement, with the server's clock read once: the
+    /// inserted row's `tat_ns` is `now + T`, so `EXCLUDED.tat_ns - T` is `now` in the update.
+    /// `$3` is `T`, `$4` is `tau` (nanoseconds). A row comes back when the call is granted;
+    /// none when it is refused (the `WHERE` kept the row as it was, locked until the statement
+    /// ends).
+    const ACQUIRE: &str = "INSERT INTO rate_limits AS r (tool, key, tat_ns)
+        SELECT $1, $2, (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint + $3
+        ON CONFLICT (tool, key) DO UPDATE
+            SET tat_ns = greatest(r.tat_ns, EXCLUDED.tat_ns - $3) + $3
+            WHERE r.tat_ns - $4 <= EXCLUDED.tat_ns - $3
+        RETURNING tat_ns";
+
+    /// After a refusal: how long until the state lets a call through, in nanoseconds, by the
+    /// server's clock (read after the refusal, so never shorter than the wait it decided on).
+    const WAIT: &str =
+        "SELECT tat_ns - $3 - (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint
+        FROM rate_limits WHERE tool = $1 AND key = $2";
+
+    /// Creates the `rate_limits` table when absent, under a transaction-scoped advisory lock so
+    /// that replicas starting together do not race on `CREATE TABLE`.
+    pub(crate) async fn create_table(
+        client: &mut tokio_postgres::Client,
+        label: &str,
+    ) -> Result<(), StoreError> {
+        let err = |e| postgres_error(label, e);
+        let tx = client.transaction().await.map_err(err)?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('toolcat.rate_limits'))",
+            &[],
+        )
+        .await
+        .map_err(err)?;
+        tx.batch_execute(TABLE).await.map_err(err)?;
+        tx.commit().await.map_err(err)
+    }
+
+    /// Takes one call from `limit` of (`tool`, `key`) now, by the server's clock, in one
+    /// statement (see the module docs); a refusal's wait is read by a second one. The table
+    /// must exist ([`create_table`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Postgres`] when the server cannot be reached or refuses the statement.
+    pub(crate) async fn acquire_postgres(
+        client: &tokio_postgres::Client,
+        label: &str,
+        tool: &str,
+        key: &str,
+        limit: RateLimit,
+    ) -> Result<Acquire, StoreError> {
+        let Some(gcra) = Gcra::of(limit) else {
+            return Ok(Acquire::Granted);
+        };
+        let err = |e| postgres_error(label, e);
+        let granted = client
+            .query_opt(ACQUIRE, &[&tool, &key, &gcra.t_ns, &gcra.tau_ns])
+            .await
+            .map_err(err)?;
+        if granted.is_some() {
+            return Ok(Acquire::Granted);
+        }
+        let wait_ns: Option<i64> = client
+            .query_opt(WAIT, &[&tool, &key, &gcra.tau_ns])
+            .await
+            .map_err(err)?
+            .map(|row| row.get(0));
+        // The row exists (the refusal found it) and is never deleted; a wait that has passed
+        // meanwhile still answers the smallest retry.
+        Ok(Acquire::Refused {
+            retry_after_ms: super::retry_after_ms(wait_ns.unwrap_or(0)),
+        })
+    }
+
+    fn postgres_error(label: &str, e: tokio_postgres::Error) -> StoreError {
+        StoreError::Postgres {
+            store: label.to_string(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// Rate-limit state in a PostgreSQL database (table `rate_limits`), shared by every replica
+    /// using it: each call is one statement computing GCRA with the server's clock, through a
+    /// connection of `pool`.
+    pub struct PostgresRateLimits {
+        pool: deadpool_postgres::Pool,
+        label: String,
+    }
+
+    impl fmt::Debug for PostgresRateLimits {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("PostgresRateLimits")
+                .field("store", &self.label)
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl PostgresRateLimits {
+        /// Rate limits in the database of `pool`, creating the table `rate_limits` when absent.
+        /// `label` names the database in errors: give its URL without a password.
+        ///
+        /// # Errors
+        /// [`StoreError::Postgres`] when no connection can be had or the table cannot be
+        /// created.
+        pub async fn new(
+            pool: deadpool_postgres::Pool,
+            label: impl Into<String>,
+        ) -> Result<PostgresRateLimits, StoreError> {
+            let label = label.into();
+            let mut client = pool.get().await.map_err(|e| pool_error(&label, e))?;
+            create_table(&mut client, &label).await?;
+            drop(client);
+            Ok(PostgresRateLimits { pool, label })
+        }
+    }
+
+    fn pool_error(label: &str, e: deadpool_postgres::PoolError) -> StoreError {
+        StoreError::Postgres {
+            store: label.to_string(),
+            reason: e.to_string(),
+        }
+    }
+
+    impl RateLimitStore for PostgresRateLimits {
+        fn acquire<'a>(
+            &'a self,
+            tool: &'a str,
+            key: &'a str,
+            limit: RateLimit,
+        ) -> BoxFuture<'a, Result<Acquire, StoreError>> {
+            Box::pin(async move {
+                let client = self
+                    .pool
+                    .get()
+                    .await
+                    .map_err(|e| pool_error(&self.label, e))?;
+                acquire_postgres(&client, &self.label, tool, key, limit).await
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
