@@ -1,6 +1,6 @@
 //! Durable call records across a SIGKILL: a process killed during a call with a side effect leaves
 //! its record `running` or `outcome_unknown` — never `succeeded` — nothing is replayed, and
-//! `toolcat calls` shows it.
+//! `toolcat calls` shows it. Processes on one store file share each tool's `rate_limit`.
 //!
 //! The killed process is this test binary run again as a child (`sigkill_child_process`, which does
 //! nothing unless `TOOLCAT_TEST_SIGKILL_STORE` is set): it records a call, marks it `running`,
@@ -1028,4 +1028,85 @@ fn calls_show_the_files_write_file_and_edit_file_changed() {
     );
     let changed = lines.iter().filter(|l| l.contains("changed ")).count();
     assert_eq!(changed, 2, "{table}");
+}
+
+/// Three `toolcat call` processes at a time, twice, on one `--store` file share one
+/// `rate_limit = "2/min"`: exactly two calls run, every other one is refused (exit 3, a runtime refusal) saying when
+/// to retry, and the refusals leave no record. (Each process's in-memory limiter alone would
+/// grant all six.)
+#[test]
+fn three_call_processes_on_one_store_respect_one_rate_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "a note\n").unwrap();
+    // The reference catalog with `read_file` limited to 2 calls a minute.
+    let mut doc: toml_edit::DocumentMut =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tools.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+    let rows = doc["tool"].as_array_of_tables_mut().unwrap();
+    let row = rows
+        .iter_mut()
+        .find(|t| t["name"].as_str() == Some("read_file"))
+        .expect("the reference catalog declares read_file");
+    row["rate_limit"] = toml_edit::value("2/min");
+    let catalog = dir.path().join("tools.toml");
+    std::fs::write(&catalog, doc.to_string()).unwrap();
+    let store = dir.path().join("calls.sqlite");
+
+    let mut outcomes = Vec::new();
+    for _round in 0..2 {
+        let children: Vec<Reaped> = (0..3)
+            .map(|_| {
+                Reaped(
+                    Command::new(env!("CARGO_BIN_EXE_toolcat"))
+                        .arg("call")
+                        .arg("--catalog")
+                        .arg(&catalog)
+                        .arg("--store")
+                        .arg(&store)
+                        .arg("--workspace")
+                        .arg(&work)
+                        .args(["read_file", "--args", r#"{"path": "notes.txt"}"#])
+                        .current_dir(&work)
+                        .env_remove("TOOLCAT_STORE")
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .expect("toolcat call starts"),
+                )
+            })
+            .collect();
+        for mut child in children {
+            let mut err = String::new();
+            use std::io::Read as _;
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = stderr.read_to_string(&mut err);
+            }
+            let status = child.wait().expect("toolcat call ends");
+            outcomes.push((status.code(), err));
+        }
+    }
+    let ran = outcomes.iter().filter(|(code, _)| *code == Some(0)).count();
+    assert_eq!(ran, 2, "exactly the limit runs: {outcomes:?}");
+    for (code, err) in outcomes.iter().filter(|(code, _)| *code != Some(0)) {
+        assert_eq!(*code, Some(3), "{err}");
+        assert!(
+            err.contains("tool `read_file` is over its rate limit of 2 calls per 60 s")
+                && err.contains("nothing ran"),
+            "{err}"
+        );
+        let retry_ms: u64 = err
+            .split("retry in ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the refusal says when to retry: {err}"));
+        assert!((1..=30_000).contains(&retry_ms), "{err}");
+    }
+    let rows = calls_json(&store, &work);
+    assert_eq!(rows.len(), 2, "refusals leave no record: {rows:?}");
+    assert!(rows.iter().all(|r| r["state"] == "succeeded"), "{rows:?}");
 }

@@ -29,7 +29,7 @@ macro_rules! require_data {
 
 /// A user's quick-start crate builds, runs a tool, and fails to build on a broken tools.toml.
 mod build_script;
-/// Durable call records: a call killed by SIGKILL mid-side-effect is never `succeeded` nor replayed; `toolcat calls`.
+/// Durable call records: a call killed by SIGKILL mid-side-effect is never `succeeded` nor replayed; `toolcat calls`; processes on one store share a `rate_limit`.
 mod calls;
 /// The `toolcat` command line on the reference catalog and on real imported catalogs.
 mod cli;

@@ -976,6 +976,129 @@ async fn a_call_over_the_rate_limit_answers_when_to_retry() {
     );
 }
 
+/// Coordinators with call stores on one file (as `toolcat call` processes) share the row's
+/// `rate_limit`: what one was granted counts for the other, whose refusal runs nothing and leaves
+/// no record.
+#[tokio::test]
+async fn coordinators_with_stores_on_one_file_share_the_rate_limit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = std::fs::canonicalize(dir.path()).expect("canonical");
+    let path = ws.join("calls.sqlite");
+    let open = || {
+        let store = Arc::new(CallStore::open(&path).expect("the store opens"));
+        let coordinator =
+            Coordinator::new(catalog(), ToolContext::new(&ws)).with_store(Arc::clone(&store));
+        (coordinator, store)
+    };
+    let (a, store_a) = open();
+    let (b, store_b) = open();
+    let allowed = all();
+    let t = tool("limited_read");
+    let request = || CallRequest::new(t, json!({}), &allowed);
+    assert!(a.call(request()).await.result.is_ok());
+    assert!(b.call(request()).await.result.is_ok());
+    for c in [&a, &b] {
+        let out = c.call(request()).await;
+        assert!(!out.ran, "{out:?}");
+        let Err(CallError::RateLimited { retry_after_ms, .. }) = out.result else {
+            panic!("the third call of a 2/min tool is refused, got {out:?}");
+        };
+        assert!((1..=30_000).contains(&retry_after_ms), "{retry_after_ms}");
+    }
+    // The clones and copies of a coordinator share it too.
+    let out = a.for_catalog(catalog()).call(request()).await;
+    assert!(
+        matches!(out.result, Err(CallError::RateLimited { .. })),
+        "{out:?}"
+    );
+    assert_eq!(
+        store_a.list(None, 10).unwrap().len(),
+        2,
+        "a refusal leaves no record"
+    );
+    drop(store_b);
+}
+
+/// Rate limits kept apart from the call store: every call of a limited tool asks that store
+/// (not the in-memory limiter, though the call store is in memory); its failure runs nothing.
+#[tokio::test]
+async fn with_rate_limits_every_limited_call_asks_that_store() {
+    struct Refusing(Mutex<Vec<(String, String, u32, u32)>>);
+    impl toolcat::limits::RateLimitStore for Refusing {
+        fn acquire<'a>(
+            &'a self,
+            tool: &'a str,
+            key: &'a str,
+            limit: toolcat::RateLimit,
+        ) -> BoxFuture<'a, Result<toolcat::limits::Acquire, toolcat::StoreError>> {
+            let mut asked = self.0.lock().unwrap();
+            asked.push((tool.into(), key.into(), limit.calls, limit.window_secs));
+            let answer = if asked.len() == 1 {
+                Ok(toolcat::limits::Acquire::Refused {
+                    retry_after_ms: 1234,
+                })
+            } else {
+                Err(toolcat::StoreError::Postgres {
+                    store: "postgres://db.invalid/toolcat".into(),
+                    reason: "connection refused".into(),
+                })
+            };
+            Box::pin(std::future::ready(answer))
+        }
+    }
+    let (_dir, _ws, coordinator, store) = setup();
+    let limits = Arc::new(Refusing(Mutex::default()));
+    let coordinator = coordinator.with_rate_limits(Arc::clone(&limits) as _);
+    let allowed = all();
+    let out = coordinator
+        .call(CallRequest::new(tool("limited_read"), json!({}), &allowed))
+        .await;
+    assert!(
+        matches!(
+            out.result,
+            Err(CallError::RateLimited {
+                retry_after_ms: 1234,
+                calls: 2,
+                window_secs: 60,
+                ..
+            })
+        ),
+        "{out:?}"
+    );
+    let out = coordinator
+        .call(CallRequest::new(tool("limited_read"), json!({}), &allowed))
+        .await;
+    assert!(!out.ran);
+    let Err(e @ CallError::Store(_)) = &out.result else {
+        panic!("a store failure refuses the call, got {out:?}");
+    };
+    assert!(
+        e.to_string().contains("postgres://db.invalid/toolcat"),
+        "{e}"
+    );
+    // A tool without a `rate_limit` never asks.
+    let out = coordinator
+        .call(CallRequest::new(
+            tool("read_note"),
+            json!({"path": "missing.txt"}),
+            &allowed,
+        ))
+        .await;
+    assert!(!matches!(out.result, Err(CallError::Store(_))), "{out:?}");
+    assert_eq!(
+        *limits.0.lock().unwrap(),
+        vec![
+            ("limited_read".to_string(), String::new(), 2, 60),
+            ("limited_read".to_string(), String::new(), 2, 60)
+        ]
+    );
+    assert!(store
+        .list(None, 10)
+        .unwrap()
+        .iter()
+        .all(|r| r.tool != "limited_read"));
+}
+
 #[tokio::test]
 async fn cancellation_stops_calls_and_records_how_they_ended() {
     let (_dir, ws, coordinator, store) = setup();
