@@ -76,13 +76,12 @@
 use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::fmt;
-use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, RateLimiter};
 use serde_json::{json, Value};
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -95,7 +94,7 @@ use crate::catalog::{Catalog, RateLimit, ToolIndex, ToolSource};
 use crate::handler::{
     Access, CallScope, Caller, ErasedHandler, OnChange, Target, ToolContext, ToolError,
 };
-use crate::limits::{Acquire, Gcra, RateLimitStore, TOOL_KEY};
+use crate::limits::{Acquire, RateLimitStore, TOOL_KEY};
 use crate::records::{CallId, CallState, CallStore, NewCall, MAX_CHANGES};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
 
@@ -471,17 +470,10 @@ impl PerTool {
     }
 }
 
-/// A GCRA limiter allowing `calls` per window, all of them at once at most: the parameters of
-/// [`Gcra::of`], which the stores' limits use too.
+/// A GCRA limiter allowing `calls` per window, all of them at once at most, with the parameters
+/// the stores' limits use ([`crate::limits`]).
 fn limiter(limit: RateLimit) -> Option<DefaultDirectRateLimiter> {
-    Some(RateLimiter::direct(quota(limit)?))
-}
-
-/// The `governor` quota of `limit` ([`Gcra::of`]'s emission interval, a burst of all the calls).
-pub(crate) fn quota(limit: RateLimit) -> Option<Quota> {
-    let gcra = Gcra::of(limit)?;
-    let period = Duration::from_nanos(u64::try_from(gcra.t_ns).ok()?);
-    Some(Quota::with_period(period)?.allow_burst(NonZeroU32::new(limit.calls)?))
+    Some(RateLimiter::direct(crate::limits::quota(limit)?))
 }
 
 /// The resource locks shared by every call of a coordinator (and of its

@@ -117,6 +117,14 @@ impl Gcra {
     }
 }
 
+/// The `governor` quota of `limit` for the coordinator's in-memory limiter: [`Gcra::of`]'s
+/// emission interval and a burst of all the calls, so it answers as the stores do.
+pub(crate) fn quota(limit: RateLimit) -> Option<governor::Quota> {
+    let gcra = Gcra::of(limit)?;
+    let period = std::time::Duration::from_nanos(u64::try_from(gcra.t_ns).ok()?);
+    Some(governor::Quota::with_period(period)?.allow_burst(std::num::NonZeroU32::new(limit.calls)?))
+}
+
 /// Milliseconds of a wait of `wait_ns` nanoseconds, rounded down, at least 1 (a refused call is
 /// never told to retry at once).
 fn retry_after_ms(wait_ns: i64) -> u64 {
@@ -183,6 +191,21 @@ pub(crate) fn acquire_sqlite(
     }
     // A refusal wrote nothing: the transaction ends with its drop (a rollback).
     Ok(answer)
+}
+
+impl CallStore {
+    /// Takes one call from `limit` of (`tool`, `key`) at `now_ns` (nanoseconds since the Unix
+    /// epoch) in this store's `rate_limits` table ([`acquire_sqlite`]).
+    pub(crate) fn acquire_rate(
+        &self,
+        tool: &str,
+        key: &str,
+        limit: RateLimit,
+        now_ns: i64,
+    ) -> Result<Acquire, StoreError> {
+        let (conn, label) = self.connection();
+        acquire_sqlite(&conn, label, tool, key, limit, now_ns)
+    }
 }
 
 /// The SQLite store's rate limits: its file is shared by every process that opens it. (An

@@ -839,16 +839,10 @@ impl CallStore {
         self.path.as_deref()
     }
 
-    /// Takes one call from `limit` of (`tool`, `key`) at `now_ns` in this store's
-    /// `rate_limits` table ([`crate::limits`]).
-    pub(crate) fn acquire_rate(
-        &self,
-        tool: &str,
-        key: &str,
-        limit: crate::catalog::RateLimit,
-        now_ns: i64,
-    ) -> Result<crate::limits::Acquire, StoreError> {
-        crate::limits::acquire_sqlite(&lock(&self.conn), &self.label, tool, key, limit, now_ns)
+    /// The store's connection, locked, and the label errors name the store by: for the tables
+    /// other modules keep in the store's file (the rate limits' state).
+    pub(crate) fn connection(&self) -> (MutexGuard<'_, Connection>, &str) {
+        (lock(&self.conn), &self.label)
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

@@ -4,7 +4,6 @@ use governor::clock::{Clock as _, FakeRelativeClock};
 use governor::RateLimiter;
 
 use super::*;
-use crate::coordinator::quota;
 
 /// A moment well after the epoch, as the store's clock reads today (2026), in nanoseconds.
 const BASE_NS: i64 = 1_780_000_000_123_456_789;
@@ -173,6 +172,9 @@ mod postgres {
                 return Some(Server { url, dir: None });
             }
             let dir = tempfile::tempdir().unwrap();
+            // As root the server runs as the unprivileged `postgres` user, which must reach DIR.
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
             let started = Command::new(SCRIPT)
                 .arg("start")
                 .arg(dir.path().join("pg"))
