@@ -1,0 +1,192 @@
+//! Rate limits in PostgreSQL (feature `postgres`): replicas sharing one database grant a tool's
+//! limit once between them. Needs a server: `TOOLCAT_TEST_POSTGRES_URL`, else one started by
+//! `tests/services/postgres` (Debian's package); without one each test prints `skipped: ...`,
+//! unless `TOOLCAT_REQUIRE_POSTGRES=1`, which fails instead. Built without the feature, it says
+//! so and fails under `TOOLCAT_REQUIRE_POSTGRES=1` too.
+//!
+//! `cargo test -p toolcat --features postgres --test limits`
+
+/// Whether a missing PostgreSQL (or feature) fails the test rather than skipping it.
+fn required() -> bool {
+    std::env::var_os("TOOLCAT_REQUIRE_POSTGRES").is_some_and(|v| v == "1")
+}
+
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn replicas_sharing_postgres_grant_a_limit_once_between_them() {
+    assert!(
+        !required(),
+        "TOOLCAT_REQUIRE_POSTGRES=1 but this test was built without feature `postgres`; run `cargo test -p toolcat --features postgres --test limits`"
+    );
+    eprintln!("skipped: built without feature `postgres` (cargo test -p toolcat --features postgres --test limits)");
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use std::process::Command;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use toolcat::limits::{Acquire, PostgresRateLimits, RateLimitStore, TOOL_KEY};
+    use toolcat::RateLimit;
+
+    fn limit(calls: u32, window_secs: u32) -> RateLimit {
+        RateLimit { calls, window_secs }
+    }
+
+    /// A PostgreSQL server for the test: `TOOLCAT_TEST_POSTGRES_URL`, else one started by
+    /// `tests/services/postgres` (stopped on drop); `None` (after printing `skipped: ...`) when
+    /// none can be had, unless `TOOLCAT_REQUIRE_POSTGRES=1`, which fails instead.
+    struct Server {
+        url: String,
+        dir: Option<tempfile::TempDir>,
+    }
+
+    const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/services/postgres");
+
+    impl Server {
+        fn get() -> Option<Server> {
+            if let Ok(url) = std::env::var("TOOLCAT_TEST_POSTGRES_URL") {
+                return Some(Server { url, dir: None });
+            }
+            let dir = tempfile::tempdir().unwrap();
+            // As root the server runs as the unprivileged `postgres` user, which must reach DIR.
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            let started = Command::new(SCRIPT)
+                .arg("start")
+                .arg(dir.path().join("pg"))
+                .output();
+            let why = match started {
+                Ok(o) if o.status.success() => {
+                    let url = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                    return Some(Server {
+                        url,
+                        dir: Some(dir),
+                    });
+                }
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Err(e) => format!("{SCRIPT}: {e}"),
+            };
+            assert!(
+                !super::required(),
+                "no PostgreSQL and TOOLCAT_REQUIRE_POSTGRES=1 requires one: {why}; set TOOLCAT_TEST_POSTGRES_URL or install PostgreSQL's server"
+            );
+            eprintln!("skipped: no PostgreSQL ({why}); set TOOLCAT_TEST_POSTGRES_URL, or TOOLCAT_REQUIRE_POSTGRES=1 to fail instead");
+            None
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            if let Some(dir) = &self.dir {
+                let _ = Command::new(SCRIPT)
+                    .arg("stop")
+                    .arg(dir.path().join("pg"))
+                    .output();
+            }
+        }
+    }
+
+    fn pool(url: &str, size: usize) -> deadpool_postgres::Pool {
+        let mut config = deadpool_postgres::Config::new();
+        config.url = Some(url.to_string());
+        config.pool = Some(deadpool_postgres::PoolConfig::new(size));
+        config
+            .create_pool(
+                Some(deadpool_postgres::Runtime::Tokio1),
+                tokio_postgres::NoTls,
+            )
+            .expect("the pool is configured")
+    }
+
+    /// A tool name no earlier run against the same server used.
+    fn fresh_tool(what: &str) -> String {
+        format!(
+            "{what}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        )
+    }
+
+    /// 200 concurrent acquires of one 10/min limit through four pools (as four replicas) grant
+    /// exactly 10; every refusal says to retry within the 6 s emission interval; and the
+    /// server's clock decides, so a refused caller that waits its answer is granted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_sharing_postgres_grant_a_limit_once_between_them() {
+        let Some(server) = Server::get() else {
+            return;
+        };
+        let mut replicas = Vec::new();
+        for _ in 0..4 {
+            let limits = PostgresRateLimits::new(pool(&server.url, 8), "test")
+                .await
+                .expect("the rate_limits table is created");
+            replicas.push(Arc::new(limits));
+        }
+        let tool = Arc::new(fresh_tool("ten-per-minute"));
+        let started = std::time::Instant::now();
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let limits = Arc::clone(&replicas[i % replicas.len()]);
+                let tool = Arc::clone(&tool);
+                tokio::spawn(async move { limits.acquire(&tool, TOOL_KEY, limit(10, 60)).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap().expect("the statement runs"));
+        }
+        let elapsed = started.elapsed();
+        let granted = answers.iter().filter(|a| **a == Acquire::Granted).count();
+        assert_eq!(granted, 10, "exactly the limit is granted across replicas");
+        for a in &answers {
+            if let Acquire::Refused { retry_after_ms } = a {
+                assert!((1..=6_000).contains(retry_after_ms), "{a:?}");
+            }
+        }
+        eprintln!("200 concurrent acquires through 4 pools: 10 granted in {elapsed:?}");
+
+        // 5 per second: a burst of 5, then the sixth waits its answer and is granted.
+        let limits = &replicas[0];
+        let tool = fresh_tool("five-per-second");
+        for _ in 0..5 {
+            assert_eq!(
+                limits.acquire(&tool, TOOL_KEY, limit(5, 1)).await.unwrap(),
+                Acquire::Granted
+            );
+        }
+        let Acquire::Refused { retry_after_ms } =
+            limits.acquire(&tool, TOOL_KEY, limit(5, 1)).await.unwrap()
+        else {
+            panic!("the sixth call within the second is refused");
+        };
+        assert!((1..=200).contains(&retry_after_ms), "{retry_after_ms}");
+        tokio::time::sleep(Duration::from_millis(retry_after_ms + 5)).await;
+        assert_eq!(
+            limits.acquire(&tool, TOOL_KEY, limit(5, 1)).await.unwrap(),
+            Acquire::Granted
+        );
+        drop(server);
+    }
+
+    /// A server that cannot be reached is an error naming the store, not a panic.
+    #[tokio::test]
+    async fn an_unreachable_server_is_a_store_error() {
+        // Port 1 on loopback: nothing listens there.
+        let e = PostgresRateLimits::new(
+            pool("postgres://toolcat@127.0.0.1:1/toolcat", 1),
+            "postgres://127.0.0.1:1/toolcat",
+        )
+        .await
+        .expect_err("nothing listens on port 1");
+        let text = e.to_string();
+        assert!(
+            text.contains("postgres://127.0.0.1:1/toolcat") && text.contains("server is up"),
+            "{text}"
+        );
+    }
+}
