@@ -338,8 +338,9 @@ pub enum CallError {
     /// The tool itself failed, or cannot run here.
     #[error(transparent)]
     Tool(ToolError),
-    /// The call record could not be written before the call; nothing ran.
-    #[error("the call record could not be written ({0}); nothing ran; check the call store")]
+    /// The call record, or the state of the tool's rate limit, could not be written before the
+    /// call; nothing ran.
+    #[error("the call store could not be written ({0}); nothing ran; check the call store")]
     Store(String),
 }
 
@@ -894,7 +895,7 @@ impl<'c> Coordinator<'c> {
             return match shared.acquire(tool, TOOL_KEY, limit).await {
                 Ok(Acquire::Granted) => Ok(()),
                 Ok(Acquire::Refused { retry_after_ms }) => Err(refused(retry_after_ms)),
-                Err(e) => Err(CallError::Store(e.to_string())),
+                Err(e) => Err(CallError::Store(format!("the rate limit of `{tool}`: {e}"))),
             };
         }
         let Some(Some(limiter)) = self.per_tool.limiters.get(t.index()) else {

@@ -1073,7 +1073,9 @@ async fn with_rate_limits_every_limited_call_asks_that_store() {
         panic!("a store failure refuses the call, got {out:?}");
     };
     assert!(
-        e.to_string().contains("postgres://db.invalid/toolcat"),
+        e.to_string().contains("rate limit of `limited_read`")
+            && e.to_string().contains("postgres://db.invalid/toolcat")
+            && e.to_string().contains("nothing ran"),
         "{e}"
     );
     // A tool without a `rate_limit` never asks.
