@@ -235,11 +235,11 @@ mod encoder {
 
     #[test]
     #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
-    fn pooling_other_than_mean_is_refused_naming_the_file() {
+    fn pooling_modes_this_encoder_cannot_run_are_refused_naming_the_field() {
         let (_tmp, dir) = broken_model(|dir| {
             std::fs::write(
                 dir.join("1_Pooling/config.json"),
-                r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": true,
+                r#"{"word_embedding_dimension": 384, "pooling_mode_lasttoken": true,
                     "pooling_mode_mean_tokens": false}"#,
             )
             .unwrap();
@@ -248,7 +248,7 @@ mod encoder {
         });
         let msg = Encoder::load(&dir).unwrap_err().to_string();
         assert!(msg.contains("1_Pooling/config.json`"), "{msg}");
-        assert!(msg.contains("pooling_mode_mean_tokens"), "{msg}");
+        assert!(msg.contains("`pooling_mode_lasttoken` true"), "{msg}");
     }
 
     #[test]
