@@ -366,6 +366,9 @@ impl std::fmt::Debug for Encoder {
             .field("model_id", &self.model_id)
             .field("dim", &self.hidden)
             .field("layers", &self.layers.len())
+            .field("kernel", &self.layers.first().map(|l| l.qkv_w.kernel()))
+            .field("pooling", &self.pooling)
+            .field("normalize", &self.normalize)
             .field("threads", &self.threads)
             .finish_non_exhaustive()
     }

@@ -10,6 +10,13 @@
 
 use std::process::Command;
 
+/// A line on stderr that shows whether the test passes or not (libtest captures `eprintln!` of a
+/// passing test, not direct writes): what a test could not run, and what it measured.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// The runtime (`toolcat`, default features) depends on none of the encoder's crates.
 #[test]
 fn default_build_has_no_encoder_dependencies() {
@@ -158,15 +165,14 @@ mod encoder {
             .iter()
             .map(|t| fast.token_ids(t).unwrap().len())
             .collect();
-        eprintln!(
-            "fast kernels ({} threads) against the f32 reference: {} texts ({} to {} tokens), \
+        say(&format!(
+            "fast kernels ({fast:?}) against the f32 reference: {} texts ({} to {} tokens), \
              min cosine {worst:.6} (`{}`)",
-            fast.threads(),
             texts.len(),
             tokens.iter().min().unwrap(),
             tokens.iter().max().unwrap(),
             refs[at].chars().take(60).collect::<String>()
-        );
+        ));
         assert!(worst >= 0.9999, "cosine {worst} for `{}`", refs[at]);
         // the split over threads changes no bit: each output column is computed the same way
         // whichever thread runs it
@@ -631,7 +637,9 @@ mod model_shapes {
         if std::env::var("TOOLCAT_REQUIRE_REFERENCE").as_deref() == Ok("1") {
             panic!("TOOLCAT_REQUIRE_REFERENCE=1 but {why}");
         }
-        eprintln!("NOT RUN: the comparison with the numpy reference: {why}");
+        say(&format!(
+            "NOT RUN: the comparison with the numpy reference: {why}"
+        ));
         None
     }
 
@@ -844,14 +852,14 @@ mod model_shapes {
                 .zip(&want)
                 .map(|(g, w)| (norm(g) / norm(w) - 1.0).abs())
                 .fold(0.0f32, f32::max);
-            eprintln!(
+            say(&format!(
                 "{name}: {} texts, dim {}, min cosine with the numpy reference {min:.6} (`{}`), \
                  largest length difference {:.2e}",
                 texts.len(),
                 enc.dim(),
                 refs[at].chars().take(50).collect::<String>(),
                 lengths
-            );
+            ));
             assert!(min >= 0.998, "{name}: cosine {min} for `{}`", refs[at]);
             assert!(lengths < 1e-2, "{name}: lengths differ by {lengths}");
             // queries and documents are unit vectors whatever the model normalises
