@@ -7,6 +7,7 @@ Usage:
     peer_dense.py --format livemcpbench   --queries tasks_dev.json        --corpus tools.json      --model DIR [...]
     peer_dense.py --selftest --model DIR
     peer_dense.py --embed TEXTS.json --model DIR
+    peer_dense.py --time-query QUERY --model DIR [--runs N]
     [--reference PATH]  the reference measurement script (default `../shared/bench/peer_dense.py`
                         beside the repository); exit 2 when it is missing
 
@@ -37,6 +38,11 @@ the model's files and a mean-pooling `1_Pooling/config.json`), and the last laye
 are taken from its last LayerNorm call (its `_ln`, wrapped); weights of another float type (f16)
 are widened to f32 by the reference's own loader. No prompt is added: the texts are embedded as
 given.
+
+`--time-query QUERY` times the reference's `encode_one` of QUERY alone (one BLAS thread):
+one untimed warm-up, then N runs (default 200) each timed with time.perf_counter; prints one
+JSON line {tokens, runs, p50_us, p99_us, mean_us} (nearest rank). `cargo run --release -p
+toolcat-semantic --example query_latency` runs it beside the in-house encoder.
 
 Kept here on purpose, because `bench/compare --semantic` compares this script's rows with
 `toolcat eval --semantic` query by query and reads its JSON:
@@ -171,6 +177,8 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--selftest", action="store_true")
     ap.add_argument("--embed", type=Path, help="a JSON list of texts: print their embeddings")
+    ap.add_argument("--time-query", help="time the encoding of this query alone")
+    ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--reference", type=Path, default=REFERENCE,
                     help="the reference measurement script (default: ../shared/bench/peer_dense.py)")
     a = ap.parse_args()
@@ -178,6 +186,21 @@ def main():
         ref = load_reference(a.reference.resolve())
         json.dump(embed(ref, a.model, json.loads(a.embed.read_text()), a.max_len), sys.stdout)
         print()
+        return
+    if a.time_query is not None:
+        ref = load_reference(a.reference.resolve())
+        model = ref.MiniLM(a.model, a.max_len)
+        model.encode_one(a.time_query)
+        times = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            model.encode_one(a.time_query)
+            times.append((time.perf_counter() - t0) * 1e6)
+        mean_us = sum(times) / len(times)
+        times.sort()
+        print(json.dumps({"tokens": len(model.tok.encode(a.time_query).ids), "runs": a.runs,
+                          "p50_us": percentile(times, 50), "p99_us": percentile(times, 99),
+                          "mean_us": mean_us}))
         return
     if not a.selftest and not (a.format and a.queries and a.corpus):
         ap.error("--format, --queries and --corpus are required")

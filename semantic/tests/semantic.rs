@@ -543,7 +543,7 @@ mod encoder {
         let mut times = Vec::new();
         for (q, gold) in &sample {
             let start = Instant::now();
-            let qv = enc.encode_one(q).unwrap();
+            let qv = enc.encode_query(q).unwrap();
             let scores = vectors.cosine_all(&qv);
             let mut order: Vec<usize> = (0..scores.len()).collect();
             order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
