@@ -880,10 +880,10 @@ mod model_shapes {
         let (_tmp, dir) = variant(|d| convert_weights(d, Dtype::BF16));
         let got = Encoder::load(&dir).unwrap().encode(&refs).unwrap();
         let (min, at) = worst(&got, &f32_model);
-        eprintln!(
+        say(&format!(
             "bf16 weights against f32: min cosine {min:.6} (`{}`)",
             refs[at]
-        );
+        ));
         assert!(min >= 0.99, "cosine {min} for `{}`", refs[at]);
     }
 
