@@ -869,6 +869,68 @@ mod model_shapes {
         }
     }
 
+    /// RoBERTa's positions start at `pad_token_id + 1` and its tensors may carry the `roberta.`
+    /// prefix: the model with `model_type` `roberta`, `pad_token_id` 0, renamed tensors and its
+    /// position table moved down one row embeds every text exactly as the BERT original; a
+    /// position table too short for the offset is refused naming the field.
+    #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
+    fn roberta_positions_start_after_the_padding_index() {
+        let texts = texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let bert = Encoder::load(&model_dir()).unwrap();
+        let (_tmp, dir) = variant(|d| {
+            let cfg = std::fs::read_to_string(d.join("config.json")).unwrap();
+            let mut cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+            cfg["model_type"] = "roberta".into();
+            cfg["pad_token_id"] = 0.into();
+            std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
+            let bytes = std::fs::read(d.join("model.safetensors")).unwrap();
+            let st = SafeTensors::deserialize(&bytes).unwrap();
+            let tensors: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = st
+                .tensors()
+                .into_iter()
+                .map(|(name, view)| {
+                    let mut data = view.data().to_vec();
+                    if name.ends_with("embeddings.position_embeddings.weight") {
+                        let row = view.shape()[1] * 4;
+                        data.rotate_right(row);
+                    }
+                    let name = format!("roberta.{}", name.trim_start_matches("bert."));
+                    (name, view.dtype(), view.shape().to_vec(), data)
+                })
+                .collect();
+            let views = tensors.iter().map(|(name, dt, shape, data)| {
+                (
+                    name.clone(),
+                    TensorView::new(*dt, shape.clone(), data).unwrap(),
+                )
+            });
+            let out = safetensors::serialize(views, None).unwrap();
+            std::fs::write(d.join("model.safetensors"), out).unwrap();
+        });
+        let roberta = Encoder::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(roberta.max_tokens(), 128);
+        let (min, at) = worst(
+            &roberta.encode(&refs).unwrap(),
+            &bert.encode(&refs).unwrap(),
+        );
+        say(&format!(
+            "roberta positions (pad 0, table moved one row): min cosine with bert {min:.7}"
+        ));
+        assert!(min > 0.99999, "cosine {min} for `{}`", refs[at]);
+
+        let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let mut cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+        cfg["pad_token_id"] = 600.into();
+        std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
+        let msg = Encoder::load(&dir).unwrap_err().to_string();
+        assert!(
+            msg.contains("config.json`") && msg.contains("`pad_token_id` 600"),
+            "{msg}"
+        );
+    }
+
     /// bf16 weights (which numpy cannot load, so no reference) embed close to the f32 model: bf16
     /// keeps 8 bits of mantissa, the rounding of the weights alone moves the embeddings.
     #[test]
