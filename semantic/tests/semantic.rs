@@ -931,6 +931,27 @@ mod model_shapes {
         );
     }
 
+    /// A SentencePiece (Unigram) tokenizer with XLM-R's special tokens, whose unknown token is
+    /// known by `model.unk_id` alone: its post-processor adds `<s>` … `</s>`, and a query of
+    /// unknown pieces only has no words.
+    #[test]
+    #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
+    fn a_sentencepiece_tokenizer_brings_its_own_special_and_unknown_tokens() {
+        const UNIGRAM: &str = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}, {"id": 1, "content": "<pad>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}, {"id": 2, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}], "normalizer": null, "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}], "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "</s>", "type_id": 1}}], "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]}, "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}, "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}, "model": {"type": "Unigram", "unk_id": 3, "vocab": [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["▁send", -1.0], ["▁an", -1.0], ["▁email", -1.0], ["s", -3.0], ["e", -3.0]], "byte_fallback": false}}"#;
+        let (_tmp, dir) = variant(|d| std::fs::write(d.join("tokenizer.json"), UNIGRAM).unwrap());
+        let enc = Encoder::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(enc.token_ids("send an email").unwrap(), [0, 4, 5, 6, 2]);
+        assert_eq!(enc.token_ids("xyz").unwrap(), [0, 3, 2]);
+        assert_eq!(
+            enc.encode_query("xyz"),
+            Err(toolcat_semantic::SemanticError::NoWords)
+        );
+        assert_eq!(
+            enc.encode_query("send xyz").unwrap(),
+            enc.encode_document("send xyz").unwrap()
+        );
+    }
+
     /// bf16 weights (which numpy cannot load, so no reference) embed close to the f32 model: bf16
     /// keeps 8 bits of mantissa, the rounding of the weights alone moves the embeddings.
     #[test]
