@@ -846,8 +846,9 @@ impl Encoder {
 
     /// Embeds a search query: [`Encoder::query_prompt`] put before it, one L2-normalised
     /// vector of [`Encoder::dim`] floats whatever [`Encoder::normalizes`] says. A query whose
-    /// own tokens (the prompt's aside) are all special tokens or the unknown token (control
-    /// characters, zero-width spaces, `[SEP]` typed as text) is refused, since its embedding
+    /// own tokens (the prompt's aside) are all special tokens, the unknown token or
+    /// SentencePiece's word-start mark `▁` alone (control characters, zero-width spaces, `[SEP]`
+    /// typed as text) is refused, since its embedding
     /// says nothing about it yet would still rank tools.
     ///
     /// # Errors
@@ -856,14 +857,20 @@ impl Encoder {
     pub fn encode_query(&self, text: &str) -> Result<Vec<f32>, SemanticError> {
         let prompt = &self.prompts.query;
         let enc = self.encoding(&format!("{prompt}{text}"))?;
-        // A token of the query ends past the prompt (offsets are in bytes of the input).
+        // A word: a token of the query (it ends past the prompt; offsets are in bytes of the
+        // input), not special, not unknown, and not SentencePiece's word-start mark alone
+        // (which comes before an unknown piece).
         let words = enc
             .get_ids()
             .iter()
+            .zip(enc.get_tokens())
             .zip(enc.get_special_tokens_mask())
             .zip(enc.get_offsets())
-            .any(|((id, &special), &(_, end))| {
-                special == 0 && end > prompt.len() && !self.not_words.contains(id)
+            .any(|(((id, token), &special), &(_, end))| {
+                special == 0
+                    && end > prompt.len()
+                    && !self.not_words.contains(id)
+                    && !token.trim_start_matches('\u{2581}').trim().is_empty()
             });
         if !words {
             return Err(SemanticError::NoWords);
