@@ -953,8 +953,9 @@ mod model_shapes {
         );
     }
 
-    /// bf16 weights (which numpy cannot load, so no reference) embed close to the f32 model: bf16
-    /// keeps 8 bits of mantissa, the rounding of the weights alone moves the embeddings.
+    /// bf16 weights (which numpy cannot load, so no reference) embed within cosine 0.9995 of the
+    /// f32 model (0.999965 measured at worst): bf16 keeps 8 bits of mantissa, so the rounding of
+    /// the weights alone moves the embeddings.
     #[test]
     #[ignore = "needs the model: semantic/tests/model/fetch, or TOOLCAT_MODEL_DIR"]
     fn bf16_weights_embed_close_to_the_f32_model() {
@@ -968,7 +969,7 @@ mod model_shapes {
             "bf16 weights against f32: min cosine {min:.6} (`{}`)",
             refs[at]
         ));
-        assert!(min >= 0.99, "cosine {min} for `{}`", refs[at]);
+        assert!(min >= 0.9995, "cosine {min} for `{}`", refs[at]);
     }
 
     /// e5-style prompts: queries get "query: ", tool texts "passage: " (each embedded as the text
