@@ -573,7 +573,7 @@ mod encoder {
 ///
 /// The reference runs in a Python with numpy, `tokenizers`, `safetensors`, `bm25s` and
 /// `PyStemmer`: `$TOOLCAT_REFERENCE_PYTHON`, else `target/peer-venv/bin/python` (the environment
-/// `bench/compare` makes). Without it the comparisons print that they did not run, and fail when
+/// `bench/compare --semantic` makes). Without it the comparisons print that they did not run, and fail when
 /// `TOOLCAT_REQUIRE_REFERENCE=1` (as `.ci/run` sets).
 mod model_shapes {
     use super::*;
@@ -622,7 +622,7 @@ mod model_shapes {
         let why = if !works {
             format!(
                 "`{}` is not a Python with numpy, tokenizers, safetensors, bm25s and PyStemmer \
-                 (set TOOLCAT_REFERENCE_PYTHON, or run bench/compare once to make \
+                 (set TOOLCAT_REFERENCE_PYTHON, or run `bench/compare --semantic` once to make \
                  target/peer-venv)",
                 python.display()
             )
