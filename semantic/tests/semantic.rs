@@ -573,8 +573,8 @@ mod encoder {
 ///
 /// The reference runs in a Python with numpy, `tokenizers`, `safetensors`, `bm25s` and
 /// `PyStemmer`: `$TOOLCAT_REFERENCE_PYTHON`, else `target/peer-venv/bin/python` (the environment
-/// `bench/compare --semantic` makes). Without it the comparisons print that they did not run, and fail when
-/// `TOOLCAT_REQUIRE_REFERENCE=1` (as `.ci/run` sets).
+/// `bench/compare --semantic` makes). Without it the comparisons print that they did not run,
+/// and fail when `TOOLCAT_REQUIRE_REFERENCE=1` (for `.ci/run` to set).
 mod model_shapes {
     use super::*;
     use std::path::{Path, PathBuf};
