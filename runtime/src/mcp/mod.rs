@@ -2574,6 +2574,73 @@ mod tests {
         assert_eq!(text, archived.to_string());
     }
 
+    /// An identity's table is the server's intersected with the identity's profile and scope:
+    /// never a tool the server does not serve, never one outside the identity's grant.
+    #[test]
+    fn an_identitys_table_never_widens_the_servers() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let scopes = [Exposure::ReadOnly, Exposure::Staging, Exposure::Full];
+        let profiles: Vec<String> = catalog
+            .profiles()
+            .map(|p| catalog.profile_name(p).to_string())
+            .collect();
+        for server_profile in &profiles {
+            for &server_scope in &scopes {
+                let base = ScopeTable::new(
+                    coordinator(catalog, std::env::temp_dir()),
+                    server_profile,
+                    server_scope,
+                )
+                .unwrap();
+                for profile in &profiles {
+                    for &scope in &scopes {
+                        let id =
+                            auth::Identity::new("t".into(), Some(profile.clone()), scope, &[b"t"]);
+                        let narrowed = base.narrowed(&id).unwrap();
+                        let own = ScopeTable::new(
+                            coordinator(catalog, std::env::temp_dir()),
+                            profile,
+                            scope,
+                        )
+                        .unwrap();
+                        assert_eq!(narrowed.exposure(), server_scope.min(scope));
+                        for t in catalog.tools_in(&narrowed.listed_bits) {
+                            assert!(base.is_listed(t) && own.is_listed(t), "{profile} {scope}");
+                        }
+                        for t in narrowed.listed() {
+                            assert!(narrowed.is_listed(*t));
+                        }
+                        for (t, d) in narrowed.listed().iter().zip(narrowed.definitions()) {
+                            assert_eq!(d.name, catalog.exported_name(*t));
+                        }
+                        // Exactly the intersection of what may run.
+                        for t in catalog.tools_in(&base.allowed) {
+                            assert_eq!(
+                                narrowed.is_allowed(t),
+                                own.is_allowed(t),
+                                "{profile} {scope}"
+                            );
+                        }
+                        for t in catalog.tools_in(&narrowed.allowed) {
+                            assert!(base.is_allowed(t));
+                        }
+                    }
+                }
+            }
+        }
+        let base = ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "full",
+            Exposure::Full,
+        )
+        .unwrap();
+        let unknown = auth::Identity::new("t".into(), Some("nope".into()), Exposure::Full, &[]);
+        assert!(matches!(
+            base.narrowed(&unknown),
+            Err(ScopeError::Profile(_))
+        ));
+    }
+
     #[test]
     fn cursors_carry_the_generation_and_stay_in_range() {
         assert_eq!(parse_cursor("3:50", 3, 120).ok(), Some(50));
