@@ -20,7 +20,10 @@
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece;
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
-//!   discovered tools, schema drift, calls.
+//!   discovered tools, schema drift, calls;
+//! - `mcp` (feature `mcp`): the MCP server over stdio and streamable HTTP, with bearer-token
+//!   authentication (`mcp::auth`) and, with feature `oauth`, an OAuth 2.1 resource server
+//!   (`mcp::oauth`: JWT access tokens checked against the issuer's JWKS).
 
 #![forbid(unsafe_code)]
 

@@ -84,6 +84,19 @@
 //! SDK answers an unknown method with `-32601`; a bad cursor is `-32602`. The connection keeps
 //! serving after each.
 //!
+//! # Authentication (HTTP)
+//! With [`HttpOptions::auth`] ([`auth`]: a tokens file; [`oauth`], feature `oauth`: JWT access
+//! tokens of an OAuth 2.1 issuer) every HTTP request needs `Authorization: Bearer TOKEN`; one
+//! without a valid token answers 401 with a `WWW-Authenticate: Bearer` challenge (403
+//! `insufficient_scope` for a valid JWT without a `toolcat:` scope) before the SDK sees it. An
+//! accepted request carries its [`auth::Identity`] in the HTTP request's extensions, which the
+//! SDK hands to the handler (`RequestContext::extensions` holds the request's
+//! `http::request::Parts`); `tools/list` and `tools/call` then answer within
+//! [`Shared::table_for`] the identity: the server's table narrowed to the identity's profile
+//! and scope ([`ScopeTable::narrowed`]), never wider. Results are archived for the session's
+//! owner bound to the identity ([`auth::Identity::archive_owner`]), or for the identity alone in
+//! stateless mode, so another token's request reads none of them.
+//!
 //! # Reloading
 //! With a catalog file ([`Reload`]), the file is polled every [`RELOAD_POLL`] (modification time
 //! and length); a changed file is loaded and validated. A catalog that fails validation, or no
@@ -1620,8 +1633,11 @@ fn foreign(request: &Request<Incoming>, port: u16) -> Option<Response<HttpBody>>
     })
 }
 
-/// One HTTP request. It is refused with 403 unless its `Host` and `Origin` are this server's, on
-/// `port` ([`loopback`]). Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
+/// One HTTP request. Without authentication it is refused with 403 unless its `Host` and
+/// `Origin` are this server's, on `port` ([`loopback`]); with it, the protected resource
+/// metadata is answered at [`auth::WELL_KNOWN`] (and `WELL_KNOWN/mcp`), and any other request
+/// without a valid bearer token is answered by [`challenge`]; an accepted one carries its
+/// [`auth::Identity`] in its extensions. Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
 /// `Content-Length` is over [`guard::MAX_MESSAGE_BYTES`] is answered 413 before its body is read;
 /// a body must arrive within [`BODY_READ_TIMEOUT`] (408); it then passes the size limit and
 /// [`guard::check`] before the SDK's streamable HTTP service sees it; refusals are JSON-RPC
