@@ -123,9 +123,14 @@ fn challenge(head: &str) -> String {
 /// A JSON-RPC POST to `/mcp` with `token`; returns the status, headers and the JSON-RPC
 /// message of the body (plain JSON, or the first `data:` line of an event stream).
 fn rpc(addr: &str, token: Option<&str>, message: &Value) -> (u16, String, Value) {
+    rpc_with(addr, token, "", message)
+}
+
+/// [`rpc`] with `extra` header lines (each ending in `\r\n`).
+fn rpc_with(addr: &str, token: Option<&str>, extra: &str, message: &Value) -> (u16, String, Value) {
     let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
+        .map(|t| format!("Authorization: Bearer {t}\r\n{extra}"))
+        .unwrap_or_else(|| extra.to_string());
     let (status, head, body) = http(addr, "POST", "/mcp", &auth, &message.to_string());
     let json = body
         .lines()
@@ -276,6 +281,30 @@ async fn each_token_is_served_its_profile_and_scope_and_a_revoked_one_is_refused
         .unwrap();
     assert_eq!(body(&r)["error"], "outside-scope", "{:?}", body(&r));
     assert_eq!(body(&r)["exposure"], "staging", "{:?}", body(&r));
+
+    // A session id is not a credential: another token cannot use a session it did not open.
+    let (status, head, _) = rpc(&addr, Some(&wide), &init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .expect("an Mcp-Session-Id");
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    rpc_with(&addr, Some(&wide), &in_session, &initialized);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (_, _, own) = rpc_with(&addr, Some(&wide), &in_session, &list);
+    assert!(own["result"]["tools"].is_array(), "{own}");
+    let (_, _, other) = rpc_with(&addr, Some(&read_only), &in_session, &list);
+    let message = other["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("opened by token `wide`, not token `ro`"),
+        "{other}"
+    );
 
     // Revoked: the next request of that token is refused, without a restart; the other works.
     toolcat(&["token", "revoke", "--file", file.to_str().unwrap(), "ro"]);

@@ -88,6 +88,12 @@ impl Identity {
         }
     }
 
+    /// Whether `other` is the same principal (the same token, or the same issuer and subject),
+    /// whatever it is granted.
+    pub fn same_principal(&self, other: &Identity) -> bool {
+        bool::from(self.key.ct_eq(&other.key))
+    }
+
     /// The owner of the results archived for this identity: within `session` (an MCP session's
     /// own owner) when there is one, else the identity's alone (a stateless request), so a
     /// result archived for one identity is never read under another.

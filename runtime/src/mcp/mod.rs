@@ -738,6 +738,9 @@ pub struct McpServer {
     /// Whether this handler answers one stateless HTTP request (no session): an authenticated
     /// request's results are then archived for its identity alone.
     stateless: bool,
+    /// The principal of the first authenticated request of this session: a later request of
+    /// another one is refused (a session id is not a credential).
+    principal: Arc<Mutex<Option<auth::Identity>>>,
 }
 
 impl McpServer {
@@ -750,7 +753,38 @@ impl McpServer {
             joined: Arc::default(),
             session_generation: Arc::default(),
             stateless: false,
+            principal: Arc::default(),
         }
+    }
+
+    /// The table a request of `identity` is served ([`Shared::table_for`]); refused when this
+    /// session was opened by another principal.
+    fn request_table(
+        &self,
+        identity: Option<&auth::Identity>,
+    ) -> Result<Arc<ScopeTable>, ErrorData> {
+        let Some(id) = identity else {
+            return Ok(self.shared.table());
+        };
+        if !self.stateless {
+            let mut first = self.principal.lock().unwrap_or_else(|p| p.into_inner());
+            match &*first {
+                None => *first = Some(id.clone()),
+                Some(opened) if opened.same_principal(id) => {}
+                Some(opened) => {
+                    return Err(ErrorData::invalid_request(
+                        format!(
+                            "this MCP session was opened by {}, not {}; open a session of your own (`initialize` without `Mcp-Session-Id`)",
+                            opened.principal, id.principal
+                        ),
+                        None,
+                    ))
+                }
+            }
+        }
+        self.shared
+            .table_for(Some(id))
+            .map_err(|e| unservable(id, &e))
     }
 
     /// The handler of one stateless HTTP request over `shared` (see [`HttpOptions::stateless`]).
@@ -1194,13 +1228,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let table = match identity_of(&context) {
-            None => self.shared.table(),
-            Some(id) => self
-                .shared
-                .table_for(Some(&id))
-                .map_err(|e| unservable(&id, &e))?,
-        };
+        let table = self.request_table(identity_of(&context).as_ref())?;
         self.page(&table, request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
@@ -1227,13 +1255,7 @@ impl ServerHandler for McpServer {
             .then(|| elicitation_approver(context.peer.clone()));
         let before = self.session_generation.load(Ordering::SeqCst);
         let identity = identity_of(&context);
-        let table = match &identity {
-            None => self.shared.table(),
-            Some(id) => self
-                .shared
-                .table_for(Some(id))
-                .map_err(|e| unservable(id, &e))?,
-        };
+        let table = self.request_table(identity.as_ref())?;
         let result = self
             .call_in(
                 &table,
