@@ -1903,8 +1903,10 @@ pub struct HttpOptions {
     /// `Mcp-Session-Id` is issued, nothing waits for `initialize`, any replica behind a
     /// balancer can answer any request; no server-to-client notifications (`list_changed`,
     /// elicitation for `gated` tools) outlive a request, and `--dynamic` discovery does not
-    /// persist. Default (`false`): sessions, which a balancer must keep on one replica
-    /// (affinity on the `Mcp-Session-Id` header).
+    /// persist; without authentication each request is its own archive owner, so an archived
+    /// result cannot be read back (with it, the token's requests share one). Default
+    /// (`false`): sessions, which a balancer must keep on the replica that issued their
+    /// `Mcp-Session-Id`.
     pub stateless: bool,
 }
 
