@@ -1361,7 +1361,8 @@ fn http_on_a_non_loopback_address_is_refused_naming_the_fix() {
             stderr.contains("not a loopback address")
                 && stderr.contains("no authentication")
                 && stderr.contains("127.0.0.1")
-                && stderr.contains("reverse proxy"),
+                && stderr.contains("--tokens FILE")
+                && stderr.contains("--oauth-issuer URL"),
             "{addr}: {stderr}"
         );
         assert!(!stderr.contains("listening"), "{stderr}");

@@ -72,6 +72,8 @@ mod search_quality;
 mod semantic_cli;
 /// `toolcat serve`: the MCP server lists and runs exactly the exposure table, through a real MCP client, and survives hostile input.
 mod serve;
+/// `toolcat serve --http` with bearer tokens and OAuth JWTs: each token's profile and scope, revocation without restart, stateless requests, non-loopback binds.
+mod serve_auth;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.

@@ -126,6 +126,28 @@ impl ArchiveOwner {
     pub fn new() -> ArchiveOwner {
         ArchiveOwner(random_bits().unwrap_or_else(|_| unique_bits()))
     }
+
+    /// The owner of everything archived for `key` (an authenticated principal's stable key) in
+    /// any session: the same key gives the same owner, in this process or another.
+    pub fn of_key(key: &[u8]) -> ArchiveOwner {
+        ArchiveOwner::derive(b"toolcat archive owner: key\0", &[], key)
+    }
+
+    /// This owner narrowed to `key`: results archived under the pair are read back only under
+    /// the same pair (one session of one authenticated principal).
+    pub fn bound_to(self, key: &[u8]) -> ArchiveOwner {
+        ArchiveOwner::derive(b"toolcat archive owner: session\0", &self.0, key)
+    }
+
+    fn derive(domain: &[u8], a: &[u8], b: &[u8]) -> ArchiveOwner {
+        let mut h = Sha256::new();
+        h.update(domain);
+        h.update(a);
+        h.update(b);
+        let mut bits = [0u8; 16];
+        bits.copy_from_slice(&h.finalize()[..16]);
+        ArchiveOwner(bits)
+    }
 }
 
 impl Default for ArchiveOwner {

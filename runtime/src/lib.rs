@@ -22,7 +22,10 @@
 //! - [`limits`]: the state of the tools' rate limits kept in a store (the call store's SQLite
 //!   file, or PostgreSQL with feature `postgres`), shared by the processes using it;
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
-//!   discovered tools, schema drift, calls.
+//!   discovered tools, schema drift, calls;
+//! - `mcp` (feature `mcp`): the MCP server over stdio and streamable HTTP, with bearer-token
+//!   authentication (`mcp::auth`) and, with feature `oauth`, an OAuth 2.1 resource server
+//!   (`mcp::oauth`: JWT access tokens checked against the issuer's JWKS).
 
 #![forbid(unsafe_code)]
 

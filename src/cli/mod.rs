@@ -10,7 +10,8 @@
 //! Layout: [`args`] holds the arguments and catalog resolution every command shares, and imports
 //! no sibling but the leaf [`seen`] (catalog warnings shown once per content); each subcommand is
 //! a module of its own ([`check`], [`list`], [`search`], [`plan`], [`export`], [`import`],
-//! [`generate`], [`init`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`]),
+//! [`generate`], [`init`], [`diff`], [`call`], [`session`], [`calls`], [`eval`], [`serve`], [`servers`],
+//! [`token`]),
 //! with its arguments and a `run` function; this module parses the command line and dispatches.
 //! No module imports one that imports it back.
 
@@ -35,6 +36,7 @@ pub mod seen;
 pub mod serve;
 pub mod servers;
 pub mod session;
+pub mod token;
 
 /// Declare every tool once; derive who owns, sees, may run and is exposed to what.
 #[derive(Debug, Parser)]
@@ -100,6 +102,10 @@ pub enum Command {
     /// `ready` (with its tool count and when they were listed), `failed` (why, and when the next
     /// attempt is) or `not-connected`.
     Servers(servers::ServersArgs),
+    /// Manage the bearer tokens of `toolcat serve --tokens FILE`: `add` (bound to a profile and
+    /// an exposure scope; the token is printed once, its SHA-256 stored), `list`, `revoke`
+    /// (refused by a running server from its next request).
+    Token(token::TokenArgs),
     /// Print the completion script of SHELL on stdout, e.g.
     /// `toolcat completions bash > ~/.local/share/bash-completion/completions/toolcat`.
     Completions {
@@ -256,6 +262,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Eval(a) => eval::run(&a),
         Command::Serve(a) => serve::run(&a),
         Command::Servers(a) => servers::run(&a),
+        Command::Token(a) => token::run(&a),
         Command::Completions { shell } => completions(shell),
     };
     match result {

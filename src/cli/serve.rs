@@ -33,13 +33,51 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S", value_enum)]
     pub exposure: ScopeArg,
     /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8080`; port 0 picks a free port,
-    /// printed on stderr) instead of stdio. The server has no authentication, so only loopback
-    /// addresses (`127.0.0.1`, `::1`) are accepted; requests must name a loopback host
-    /// (`localhost`, `127.0.0.1`, `[::1]`) with the bound port in their `Host` header and, when
-    /// they carry an `Origin`, be from `http(s)://` + such a host + the bound port, against DNS
-    /// rebinding. The endpoint is `/mcp`.
+    /// printed on stderr) instead of stdio. The endpoint is `/mcp`. Without `--tokens` or
+    /// `--oauth-issuer` there is no authentication, so only loopback addresses (`127.0.0.1`,
+    /// `::1`) are accepted, and requests must name a loopback host (`localhost`, `127.0.0.1`,
+    /// `[::1]`) with the bound port in their `Host` header and, when they carry an `Origin`, be
+    /// from `http(s)://` + such a host + the bound port, against DNS rebinding. With either,
+    /// any address may be bound and every request needs `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// With `--http`: authenticate requests with the bearer tokens of FILE (`toolcat token add`
+    /// makes them), each bound to a profile and an exposure scope; a request is served that
+    /// profile's tools ∩ `--profile`'s at the narrower of the two scopes. The file is re-read
+    /// when it changes, so a revoked token is refused at the next request.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub tokens: Option<PathBuf>,
+    /// With `--http`: act as an OAuth 2.1 resource server of this issuer: JWT access tokens are
+    /// validated against its JWKS (found from its `/.well-known/oauth-authorization-server`,
+    /// else `openid-configuration`); the `scope` claim's `toolcat:read-only`, `toolcat:staging`
+    /// or `toolcat:full` grants the exposure scope (never wider than `--exposure`). The
+    /// protected resource metadata is served at `/.well-known/oauth-protected-resource/mcp`.
+    #[arg(long, value_name = "URL", requires_all = ["http", "oauth_audience"])]
+    pub oauth_issuer: Option<String>,
+    /// The audience (`aud`) an access token must carry, e.g. this server's URL.
+    #[arg(long, value_name = "AUD", requires = "oauth_issuer")]
+    pub oauth_audience: Option<String>,
+    /// The issuer's JWKS URL, instead of discovering it from the issuer's metadata.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_jwks: Option<String>,
+    /// A claim whose string value names the profile granted (a profile of the catalog; the
+    /// tools served are that profile's ∩ `--profile`'s). Default: `--profile` for every token.
+    #[arg(long, value_name = "NAME", requires = "oauth_issuer")]
+    pub oauth_profile_claim: Option<String>,
+    /// This server's resource identifier, as clients reach it (e.g.
+    /// `https://mcp.example.com/mcp` behind a TLS proxy); named in the protected resource
+    /// metadata and the `WWW-Authenticate` challenges. Default: `http://` + the request's
+    /// `Host` + `/mcp`.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// With `--http`: serve each request on its own, with no MCP session (no `Mcp-Session-Id`,
+    /// no `initialize` needed), so any replica behind a balancer answers any request. Without
+    /// it (the default) clients open sessions, which a balancer must keep on one replica
+    /// (affinity on the `Mcp-Session-Id` header); stateless requests get no `list_changed`
+    /// notifications, no elicitation for `gated` tools, and `--dynamic` discoveries do not
+    /// persist between requests.
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
     /// The workspace local tools run in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -78,9 +116,9 @@ pub struct ServeArgs {
 pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     if let Some(addr) = a.http {
         // Checked before the catalog loads: the refusal is about the command line alone.
-        if !addr.ip().is_loopback() {
+        if !addr.ip().is_loopback() && a.tokens.is_none() && a.oauth_issuer.is_none() {
             anyhow::bail!(
-                "`--http {addr}` is not a loopback address, and `toolcat serve` has no authentication: any host that reaches it could run tools; bind `127.0.0.1` or `[::1]`, and put an authenticating reverse proxy in front to serve other hosts"
+                "`--http {addr}` is not a loopback address, and no authentication is configured: any host that reaches it could run tools; configure `--tokens FILE` (`toolcat token add`) or `--oauth-issuer URL --oauth-audience AUD`, or bind `127.0.0.1` or `[::1]`"
             );
         }
     }
@@ -177,6 +215,31 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
             ""
         }
     );
+    let mut auth = mcp::auth::Authenticator::default();
+    if let Some(path) = &a.tokens {
+        auth = auth.with_tokens(mcp::auth::Tokens::open(path, shared.table().catalog())?);
+    }
+    if let (Some(issuer), Some(audience)) = (&a.oauth_issuer, &a.oauth_audience) {
+        let config = mcp::oauth::OAuthConfig {
+            issuer: issuer.clone(),
+            audience: audience.clone(),
+            jwks: a.oauth_jwks.clone(),
+            profile_claim: a.oauth_profile_claim.clone(),
+            resource: a.oauth_resource.clone(),
+        };
+        let oauth = runtime
+            .block_on(mcp::oauth::OAuth::start(config))
+            .with_context(|| format!("cannot use the OAuth issuer `{issuer}`"))?;
+        eprintln!(
+            "toolcat serve: OAuth issuer `{issuer}`, keys from `{}`",
+            oauth.jwks_url()
+        );
+        auth = auth.with_oauth(oauth);
+    }
+    let options = mcp::HttpOptions {
+        auth: auth.is_configured().then(|| Arc::new(auth)),
+        stateless: a.stateless,
+    };
     runtime.block_on(async move {
         if let Some(reload) = reload {
             tokio::spawn(mcp::watch(Arc::clone(&shared), reload));
@@ -185,7 +248,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
             None => mcp::serve_stdio(shared)
                 .await
                 .context("serving MCP on stdio failed"),
-            Some(addr) => mcp::serve_http(shared, addr, |bound| {
+            Some(addr) => mcp::serve_http_with(shared, addr, options, |bound| {
                 eprintln!("toolcat serve: listening on http://{bound}/mcp");
             })
             .await

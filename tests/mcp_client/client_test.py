@@ -22,7 +22,10 @@ workspace, serving a copy of the reference catalog (`--catalog`):
    its arguments and the file); one that declines sees `denied` and the file unchanged;
 5. a client of protocol 2026-07-28 (`server/discover`): subscribe to tool-list changes
    (`subscriptions/listen`), move `read_file` to exposure `full` in the catalog file, receive
-   `notifications/tools/list_changed`, and see `read_file` gone from the list and refused.
+   `notifications/tools/list_changed`, and see `read_file` gone from the list and refused;
+6. (http) `serve --tokens FILE`: a client sending `Authorization: Bearer TOKEN` (a `read-only`
+   token of `toolcat token add`) lists exactly the read-only scope's tools and has a staging
+   tool refused; a client without the header is refused (401).
 
 Exits 1 with the failed check on stderr.
 """
@@ -39,6 +42,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged, listen
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import ElicitResult, PaginatedRequestParams, ToolListChangedNotification
 
 PROFILE = "coding"
@@ -310,6 +314,43 @@ async def over_http(toolcat, workspace, catalog):
     finally:
         dyn.terminate()
         dyn.wait(timeout=10)
+    await with_bearer_token(toolcat, workspace, catalog)
+
+
+async def with_bearer_token(toolcat, workspace, catalog):
+    """`serve --tokens FILE`: the token's scope (`read-only`) replaces the server's (`staging`)."""
+    tokens = os.path.join(workspace, "tokens.toml")
+    token = subprocess.run([toolcat, "token", "add", "--file", tokens, "--name", "python",
+                            "--profile", PROFILE, "--scope", "read-only", "--catalog", catalog],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    server = start(toolcat, workspace, catalog, "--tokens", tokens)
+    try:
+        url = listening(server)
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with client:
+            async with streamable_http_client(url, http_client=client) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    names, _ = await list_all(session)
+                    in_scope = {row["name"] for row in toolcat_list(toolcat, "--profile", PROFILE, "--exposure", "read-only")}
+                    expected = [row["name"] for row in toolcat_list(toolcat, "--profile", PROFILE)
+                                if row["name"] in in_scope or served_meta_tool(row)]
+                    check(names == expected, f"a read-only token lists the read-only scope: {set(names) ^ set(expected)}")
+                    body = error_body(await session.call_tool("edit_file", {"path": "a.txt", "old_string": "hello", "new_string": "x"}))
+                    check(body["error"] == "outside-scope", f"a staging tool is refused to a read-only token: {body}")
+        refused = False
+        try:
+            with anyio.fail_after(30):
+                async with streamable_http_client(url) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        await session.initialize()
+        except Exception as e:  # the SDK raises the 401's JSON-RPC error, inside task groups
+            refused = "requires authentication" in repr(e)
+        check(refused, "a client without a token is refused")
+        print(f"http: a read-only bearer token lists {len(names)} tools (the read-only scope); no token is refused")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def start(toolcat, workspace, catalog, *extra):

@@ -84,6 +84,19 @@
 //! SDK answers an unknown method with `-32601`; a bad cursor is `-32602`. The connection keeps
 //! serving after each.
 //!
+//! # Authentication (HTTP)
+//! With [`HttpOptions::auth`] ([`auth`]: a tokens file; [`oauth`], feature `oauth`: JWT access
+//! tokens of an OAuth 2.1 issuer) every HTTP request needs `Authorization: Bearer TOKEN`; one
+//! without a valid token answers 401 with a `WWW-Authenticate: Bearer` challenge (403
+//! `insufficient_scope` for a valid JWT without a `toolcat:` scope) before the SDK sees it. An
+//! accepted request carries its [`auth::Identity`] in the HTTP request's extensions, which the
+//! SDK hands to the handler (`RequestContext::extensions` holds the request's
+//! `http::request::Parts`); `tools/list` and `tools/call` then answer within
+//! [`Shared::table_for`] the identity: the server's table narrowed to the identity's profile
+//! and scope ([`ScopeTable::narrowed`]), never wider. Results are archived for the session's
+//! owner bound to the identity ([`auth::Identity::archive_owner`]), or for the identity alone in
+//! stateless mode, so another token's request reads none of them.
+//!
 //! # Reloading
 //! With a catalog file ([`Reload`]), the file is polled every [`RELOAD_POLL`] (modification time
 //! and length); a changed file is loaded and validated. A catalog that fails validation, or no
@@ -95,8 +108,11 @@
 //! (calls in flight may still use it, and the coordinator holds catalogs by `'static` reference);
 //! reloads follow edits by a person, so this is a few catalogs, not a stream.
 
+pub mod auth;
 pub mod guard;
 pub mod loopback;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -338,6 +354,56 @@ impl ScopeTable {
         })
     }
 
+    /// This table narrowed to what `identity` is granted: the tools of its profile (`None`:
+    /// this table's) at the narrower of its scope and this table's. Never wider than this
+    /// table: every set is this table's intersected with the identity's profile ∩ scope (the
+    /// meta-tools kept when the identity's profile owns them).
+    ///
+    /// # Errors
+    /// [`ScopeError::Profile`] when the identity's profile is not declared,
+    /// [`ScopeError::Excluded`] for scope `excluded`.
+    pub fn narrowed(&self, identity: &auth::Identity) -> Result<ScopeTable, ScopeError> {
+        let c = self.catalog;
+        let profile = match &identity.profile {
+            Some(name) => c.profile(name).map_err(ScopeError::Profile)?,
+            None => self.profile,
+        };
+        if identity.exposure == Exposure::Excluded {
+            return Err(ScopeError::Excluded);
+        }
+        let exposure = self.exposure.min(identity.exposure);
+        let scope = c.scope_tools(exposure).ok_or(ScopeError::Excluded)?;
+        let owned = c.profile_tools(profile);
+        let meta = c.tier_tools(Tier::Loop);
+        let mask: Vec<u64> = (0..c.words())
+            .map(|k| owned[k] & (scope[k] | meta[k]))
+            .collect();
+        let and =
+            |bits: &[u64]| -> Vec<u64> { (0..c.words()).map(|k| bits[k] & mask[k]).collect() };
+        let listed_bits = and(&self.listed_bits);
+        let (listed, definitions): (Vec<ToolIndex>, Vec<Tool>) = self
+            .listed
+            .iter()
+            .zip(&self.definitions)
+            .filter(|(t, _)| bit(&listed_bits, t.index()))
+            .map(|(t, d)| (*t, d.clone()))
+            .unzip();
+        Ok(ScopeTable {
+            catalog: c,
+            profile,
+            exposure,
+            allowed: and(&self.allowed),
+            listed,
+            listed_bits,
+            definitions,
+            known: and(&self.known),
+            allow_deprecated: self.allow_deprecated,
+            selection: self.selection.clone(),
+            core: and(&self.core),
+            coordinator: self.coordinator.clone(),
+        })
+    }
+
     /// The narrowing and discovery mode served.
     pub fn selection(&self) -> &Selection {
         &self.selection
@@ -565,7 +631,13 @@ pub struct Shared {
     changes: broadcast::Sender<()>,
     /// Clients that initialized over the `initialize` handshake (earlier protocols).
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The tables of authenticated identities, by profile and scope granted, each with the
+    /// table it narrows (an entry of a replaced table is rebuilt).
+    narrowed: Mutex<NarrowedTables>,
 }
+
+/// [`Shared::narrowed`]'s cache: (profile granted, scope granted) → (base, narrowed table).
+type NarrowedTables = HashMap<(Option<String>, Exposure), (Arc<ScopeTable>, Arc<ScopeTable>)>;
 
 impl Shared {
     /// The state of a server of `table`.
@@ -576,7 +648,33 @@ impl Shared {
             generation: Mutex::new(0),
             changes,
             legacy_peers: Mutex::new(Vec::new()),
+            narrowed: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The table a request of `identity` is served: the current table, narrowed to the
+    /// identity's profile and scope ([`ScopeTable::narrowed`]) when there is one.
+    ///
+    /// # Errors
+    /// As [`ScopeTable::narrowed`] (a profile the reloaded catalog no longer declares).
+    pub fn table_for(
+        &self,
+        identity: Option<&auth::Identity>,
+    ) -> Result<Arc<ScopeTable>, ScopeError> {
+        let base = self.table();
+        let Some(identity) = identity else {
+            return Ok(base);
+        };
+        let key = (identity.profile.clone(), identity.exposure);
+        let mut cache = self.narrowed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((b, t)) = cache.get(&key) {
+            if Arc::ptr_eq(b, &base) {
+                return Ok(Arc::clone(t));
+            }
+        }
+        let table = Arc::new(base.narrowed(identity)?);
+        cache.insert(key, (base, Arc::clone(&table)));
+        Ok(table)
     }
 
     /// The current scope table.
@@ -637,6 +735,12 @@ pub struct McpServer {
     joined: Arc<Mutex<Vec<String>>>,
     /// Bumped whenever this session's list grows; part of its cursors.
     session_generation: Arc<AtomicU64>,
+    /// Whether this handler answers one stateless HTTP request (no session): an authenticated
+    /// request's results are then archived for its identity alone.
+    stateless: bool,
+    /// The principal of the first authenticated request of this session: a later request of
+    /// another one is refused (a session id is not a credential).
+    principal: Arc<Mutex<Option<auth::Identity>>>,
 }
 
 impl McpServer {
@@ -648,6 +752,56 @@ impl McpServer {
             owner: ArchiveOwner::new(),
             joined: Arc::default(),
             session_generation: Arc::default(),
+            stateless: false,
+            principal: Arc::default(),
+        }
+    }
+
+    /// The table a request of `identity` is served ([`Shared::table_for`]); refused when this
+    /// session was opened by another principal.
+    fn request_table(
+        &self,
+        identity: Option<&auth::Identity>,
+    ) -> Result<Arc<ScopeTable>, ErrorData> {
+        let Some(id) = identity else {
+            return Ok(self.shared.table());
+        };
+        if !self.stateless {
+            let mut first = self.principal.lock().unwrap_or_else(|p| p.into_inner());
+            match &*first {
+                None => *first = Some(id.clone()),
+                Some(opened) if opened.same_principal(id) => {}
+                Some(opened) => {
+                    return Err(ErrorData::invalid_request(
+                        format!(
+                            "this MCP session was opened by {}, not {}; open a session of your own (`initialize` without `Mcp-Session-Id`)",
+                            opened.principal, id.principal
+                        ),
+                        None,
+                    ))
+                }
+            }
+        }
+        self.shared
+            .table_for(Some(id))
+            .map_err(|e| unservable(id, &e))
+    }
+
+    /// The handler of one stateless HTTP request over `shared` (see [`HttpOptions::stateless`]).
+    pub fn stateless(shared: Arc<Shared>) -> Self {
+        McpServer {
+            stateless: true,
+            ..McpServer::new(shared)
+        }
+    }
+
+    /// The archive owner of a request of `identity`: the session's, bound to the identity when
+    /// there is one; the identity's alone for a stateless request.
+    fn owner_for(&self, identity: Option<&auth::Identity>) -> ArchiveOwner {
+        match identity {
+            None => self.owner,
+            Some(id) if self.stateless => id.archive_owner(None),
+            Some(id) => id.archive_owner(Some(self.owner)),
         }
     }
 
@@ -723,11 +877,10 @@ impl McpServer {
         }
     }
 
-    /// One page of `tools/list`.
-    fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
-        let table = self.shared.table();
+    /// One page of `tools/list` of `table`.
+    fn page(&self, table: &ScopeTable, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
         let generation = self.cursor_generation();
-        let definitions = self.definitions(&table);
+        let definitions = self.definitions(table);
         let offset = match cursor {
             None => 0,
             Some(c) => parse_cursor(c, generation, definitions.len())?,
@@ -765,19 +918,37 @@ impl McpServer {
         approver: Option<Approver>,
     ) -> CallToolResult {
         let table = self.shared.table();
+        self.call_in(
+            &table, self.owner, name, arguments, cancel, caller, approver,
+        )
+        .await
+    }
+
+    /// [`McpServer::call_as`] within `table` (an identity's), its results archived for `owner`.
+    #[allow(clippy::too_many_arguments)]
+    async fn call_in(
+        &self,
+        table: &ScopeTable,
+        owner: ArchiveOwner,
+        name: &str,
+        arguments: Value,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+        caller: Caller,
+        approver: Option<Approver>,
+    ) -> CallToolResult {
         let caller = Caller {
             profile: Some(table.catalog().profile_name(table.profile()).to_string()),
             exposure: Some(table.exposure()),
             ..caller
         };
-        let served = self.served(&table);
-        let scope = self.scope(&table, served.as_deref());
+        let served = self.served(table);
+        let scope = self.scope(table, owner, served.as_deref());
         let t = match meta::resolve(&scope, name) {
             Ok(t) => t,
-            Err(_) => return unlisted(&table, &scope, name),
+            Err(_) => return unlisted(table, &scope, name),
         };
         let Some(m) = MetaTool::of(table.catalog(), t) else {
-            return run(&table, t, arguments, self.owner, cancel, caller, approver).await;
+            return run(table, t, arguments, owner, cancel, caller, approver).await;
         };
         // `tool_call` lists no output schema: its answer is the named tool's text alone.
         let unstructured = |mut result: CallToolResult| {
@@ -786,19 +957,19 @@ impl McpServer {
         };
         match meta::answer(&scope, m, t, &arguments, None) {
             Answer::Done(result) => {
-                self.disclose(&table, &result);
+                self.disclose(table, &result);
                 answered(result)
             }
             // `tool_call`: the named tool is called exactly as by `tools/call`.
             Answer::Call { name, arguments } => match meta::resolve(&scope, &name) {
-                Err(_) => unlisted(&table, &scope, &name),
+                Err(_) => unlisted(table, &scope, &name),
                 Ok(d) => match MetaTool::of(table.catalog(), d) {
                     None => unstructured(
-                        run(&table, d, arguments, self.owner, cancel, caller, approver).await,
+                        run(table, d, arguments, owner, cancel, caller, approver).await,
                     ),
                     Some(m) => {
                         let result = meta::answer_nested(&scope, m, d, &arguments, None);
-                        self.disclose(&table, &result);
+                        self.disclose(table, &result);
                         answered(result)
                     }
                 },
@@ -809,13 +980,18 @@ impl McpServer {
     /// What the meta-tools answer within: the listed set (searched and described), the tools
     /// this session is served (callable; `served`, or the listed set), no search budget (an MCP
     /// session has no turns), this session's archive owner.
-    fn scope<'a>(&self, table: &'a ScopeTable, served: Option<&'a [u64]>) -> Scope<'a, 'static> {
+    fn scope<'a>(
+        &self,
+        table: &'a ScopeTable,
+        owner: ArchiveOwner,
+        served: Option<&'a [u64]>,
+    ) -> Scope<'a, 'static> {
         Scope {
             catalog: table.catalog(),
             coordinator: table.coordinator(),
             profile: table.profile(),
             reachable: &table.listed_bits,
-            owner: self.owner,
+            owner,
             search_limit: DEFAULT_SEARCH_LIMIT,
             budget: None,
             known: &table.known,
@@ -824,6 +1000,27 @@ impl McpServer {
             allow_deprecated: table.allow_deprecated,
         }
     }
+}
+
+/// The identity authentication gave the HTTP request of `context` (none on stdio, or without
+/// authentication).
+fn identity_of(context: &RequestContext<RoleServer>) -> Option<auth::Identity> {
+    context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<auth::Identity>())
+        .cloned()
+}
+
+/// The answer to a request whose identity cannot be served (its profile left the catalog).
+fn unservable(identity: &auth::Identity, e: &ScopeError) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "{} cannot be served: {e}; the token's profile must be one the catalog declares",
+            identity.principal
+        ),
+        None,
+    )
 }
 
 /// Who sends a request: the client's declared `clientInfo` (from the request's metadata, else
@@ -1029,9 +1226,10 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+        let table = self.request_table(identity_of(&context).as_ref())?;
+        self.page(&table, request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -1056,8 +1254,12 @@ impl ServerHandler for McpServer {
             .contains(&ElicitationMode::Form)
             .then(|| elicitation_approver(context.peer.clone()));
         let before = self.session_generation.load(Ordering::SeqCst);
+        let identity = identity_of(&context);
+        let table = self.request_table(identity.as_ref())?;
         let result = self
-            .call_as(
+            .call_in(
+                &table,
+                self.owner_for(identity.as_ref()),
                 &request.name,
                 arguments,
                 Some(context.ct.clone()),
@@ -1453,23 +1655,72 @@ fn foreign(request: &Request<Incoming>, port: u16) -> Option<Response<HttpBody>>
     })
 }
 
-/// One HTTP request. It is refused with 403 unless its `Host` and `Origin` are this server's, on
-/// `port` ([`loopback`]). Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
+/// One HTTP request. Without authentication it is refused with 403 unless its `Host` and
+/// `Origin` are this server's, on `port` ([`loopback`]); with it, the protected resource
+/// metadata is answered at [`auth::WELL_KNOWN`] (and `WELL_KNOWN/mcp`), and any other request
+/// without a valid bearer token is answered by [`challenge`]; an accepted one carries its
+/// [`auth::Identity`] in its extensions. Only [`HTTP_PATH`] is served (404 elsewhere). A POST whose
 /// `Content-Length` is over [`guard::MAX_MESSAGE_BYTES`] is answered 413 before its body is read;
 /// a body must arrive within [`BODY_READ_TIMEOUT`] (408); it then passes the size limit and
 /// [`guard::check`] before the SDK's streamable HTTP service sees it; refusals are JSON-RPC
 /// error responses (HTTP 413 over the limit, 400 otherwise). A POST that opens a session
 /// (no `Mcp-Session-Id`) is refused with 503 while [`MAX_SESSIONS`] are live. A DELETE that ended
 /// the session answers 204.
-async fn handle_http(
-    service: StreamableHttpService<McpServer, LocalSessionManager>,
-    sessions: Arc<LocalSessionManager>,
-    port: u16,
-    request: Request<Incoming>,
-) -> Response<HttpBody> {
-    if let Some(refused) = foreign(&request, port) {
-        return refused;
+async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Response<HttpBody> {
+    let Http {
+        service,
+        sessions,
+        port,
+        auth,
+        stateless,
+        shared,
+    } = &*http;
+    let port = *port;
+    let auth = auth.as_deref();
+    if auth.is_none() {
+        if let Some(refused) = foreign(&request, port) {
+            return refused;
+        }
     }
+    if let Some(auth) = auth {
+        let host = request
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let path = request.uri().path();
+        if path == auth::WELL_KNOWN || path == format!("{}{HTTP_PATH}", auth::WELL_KNOWN) {
+            return match auth.resource_metadata(host.as_deref()) {
+                Some((document, _)) if request.method() == hyper::Method::GET => {
+                    json_response(StatusCode::OK, &document)
+                }
+                Some(_) => http_refusal(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "the protected resource metadata is read with GET".into(),
+                    None,
+                ),
+                None => http_refusal(
+                    StatusCode::NOT_FOUND,
+                    "no protected resource metadata: this server authenticates with a tokens file, not an OAuth issuer".into(),
+                    None,
+                ),
+            };
+        }
+        let authorization: Vec<&[u8]> = request
+            .headers()
+            .get_all(hyper::header::AUTHORIZATION)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        let catalog = shared.table().catalog();
+        match auth.authenticate(&authorization, catalog).await {
+            auth::Verdict::Allowed(identity) => {
+                request.extensions_mut().insert(identity);
+            }
+            verdict => return challenge(auth, host.as_deref(), verdict),
+        }
+    }
+    let service = service.clone();
     if request.uri().path() != HTTP_PATH {
         return http_refusal(
             StatusCode::NOT_FOUND,
@@ -1503,7 +1754,7 @@ async fn handle_http(
             return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal.response);
         }
     }
-    if !request.headers().contains_key("mcp-session-id") {
+    if !*stateless && !request.headers().contains_key("mcp-session-id") {
         let live = sessions.sessions.read().await.len();
         if live >= MAX_SESSIONS {
             return http_refusal(
@@ -1549,7 +1800,8 @@ async fn handle_http(
             )
         }
     };
-    let opens_session = !parts.headers.contains_key("mcp-session-id");
+    // Stateless: every request stands alone, none waits for an `initialize`.
+    let opens_session = !*stateless && !parts.headers.contains_key("mcp-session-id");
     if let Err(refusal) = guard::check(&bytes).and_then(|()| {
         if opens_session {
             guard::check_uninitialized(&bytes)
@@ -1562,6 +1814,100 @@ async fn handle_http(
     service
         .handle(Request::from_parts(parts, Full::new(bytes)))
         .await
+}
+
+/// The refusal of an unauthenticated request: 401 with a `WWW-Authenticate: Bearer` challenge
+/// (`realm`, then `resource_metadata` with OAuth, then `error` and `error_description` unless
+/// no credential was sent, RFC 6750 section 3), 403 `insufficient_scope` with the scopes that
+/// would do, or 503 while the tokens file does not load. The body is a JSON-RPC error saying
+/// the same.
+fn challenge(
+    auth: &auth::Authenticator,
+    host: Option<&str>,
+    verdict: auth::Verdict,
+) -> Response<HttpBody> {
+    let quoted = |text: &str| text.replace(['"', '\\'], "'");
+    let mut header = String::from("Bearer realm=\"toolcat\"");
+    if let Some((_, url)) = auth.resource_metadata(host) {
+        header.push_str(&format!(", resource_metadata=\"{}\"", quoted(&url)));
+    }
+    let (status, message) = match verdict {
+        auth::Verdict::Allowed(_) => {
+            return http_refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "authenticated".into(),
+                None,
+            )
+        }
+        auth::Verdict::Missing => (
+            StatusCode::UNAUTHORIZED,
+            "this server requires authentication: send `Authorization: Bearer TOKEN`".to_string(),
+        ),
+        auth::Verdict::Invalid(why) => {
+            header.push_str(&format!(
+                ", error=\"invalid_token\", error_description=\"{}\"",
+                quoted(&why)
+            ));
+            (
+                StatusCode::UNAUTHORIZED,
+                format!("the bearer token was refused: {why}; send a valid token"),
+            )
+        }
+        auth::Verdict::Insufficient(why) => {
+            header.push_str(&format!(
+                ", error=\"insufficient_scope\", scope=\"{}\", error_description=\"{}\"",
+                [Exposure::ReadOnly, Exposure::Staging, Exposure::Full]
+                    .iter()
+                    .map(|e| format!("toolcat:{}", e.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                quoted(&why)
+            ));
+            (
+                StatusCode::FORBIDDEN,
+                format!("the bearer token is valid but insufficient: {why}"),
+            )
+        }
+        auth::Verdict::Unavailable(why) => {
+            return http_refusal(StatusCode::SERVICE_UNAVAILABLE, why, None);
+        }
+    };
+    let mut response = http_refusal(status, message, None);
+    if let Ok(value) = hyper::header::HeaderValue::from_str(&header) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// What one HTTP server shares between its connections.
+struct Http {
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+    port: u16,
+    auth: Option<Arc<auth::Authenticator>>,
+    stateless: bool,
+    shared: Arc<Shared>,
+}
+
+/// How [`serve_http_with`] serves: authentication and sessions.
+#[derive(Clone, Default)]
+pub struct HttpOptions {
+    /// Authenticate every request ([`auth::Authenticator`]); each is then served its identity's
+    /// profile and scope within the server's ([`ScopeTable::narrowed`]), the `Host` and
+    /// `Origin` loopback checks are off (the bearer token is the check; a browser page cannot
+    /// send it), and any address may be bound. `None`: loopback addresses only.
+    pub auth: Option<Arc<auth::Authenticator>>,
+    /// Serve every request on its own, with no MCP session (the SDK's stateless mode): no
+    /// `Mcp-Session-Id` is issued, nothing waits for `initialize`, any replica behind a
+    /// balancer can answer any request; no server-to-client notifications (`list_changed`,
+    /// elicitation for `gated` tools) outlive a request, and `--dynamic` discovery does not
+    /// persist; without authentication each request is its own archive owner, so an archived
+    /// result cannot be read back (with it, the token's requests share one). Default
+    /// (`false`): sessions, which a balancer must keep on the replica that issued their
+    /// `Mcp-Session-Id`.
+    pub stateless: bool,
 }
 
 /// Serves MCP over streamable HTTP (endpoint [`HTTP_PATH`], 404 elsewhere) on `addr` until the
@@ -1582,21 +1928,67 @@ pub async fn serve_http(
     addr: SocketAddr,
     bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
+    serve_http_with(shared, addr, HttpOptions::default(), bound).await
+}
+
+/// [`serve_http`] with `options`: authentication (which allows any address and lifts the
+/// `Host`/`Origin` loopback checks; a request without a valid token answers 401 or 403 with a
+/// `WWW-Authenticate` challenge, and with OAuth the protected resource metadata is served at
+/// [`auth::WELL_KNOWN`] and `WELL_KNOWN/mcp`), and stateless mode ([`HttpOptions`]).
+///
+/// # Errors
+/// When `addr` is not a loopback address and no authentication is configured
+/// (`InvalidInput`, naming the fix), or cannot be bound.
+pub async fn serve_http_with(
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    options: HttpOptions,
+    bound: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let auth = options.auth.filter(|a| a.is_configured());
+    if auth.is_none() && !addr.ip().is_loopback() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{addr}` is not a loopback address and no authentication is configured: any host that reaches it could run tools; bind `127.0.0.1` or `[::1]`, or configure authentication (`toolcat serve --tokens FILE` or `--oauth-issuer URL`)"),
+        ));
+    }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     bound(local);
     let port = local.port();
     // `Host` and `Origin` are checked by `handle_http` before the SDK sees a request.
-    let config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES);
+    // With authentication the SDK's own `Host` check is off as ours is: the token decides.
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(guard::MAX_MESSAGE_BYTES)
+        .with_legacy_session_mode(!options.stateless);
+    if auth.is_some() {
+        config = config.disable_allowed_hosts();
+    }
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     let sessions = Arc::new(manager);
+    let stateless = options.stateless;
+    let handlers = Arc::clone(&shared);
     let service = StreamableHttpService::new(
-        move || Ok(McpServer::new(Arc::clone(&shared))),
+        move || {
+            let shared = Arc::clone(&handlers);
+            Ok(if stateless {
+                McpServer::stateless(shared)
+            } else {
+                McpServer::new(shared)
+            })
+        },
         Arc::clone(&sessions),
         config,
     );
+    let http = Arc::new(Http {
+        service,
+        sessions,
+        port,
+        auth,
+        stateless,
+        shared,
+    });
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -1612,13 +2004,11 @@ pub async fn serve_http(
             // The connection still works, at the cost of a delayed ACK per answer.
             tracing::warn!("mcp: cannot set TCP_NODELAY on a connection: {e}");
         }
-        let service = service.clone();
-        let sessions = Arc::clone(&sessions);
+        let http = Arc::clone(&http);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request| {
-                let service = service.clone();
-                let sessions = Arc::clone(&sessions);
-                async move { Ok::<_, Infallible>(handle_http(service, sessions, port, request).await) }
+                let http = Arc::clone(&http);
+                async move { Ok::<_, Infallible>(handle_http(http, request).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
@@ -2222,6 +2612,73 @@ mod tests {
             .read(owner, never, 0, 10)
             .unwrap_err();
         assert_eq!(text, archived.to_string());
+    }
+
+    /// An identity's table is the server's intersected with the identity's profile and scope:
+    /// never a tool the server does not serve, never one outside the identity's grant.
+    #[test]
+    fn an_identitys_table_never_widens_the_servers() {
+        let catalog: &'static Catalog = Box::leak(Box::new(crate::fixture::catalog()));
+        let scopes = [Exposure::ReadOnly, Exposure::Staging, Exposure::Full];
+        let profiles: Vec<String> = catalog
+            .profiles()
+            .map(|p| catalog.profile_name(p).to_string())
+            .collect();
+        for server_profile in &profiles {
+            for &server_scope in &scopes {
+                let base = ScopeTable::new(
+                    coordinator(catalog, std::env::temp_dir()),
+                    server_profile,
+                    server_scope,
+                )
+                .unwrap();
+                for profile in &profiles {
+                    for &scope in &scopes {
+                        let id =
+                            auth::Identity::new("t".into(), Some(profile.clone()), scope, &[b"t"]);
+                        let narrowed = base.narrowed(&id).unwrap();
+                        let own = ScopeTable::new(
+                            coordinator(catalog, std::env::temp_dir()),
+                            profile,
+                            scope,
+                        )
+                        .unwrap();
+                        assert_eq!(narrowed.exposure(), server_scope.min(scope));
+                        for t in catalog.tools_in(&narrowed.listed_bits) {
+                            assert!(base.is_listed(t) && own.is_listed(t), "{profile} {scope}");
+                        }
+                        for t in narrowed.listed() {
+                            assert!(narrowed.is_listed(*t));
+                        }
+                        for (t, d) in narrowed.listed().iter().zip(narrowed.definitions()) {
+                            assert_eq!(d.name, catalog.exported_name(*t));
+                        }
+                        // Exactly the intersection of what may run.
+                        for t in catalog.tools_in(&base.allowed) {
+                            assert_eq!(
+                                narrowed.is_allowed(t),
+                                own.is_allowed(t),
+                                "{profile} {scope}"
+                            );
+                        }
+                        for t in catalog.tools_in(&narrowed.allowed) {
+                            assert!(base.is_allowed(t));
+                        }
+                    }
+                }
+            }
+        }
+        let base = ScopeTable::new(
+            coordinator(catalog, std::env::temp_dir()),
+            "full",
+            Exposure::Full,
+        )
+        .unwrap();
+        let unknown = auth::Identity::new("t".into(), Some("nope".into()), Exposure::Full, &[]);
+        assert!(matches!(
+            base.narrowed(&unknown),
+            Err(ScopeError::Profile(_))
+        ));
     }
 
     #[test]

@@ -1,0 +1,608 @@
+//! Authentication of the streamable HTTP server: bearer tokens from a file, and (feature `oauth`)
+//! JWT access tokens of an OAuth 2.1 authorization server ([`super::oauth`]). Each accepted
+//! request carries an [`Identity`]: a profile and an exposure scope that decide what it lists
+//! and may call, never wider than what the server was started with (the server's profile's
+//! tools ∩ the identity's profile's tools, at the narrower of the two scopes).
+//!
+//! # The tokens file
+//! TOML, one `[[token]]` table per client; the token itself is never stored, only its SHA-256:
+//!
+//! ```toml
+//! [[token]]
+//! name = "ci"                 # unique; what `toolcat token revoke` names
+//! sha256 = "9f86d08…"         # lower-case hex SHA-256 of the token's UTF-8 bytes
+//! profile = "coder"           # a profile the catalog declares
+//! scope = "read-only"         # `read-only`, `staging` or `full`
+//! ```
+//!
+//! Tokens are `tcat_` and 43 base64url characters (256 random bits from the operating system,
+//! [`new_token`]). A presented token is hashed and compared with every entry's hash in constant
+//! time ([`TokensFile::find`]). [`Tokens`] re-reads the file when its modification time or
+//! length changed, checked on every request (one `stat`), so a revoked token is refused at the
+//! next request without a restart. A file that stops loading (a syntax error, an unknown
+//! profile) refuses every request (HTTP 503 naming the file and the cause) until it is fixed:
+//! a broken file never keeps a revoked token alive.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+use toolcat_catalog::model::Exposure;
+
+use crate::archive::ArchiveOwner;
+use crate::catalog::Catalog;
+
+/// The prefix of every token [`new_token`] makes (so a leaked one is recognisable in logs and
+/// secret scanners).
+pub const TOKEN_PREFIX: &str = "tcat_";
+
+/// Who a request is, as authentication decided: the profile and exposure scope it is granted.
+/// Stored in the HTTP request's extensions for the MCP handler.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Who, for logs and messages: ``token `ci` `` or ``subject `alice` of `https://issuer` ``.
+    pub principal: String,
+    /// The profile granted; `None`: the server's.
+    pub profile: Option<String>,
+    /// The exposure scope granted (`read-only`, `staging` or `full`).
+    pub exposure: Exposure,
+    /// A stable secret-free key of the principal (SHA-256 of the token's hash, or of issuer and
+    /// subject): what archived results are bound to.
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("principal", &self.principal)
+            .field("profile", &self.profile)
+            .field("exposure", &self.exposure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Identity {
+    /// An identity whose archive key is derived from `parts` (each part length-prefixed, so no
+    /// two part lists share a key).
+    pub fn new(
+        principal: String,
+        profile: Option<String>,
+        exposure: Exposure,
+        parts: &[&[u8]],
+    ) -> Identity {
+        let mut h = Sha256::new();
+        h.update(b"toolcat identity\0");
+        for p in parts {
+            h.update((p.len() as u64).to_le_bytes());
+            h.update(p);
+        }
+        Identity {
+            principal,
+            profile,
+            exposure,
+            key: h.finalize().into(),
+        }
+    }
+
+    /// Whether `other` is the same principal (the same token, or the same issuer and subject),
+    /// whatever it is granted.
+    pub fn same_principal(&self, other: &Identity) -> bool {
+        bool::from(self.key.ct_eq(&other.key))
+    }
+
+    /// The owner of the results archived for this identity: within `session` (an MCP session's
+    /// own owner) when there is one, else the identity's alone (a stateless request), so a
+    /// result archived for one identity is never read under another.
+    pub fn archive_owner(&self, session: Option<ArchiveOwner>) -> ArchiveOwner {
+        match session {
+            Some(s) => s.bound_to(&self.key),
+            None => ArchiveOwner::of_key(&self.key),
+        }
+    }
+}
+
+/// Why a tokens file cannot be used, or a `toolcat token` command cannot do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The file cannot be read.
+    #[error("cannot read the tokens file `{path}`: {source}; pass an existing file to `--tokens` (`toolcat token add --file F` creates one)")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML of the tokens shape.
+    #[error("the tokens file `{path}` is not valid: {message}; each entry is `[[token]]` with `name`, `sha256`, `profile` and `scope` (recreate entries with `toolcat token add`)")]
+    Parse { path: PathBuf, message: String },
+    /// One entry is wrong.
+    #[error("the tokens file `{path}`, token `{name}`: {message}")]
+    Entry {
+        path: PathBuf,
+        name: String,
+        message: String,
+    },
+    /// `toolcat token add` of a name the file already has.
+    #[error("the tokens file `{path}` already has a token named `{name}`; revoke it first (`toolcat token revoke --file {path} {name}`) or choose another name")]
+    Duplicate { path: PathBuf, name: String },
+    /// `toolcat token revoke` of a name the file does not have.
+    #[error("the tokens file `{path}` has no token named `{name}`; its tokens: {}", if names.is_empty() { "none".to_string() } else { names.join(", ") })]
+    NotFound {
+        path: PathBuf,
+        name: String,
+        names: Vec<String>,
+    },
+    /// The operating system's random source failed.
+    #[error("cannot draw random bytes for a token: {0}")]
+    Random(String),
+}
+
+/// One client of the tokens file (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// Unique in the file.
+    pub name: String,
+    /// Lower-case hex SHA-256 of the token ([`token_hash`]).
+    pub sha256: String,
+    /// The profile granted.
+    pub profile: String,
+    /// The exposure scope granted (not `excluded`).
+    pub scope: Exposure,
+}
+
+/// The tokens file (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokensFile {
+    /// The entries, in file order.
+    #[serde(default, rename = "token")]
+    pub tokens: Vec<TokenEntry>,
+}
+
+/// The first lines of a file written by [`TokensFile::to_toml`].
+const HEADER: &str = "# toolcat bearer tokens (`toolcat serve --tokens FILE`): SHA-256 hashes only, never the tokens.\n# Edit with `toolcat token add`, `toolcat token list` and `toolcat token revoke`.\n\n";
+
+/// A new token: [`TOKEN_PREFIX`] and 256 random bits in base64url without padding.
+///
+/// # Errors
+/// [`AuthError::Random`] when the operating system's random source fails.
+pub fn new_token() -> Result<String, AuthError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| AuthError::Random(e.to_string()))?;
+    Ok(format!(
+        "{TOKEN_PREFIX}{}",
+        data_encoding::BASE64URL_NOPAD.encode(&bytes)
+    ))
+}
+
+/// The lower-case hex SHA-256 of `token`'s UTF-8 bytes: what the file stores.
+pub fn token_hash(token: &str) -> String {
+    data_encoding::HEXLOWER.encode(&Sha256::digest(token.as_bytes()))
+}
+
+impl TokensFile {
+    /// Reads and parses `path` (not checked against a catalog: see [`TokensFile::check`]).
+    ///
+    /// # Errors
+    /// [`AuthError::Read`], [`AuthError::Parse`].
+    pub fn read(path: &Path) -> Result<TokensFile, AuthError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AuthError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        TokensFile::parse(&text, path)
+    }
+
+    /// Parses the text of `path`.
+    ///
+    /// # Errors
+    /// [`AuthError::Parse`].
+    pub fn parse(text: &str, path: &Path) -> Result<TokensFile, AuthError> {
+        toml::from_str(text).map_err(|e| AuthError::Parse {
+            path: path.to_path_buf(),
+            message: e.message().to_string(),
+        })
+    }
+
+    /// The file's text: a comment header, then one `[[token]]` table per entry.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).unwrap_or_default();
+        format!("{HEADER}{body}")
+    }
+
+    /// Checks every entry: a unique, non-empty name; a 64-digit lower-case hex hash; a profile
+    /// `catalog` declares; a scope other than `excluded`.
+    ///
+    /// # Errors
+    /// [`AuthError::Entry`] for the first wrong entry, naming it, the cause and the fix.
+    pub fn check(&self, catalog: &Catalog, path: &Path) -> Result<(), AuthError> {
+        let entry = |name: &str, message: String| AuthError::Entry {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            message,
+        };
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.name.trim().is_empty() {
+                return Err(entry(
+                    &t.name,
+                    "the name is empty; give each token a name".into(),
+                ));
+            }
+            if self.tokens[..i].iter().any(|o| o.name == t.name) {
+                return Err(entry(
+                    &t.name,
+                    "the name appears twice; names are unique (revoke one)".into(),
+                ));
+            }
+            if t.sha256.len() != 64
+                || !t
+                    .sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
+                return Err(entry(
+                    &t.name,
+                    "`sha256` is not 64 lower-case hex digits; store the token's SHA-256 (`toolcat token add` does)".into(),
+                ));
+            }
+            if let Err(e) = catalog.profile(&t.profile) {
+                return Err(entry(
+                    &t.name,
+                    format!("{e}; set `profile` to one of: {}", profile_names(catalog)),
+                ));
+            }
+            if t.scope == Exposure::Excluded {
+                return Err(entry(
+                    &t.name,
+                    "`excluded` is not an exposure scope; set `scope` to `read-only`, `staging` or `full`".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The entry whose hash is `presented`'s, compared with every entry in constant time (the
+    /// loop visits all entries whatever matches).
+    pub fn find(&self, presented: &str) -> Option<&TokenEntry> {
+        let hash = token_hash(presented);
+        let mut found = None;
+        for t in &self.tokens {
+            if bool::from(t.sha256.as_bytes().ct_eq(hash.as_bytes())) {
+                found = Some(t);
+            }
+        }
+        found
+    }
+
+    /// Adds an entry for a new token and returns the token (to show once).
+    ///
+    /// # Errors
+    /// [`AuthError::Duplicate`] when the name is taken, [`AuthError::Random`].
+    pub fn add(
+        &mut self,
+        path: &Path,
+        name: &str,
+        profile: &str,
+        scope: Exposure,
+    ) -> Result<String, AuthError> {
+        if self.tokens.iter().any(|t| t.name == name) {
+            return Err(AuthError::Duplicate {
+                path: path.to_path_buf(),
+                name: name.to_string(),
+            });
+        }
+        let token = new_token()?;
+        self.tokens.push(TokenEntry {
+            name: name.to_string(),
+            sha256: token_hash(&token),
+            profile: profile.to_string(),
+            scope,
+        });
+        Ok(token)
+    }
+
+    /// Removes the entry named `name` and returns it.
+    ///
+    /// # Errors
+    /// [`AuthError::NotFound`], naming the file's tokens.
+    pub fn revoke(&mut self, path: &Path, name: &str) -> Result<TokenEntry, AuthError> {
+        match self.tokens.iter().position(|t| t.name == name) {
+            Some(i) => Ok(self.tokens.remove(i)),
+            None => Err(AuthError::NotFound {
+                path: path.to_path_buf(),
+                name: name.to_string(),
+                names: self.tokens.iter().map(|t| t.name.clone()).collect(),
+            }),
+        }
+    }
+}
+
+/// The catalog's profile names, comma-separated, for messages.
+fn profile_names(catalog: &Catalog) -> String {
+    catalog
+        .profiles()
+        .map(|p| format!("`{}`", catalog.profile_name(p)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What identifies a version of a file cheaply: modification time and length.
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// The tokens file as served: re-read whenever it changed (see the module docs).
+pub struct Tokens {
+    path: PathBuf,
+    loaded: Mutex<(Stamp, Result<TokensFile, String>)>,
+}
+
+impl Tokens {
+    /// Loads and checks `path` against `catalog`.
+    ///
+    /// # Errors
+    /// As [`TokensFile::read`] and [`TokensFile::check`].
+    pub fn open(path: &Path, catalog: &Catalog) -> Result<Tokens, AuthError> {
+        let before = stamp(path);
+        let file = TokensFile::read(path)?;
+        file.check(catalog, path)?;
+        Ok(Tokens {
+            path: path.to_path_buf(),
+            loaded: Mutex::new((before, Ok(file))),
+        })
+    }
+
+    /// The file served.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The identity of `presented`: `Ok(None)` when no entry has its hash. The file is re-read
+    /// first when it changed, and checked against `catalog`.
+    ///
+    /// # Errors
+    /// The message of a file that stopped loading (every request is refused until it is fixed).
+    pub fn verify(&self, presented: &str, catalog: &Catalog) -> Result<Option<Identity>, String> {
+        let now = stamp(&self.path);
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if loaded.0 != now || now.is_none() {
+            let file = TokensFile::read(&self.path)
+                .and_then(|f| f.check(catalog, &self.path).map(|()| f))
+                .map_err(|e| e.to_string());
+            match &file {
+                Ok(f) => tracing::info!(
+                    "mcp: reloaded the tokens file `{}`: {} tokens",
+                    self.path.display(),
+                    f.tokens.len()
+                ),
+                Err(e) => tracing::warn!("mcp: {e}; every request is refused until it is fixed"),
+            }
+            *loaded = (now, file);
+        }
+        let file = loaded.1.as_ref().map_err(Clone::clone)?;
+        Ok(file.find(presented).map(|t| {
+            Identity::new(
+                format!("token `{}`", t.name),
+                Some(t.profile.clone()),
+                t.scope,
+                &[b"token", t.sha256.as_bytes()],
+            )
+        }))
+    }
+}
+
+/// How the HTTP server authenticates requests: a tokens file, an OAuth issuer, or both (a
+/// presented token is looked up in the file first; one that starts with [`TOKEN_PREFIX`] and
+/// is not there is refused without asking the issuer).
+#[derive(Default)]
+pub struct Authenticator {
+    tokens: Option<Tokens>,
+    #[cfg(feature = "oauth")]
+    oauth: Option<super::oauth::OAuth>,
+}
+
+/// What [`Authenticator::authenticate`] decided about one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Authenticated.
+    Allowed(Identity),
+    /// No `Authorization` header: HTTP 401 with a challenge and no error code (RFC 6750).
+    Missing,
+    /// A credential that is not a valid token: HTTP 401 `invalid_token`.
+    Invalid(String),
+    /// A valid token that grants no scope here: HTTP 403 `insufficient_scope`.
+    Insufficient(String),
+    /// The tokens file stopped loading: HTTP 503 until it is fixed.
+    Unavailable(String),
+}
+
+impl Authenticator {
+    /// An authenticator of the tokens file `tokens`.
+    pub fn with_tokens(mut self, tokens: Tokens) -> Authenticator {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// An authenticator of the OAuth issuer `oauth` (feature `oauth`).
+    #[cfg(feature = "oauth")]
+    pub fn with_oauth(mut self, oauth: super::oauth::OAuth) -> Authenticator {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// Whether any way of authenticating is configured.
+    pub fn is_configured(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        if self.oauth.is_some() {
+            return true;
+        }
+        self.tokens.is_some()
+    }
+
+    /// The OAuth resource server, when configured.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(&self) -> Option<&super::oauth::OAuth> {
+        self.oauth.as_ref()
+    }
+
+    /// The protected resource metadata (RFC 9728) for a request that named `host`, and the URL
+    /// it is served at for the `/mcp` resource; `None` without OAuth (a tokens file names no
+    /// authorization server).
+    pub fn resource_metadata(&self, host: Option<&str>) -> Option<(Value, String)> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            let resource = oauth.resource(host);
+            let url = metadata_url(&resource);
+            return Some((oauth.metadata(&resource), url));
+        }
+        let _ = host;
+        None
+    }
+
+    /// Decides about a request with these `Authorization` header values; tokens-file profiles
+    /// are checked against `catalog` when the file is re-read.
+    pub async fn authenticate(&self, authorization: &[&[u8]], catalog: &Catalog) -> Verdict {
+        let token = match authorization {
+            [] => return Verdict::Missing,
+            [one] => match bearer(one) {
+                Some(t) => t,
+                None => {
+                    return Verdict::Invalid(
+                        "the `Authorization` header is not `Bearer TOKEN`".into(),
+                    )
+                }
+            },
+            _ => return Verdict::Invalid("more than one `Authorization` header".into()),
+        };
+        if let Some(tokens) = &self.tokens {
+            match tokens.verify(token, catalog) {
+                Ok(Some(identity)) => return Verdict::Allowed(identity),
+                Err(message) => return Verdict::Unavailable(message),
+                Ok(None) if token.starts_with(TOKEN_PREFIX) => {
+                    return Verdict::Invalid("unknown or revoked token".into())
+                }
+                Ok(None) => {}
+            }
+        }
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            return match oauth.validate(token).await {
+                Ok(identity) => Verdict::Allowed(identity),
+                Err(super::oauth::Refused::Invalid(m)) => Verdict::Invalid(m),
+                Err(super::oauth::Refused::InsufficientScope(m)) => Verdict::Insufficient(m),
+            };
+        }
+        Verdict::Invalid("unknown or revoked token".into())
+    }
+}
+
+/// The token of a `Bearer TOKEN` header value (scheme in any letter case).
+fn bearer(value: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, token) = text.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+/// Where the protected resource metadata of `resource` is served (RFC 9728, section 3.1): the
+/// well-known path inserted between the resource's origin and its path.
+pub fn metadata_url(resource: &str) -> String {
+    let (scheme, rest) = resource.split_once("://").unwrap_or(("http", resource));
+    let (host, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    format!(
+        "{scheme}://{host}{WELL_KNOWN}{}",
+        path.trim_end_matches('/')
+    )
+}
+
+/// The well-known path of the protected resource metadata.
+pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_are_found_by_their_hash_only() {
+        let catalog = crate::fixture::catalog();
+        let path = Path::new("tokens.toml");
+        let mut file = TokensFile::default();
+        let a = file.add(path, "a", "coder", Exposure::ReadOnly).unwrap();
+        let b = file.add(path, "b", "full", Exposure::Full).unwrap();
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 43);
+        assert_ne!(a, b);
+        let text = file.to_toml();
+        assert!(
+            !text.contains(&a) && text.contains(&token_hash(&a)),
+            "{text}"
+        );
+        let back = TokensFile::parse(&text, path).unwrap();
+        assert_eq!(back, file);
+        back.check(&catalog, path).unwrap();
+        assert_eq!(back.find(&a).unwrap().name, "a");
+        assert_eq!(back.find(&b).unwrap().name, "b");
+        assert!(back.find("tcat_nope").is_none());
+        assert!(back.find(&token_hash(&a)).is_none());
+        assert!(matches!(
+            file.clone().add(path, "a", "coder", Exposure::Full),
+            Err(AuthError::Duplicate { .. })
+        ));
+        let mut revoked = back.clone();
+        revoked.revoke(path, "a").unwrap();
+        assert!(revoked.find(&a).is_none());
+        let e = revoked.revoke(path, "zz").unwrap_err().to_string();
+        assert!(e.contains("no token named `zz`") && e.contains("b"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_entry_is_named_with_its_fix() {
+        let catalog = crate::fixture::catalog();
+        let path = Path::new("t.toml");
+        let hash = token_hash("x");
+        let check = |text: String| {
+            TokensFile::parse(&text, path)
+                .and_then(|f| f.check(&catalog, path))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = check(format!(
+            "[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\nprofile = \"nope\"\nscope = \"full\"\n"
+        ));
+        assert!(
+            e.contains("token `ci`") && e.contains("set `profile` to one of"),
+            "{e}"
+        );
+        let e = check(format!(
+            "[[token]]\nname = \"ci\"\nsha256 = \"{hash}\"\nprofile = \"coder\"\nscope = \"excluded\"\n"
+        ));
+        assert!(e.contains("`excluded` is not an exposure scope"), "{e}");
+        let e = check(
+            "[[token]]\nname = \"ci\"\nsha256 = \"abc\"\nprofile = \"coder\"\nscope = \"full\"\n"
+                .into(),
+        );
+        assert!(e.contains("64 lower-case hex digits"), "{e}");
+        let e = check("[[token]]\nname = \"ci\"\ntoken = \"x\"\n".into());
+        assert!(e.contains("is not valid") && e.contains("[[token]]"), "{e}");
+    }
+
+    #[test]
+    fn archive_owners_differ_by_identity_and_session() {
+        let a = Identity::new("a".into(), None, Exposure::Full, &[b"token", b"1"]);
+        let b = Identity::new("b".into(), None, Exposure::Full, &[b"token", b"2"]);
+        assert_eq!(a.archive_owner(None), a.archive_owner(None));
+        assert_ne!(a.archive_owner(None), b.archive_owner(None));
+        let s = ArchiveOwner::new();
+        assert_ne!(a.archive_owner(Some(s)), b.archive_owner(Some(s)));
+        assert_ne!(a.archive_owner(Some(s)), a.archive_owner(None));
+    }
+}
