@@ -182,7 +182,7 @@ fn toolcat_call_killed_on_a_postgres_store_is_judged_by_another_process_once_its
         let shell_started = std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'));
         if let Some(row) = rows
             .iter()
-            .find(|r| r["tool"] == "run_command" && r["state"] == "running")
+            .find(|r| r["pid"] == child.id() && r["state"] == "running")
         {
             if marker_lines() == 1 && shell_started {
                 break row.clone();
@@ -261,9 +261,13 @@ fn toolcat_call_killed_on_a_postgres_store_is_judged_by_another_process_once_its
         "1000",
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The database may hold other runs' records (a shared `TOOLCAT_TEST_POSTGRES_URL`): this
+    // run's are the killed call and those after it.
+    let number = |r: &Value| -> u64 { r["id"].as_str().unwrap()["call-".len()..].parse().unwrap() };
     let rows = calls_json(url, dir.path());
     let states: Vec<(&str, &str)> = rows
         .iter()
+        .filter(|r| number(r) >= number(&running))
         .map(|r| (r["tool"].as_str().unwrap(), r["state"].as_str().unwrap()))
         .collect();
     assert_eq!(

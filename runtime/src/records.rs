@@ -39,7 +39,32 @@
 //! kept up to [`MAX_CHANGE_DIFF_BYTES`] (the whole diff goes to the result archive when the
 //! coordinator has one, see [`Change::diff_reference`]), and a record keeps at most
 //! [`MAX_CHANGES`] changes, counting the others in [`CallRecord::changes_omitted`].
-//! A store is for one machine: the process ids it records mean nothing on another.
+//! An SQLite store is for one machine: the process ids it records mean nothing on another.
+//!
+//! **Backends.** A store is an SQLite file ([`CallStore::open`], the default, no setup) or a
+//! PostgreSQL database ([`CallStore::connect`], feature `postgres`), chosen by
+//! [`StoreLocation`] (`--store postgres://...`). Both keep the same rows, run the same
+//! lifecycle checks (one function decides each move, whatever the backend) and commit each state
+//! before the call goes on. The backends are an enum inside [`CallStore`] (and
+//! [`crate::ResultArchive`]), not a trait: the set is closed (two, one behind a feature), they
+//! share one error type and one record type, and a host passes one `CallStore` whatever the
+//! backend, without a type parameter or a box through the coordinator.
+//!
+//! **Sync API.** The methods are synchronous on both backends, because the coordinator writes
+//! from synchronous hooks that handlers call (a commit, a reported change) and from the task that
+//! ends a call. SQLite runs in place, as before (a local file). PostgreSQL runs its statements on
+//! the store's own two-thread runtime and the caller waits for the answer; a caller on a worker of
+//! a multi-thread tokio runtime waits inside `tokio::task::block_in_place`, so the worker's other
+//! tasks move on while the network round trip lasts (see `records/postgres.rs`).
+//!
+//! **Replicas.** In PostgreSQL every process that opens the store for writing holds a lease row
+//! (replica id, host, pid, `expires_at`), renewed every [`LeaseTimes::renew`] for
+//! [`LeaseTimes::lease`] ([`DEFAULT_LEASE_RENEW`], [`DEFAULT_LEASE`]); each record names its
+//! replica ([`CallRecord::replica`]). [`CallStore::recover`], and each renewal, judge the open
+//! calls of replicas whose lease expired as a dead local process's are judged in SQLite.
+//! Tables: `toolcat_calls`, `toolcat_results`, `toolcat_replicas` and `toolcat_schema` (one row
+//! per applied migration, applied in a transaction under an advisory lock so that replicas
+//! starting together migrate once).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -1072,6 +1097,36 @@ impl CallStore {
             Backend::Sqlite(conn) => lock(conn),
             #[cfg(feature = "postgres")]
             Backend::Postgres(_) => panic!("not an SQLite store"),
+        }
+    }
+
+    /// Runs `f` with the store's SQLite connection (locked for the time of `f`); `None` for a
+    /// PostgreSQL store. For modules that keep their own tables in the store (a statement's
+    /// errors map with `sqlite_error(store.label(), e)`).
+    #[allow(dead_code)] // The entry point of state kept beside the records (rate limits).
+    pub(crate) fn with_sqlite<T>(&self, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Some(f(&lock(conn))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Runs `f` with a pooled PostgreSQL connection on the store's runtime and waits for its
+    /// answer (without holding a tokio worker, see the module docs); `f` gets the connection and
+    /// the store's label for errors (`postgres::pg_error(&label, e)`). `None` for an SQLite
+    /// store.
+    #[cfg(feature = "postgres")]
+    #[allow(dead_code)] // The entry point of state kept beside the records (rate limits).
+    pub(crate) fn with_postgres<T, F, Fut>(&self, f: F) -> Option<Result<T, StoreError>>
+    where
+        F: FnOnce(deadpool_postgres::Object, String) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send,
+        T: Send + 'static,
+    {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(pg) => Some(pg.with_client(f)),
         }
     }
 

@@ -237,7 +237,7 @@ impl PgStore {
     }
 
     /// Runs `work` with a pooled connection.
-    fn with_client<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
+    pub(crate) fn with_client<T, F, Fut>(&self, work: F) -> Result<T, StoreError>
     where
         F: FnOnce(deadpool_postgres::Object, String) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + Send,
@@ -791,7 +791,7 @@ fn host_name() -> String {
 /// A PostgreSQL error on the store `label`: a refused or broken connection is
 /// [`StoreError::Unreachable`], a server error [`StoreError::Postgres`] with its message and
 /// SQLSTATE code.
-fn pg_error(label: &str, e: tokio_postgres::Error) -> StoreError {
+pub(crate) fn pg_error(label: &str, e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Postgres {
             url: label.to_string(),
