@@ -480,7 +480,7 @@ impl ResultArchive {
             ArchiveBackend::Sqlite(conn) => conn,
             #[cfg(feature = "postgres")]
             ArchiveBackend::Postgres(pg) => {
-                pg.archive_put(entry, self.limits)?;
+                pg::put(pg, entry, self.limits)?;
                 return Ok(reference);
             }
         };
@@ -572,7 +572,7 @@ impl ResultArchive {
                 .optional()
                 .map_err(self.err())?,
             #[cfg(feature = "postgres")]
-            ArchiveBackend::Postgres(pg) => pg.archive_entry(reference.0, owner.0)?,
+            ArchiveBackend::Postgres(pg) => pg::entry(pg, reference.0, owner.0)?,
         };
         let Entry {
             id,
@@ -605,7 +605,7 @@ impl ResultArchive {
                 )
                 .map_err(self.err())?,
             #[cfg(feature = "postgres")]
-            ArchiveBackend::Postgres(pg) => pg.archive_text(id, offset as i64 + 1, want as i64)?,
+            ArchiveBackend::Postgres(pg) => pg::text(pg, id, offset as i64 + 1, want as i64)?,
         };
         let text = cut_at_char_boundary(&text, self.limits.inline_budget).to_string();
         let length = text.chars().count();
@@ -681,6 +681,127 @@ pub(crate) fn evictions(live: &[(i64, i64)], new: i64, limits: &ArchiveLimits) -
         total -= bytes as usize;
     }
     evicted
+}
+
+/// The archive's statements on a PostgreSQL store (`toolcat_results`), run through the store's
+/// pool and runtime.
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::{evictions, ArchiveError, ArchiveLimits, CallId, Entry, NewEntry, MAX_TOMBSTONES};
+    use crate::records::postgres::{pg_error, PgStore, ARCHIVE_LOCK, NOW};
+
+    pub(crate) fn put(
+        pg: &PgStore,
+        entry: NewEntry,
+        limits: ArchiveLimits,
+    ) -> Result<(), ArchiveError> {
+        Ok(pg.with_client(move |mut client, label| async move {
+            let err = |e| pg_error(&label, e);
+            let tx = client.transaction().await.map_err(err)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ARCHIVE_LOCK])
+                .await
+                .map_err(err)?;
+            let id: i64 = tx
+                .query_one(
+                    &format!(
+                        "INSERT INTO toolcat_results (reference, owner, call_id, tool, text, \
+                         total_bytes, total_chars, truncated, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {NOW}) RETURNING id"
+                    ),
+                    &[
+                        &&entry.reference[..],
+                        &&entry.owner[..],
+                        &entry.call.map(|c| c.0),
+                        &entry.tool,
+                        &entry.text,
+                        &entry.total_bytes,
+                        &entry.total_chars,
+                        &entry.truncated,
+                    ],
+                )
+                .await
+                .map_err(err)?
+                .get(0);
+            let live: Vec<(i64, i64)> = tx
+                .query(
+                    "SELECT id, octet_length(text)::BIGINT FROM toolcat_results \
+                     WHERE text IS NOT NULL ORDER BY id",
+                    &[],
+                )
+                .await
+                .map_err(err)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let evicted = evictions(&live, id, &limits);
+            if !evicted.is_empty() {
+                tx.execute(
+                    &format!(
+                        "UPDATE toolcat_results SET text = NULL, evicted_at = {NOW} \
+                         WHERE id = ANY($1)"
+                    ),
+                    &[&evicted],
+                )
+                .await
+                .map_err(err)?;
+            }
+            // Keep the newest tombstones only.
+            tx.execute(
+                "DELETE FROM toolcat_results WHERE text IS NULL AND id NOT IN \
+                 (SELECT id FROM toolcat_results WHERE text IS NULL ORDER BY id DESC LIMIT $1)",
+                &[&(MAX_TOMBSTONES as i64)],
+            )
+            .await
+            .map_err(err)?;
+            tx.commit().await.map_err(err)
+        })?)
+    }
+
+    pub(crate) fn entry(
+        pg: &PgStore,
+        reference: [u8; 16],
+        owner: [u8; 16],
+    ) -> Result<Option<Entry>, ArchiveError> {
+        Ok(pg.with_client(move |client, label| async move {
+            let row = client
+                .query_opt(
+                    "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, \
+                     truncated FROM toolcat_results WHERE reference = $1 AND owner = $2",
+                    &[&&reference[..], &&owner[..]],
+                )
+                .await
+                .map_err(|e| pg_error(&label, e))?;
+            Ok(row.map(|r| Entry {
+                id: r.get(0),
+                live: r.get(1),
+                tool: r.get(2),
+                call: r.get::<_, Option<i64>>(3).map(CallId),
+                total_bytes: r.get(4),
+                total_chars: r.get(5),
+                truncated: r.get(6),
+            }))
+        })?)
+    }
+
+    /// `length` characters of entry `id` from character `start` (counted from 1).
+    pub(crate) fn text(
+        pg: &PgStore,
+        id: i64,
+        start: i64,
+        length: i64,
+    ) -> Result<String, ArchiveError> {
+        Ok(pg.with_client(move |client, label| async move {
+            let row = client
+                .query_one(
+                    "SELECT coalesce(substr(text, $2::BIGINT::INT, $3::BIGINT::INT), '') \
+                     FROM toolcat_results WHERE id = $1",
+                    &[&id, &start, &length],
+                )
+                .await
+                .map_err(|e| pg_error(&label, e))?;
+            Ok(row.get(0))
+        })?)
+    }
 }
 
 #[cfg(test)]

@@ -33,18 +33,17 @@ use super::{
     appended, check_move, judgement, redact_url, Appended, Begun, CallId, CallState, Change,
     DamagedRecord, LeaseTimes, RawRecord, StoreError, CONNECT_TIMEOUT, RECORD_COLUMNS,
 };
-use crate::archive::{evictions, ArchiveError, ArchiveLimits, Entry, NewEntry, MAX_TOMBSTONES};
 
 /// The key of the advisory lock migrations are applied under (`toolcat` in ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0074_6f6f_6c63_6174;
 /// The key of the advisory lock an archive insertion and its evictions run under, so that two
 /// replicas' evictions do not both count the same live entries.
-const ARCHIVE_LOCK: i64 = MIGRATION_LOCK + 1;
+pub(crate) const ARCHIVE_LOCK: i64 = MIGRATION_LOCK + 1;
 /// Most connections one store's pool opens.
 const POOL_SIZE: usize = 16;
 
 /// The current time as the rows keep it: RFC 3339, UTC, milliseconds (as SQLite's).
-const NOW: &str =
+pub(crate) const NOW: &str =
     "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
 
 /// The migrations, version 1 first: version `i + 1` is `MIGRATIONS[i]`. A new version is a new
@@ -413,119 +412,6 @@ impl PgStore {
         let pool = self.pool.clone();
         let label = self.label.clone();
         self.run(async move { judge_expired(&pool, &label).await })
-    }
-
-    pub(crate) fn archive_put(
-        &self,
-        entry: NewEntry,
-        limits: ArchiveLimits,
-    ) -> Result<(), ArchiveError> {
-        Ok(self.with_client(move |mut client, label| async move {
-            let err = |e| pg_error(&label, e);
-            let tx = client.transaction().await.map_err(err)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ARCHIVE_LOCK])
-                .await
-                .map_err(err)?;
-            let id: i64 = tx
-                .query_one(
-                    &format!(
-                        "INSERT INTO toolcat_results (reference, owner, call_id, tool, text, \
-                         total_bytes, total_chars, truncated, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {NOW}) RETURNING id"
-                    ),
-                    &[
-                        &&entry.reference[..],
-                        &&entry.owner[..],
-                        &entry.call.map(|c| c.0),
-                        &entry.tool,
-                        &entry.text,
-                        &entry.total_bytes,
-                        &entry.total_chars,
-                        &entry.truncated,
-                    ],
-                )
-                .await
-                .map_err(err)?
-                .get(0);
-            let live: Vec<(i64, i64)> = tx
-                .query(
-                    "SELECT id, octet_length(text)::BIGINT FROM toolcat_results \
-                     WHERE text IS NOT NULL ORDER BY id",
-                    &[],
-                )
-                .await
-                .map_err(err)?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            let evicted = evictions(&live, id, &limits);
-            if !evicted.is_empty() {
-                tx.execute(
-                    &format!(
-                        "UPDATE toolcat_results SET text = NULL, evicted_at = {NOW} \
-                         WHERE id = ANY($1)"
-                    ),
-                    &[&evicted],
-                )
-                .await
-                .map_err(err)?;
-            }
-            // Keep the newest tombstones only.
-            tx.execute(
-                "DELETE FROM toolcat_results WHERE text IS NULL AND id NOT IN \
-                 (SELECT id FROM toolcat_results WHERE text IS NULL ORDER BY id DESC LIMIT $1)",
-                &[&(MAX_TOMBSTONES as i64)],
-            )
-            .await
-            .map_err(err)?;
-            tx.commit().await.map_err(err)
-        })?)
-    }
-
-    pub(crate) fn archive_entry(
-        &self,
-        reference: [u8; 16],
-        owner: [u8; 16],
-    ) -> Result<Option<Entry>, ArchiveError> {
-        Ok(self.with_client(move |client, label| async move {
-            let row = client
-                .query_opt(
-                    "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, \
-                     truncated FROM toolcat_results WHERE reference = $1 AND owner = $2",
-                    &[&&reference[..], &&owner[..]],
-                )
-                .await
-                .map_err(|e| pg_error(&label, e))?;
-            Ok(row.map(|r| Entry {
-                id: r.get(0),
-                live: r.get(1),
-                tool: r.get(2),
-                call: r.get::<_, Option<i64>>(3).map(CallId),
-                total_bytes: r.get(4),
-                total_chars: r.get(5),
-                truncated: r.get(6),
-            }))
-        })?)
-    }
-
-    /// `length` characters of entry `id` from character `start` (counted from 1).
-    pub(crate) fn archive_text(
-        &self,
-        id: i64,
-        start: i64,
-        length: i64,
-    ) -> Result<String, ArchiveError> {
-        Ok(self.with_client(move |client, label| async move {
-            let row = client
-                .query_one(
-                    "SELECT coalesce(substr(text, $2::BIGINT::INT, $3::BIGINT::INT), '') \
-                     FROM toolcat_results WHERE id = $1",
-                    &[&id, &start, &length],
-                )
-                .await
-                .map_err(|e| pg_error(&label, e))?;
-            Ok(row.get(0))
-        })?)
     }
 }
 
