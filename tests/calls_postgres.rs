@@ -211,8 +211,10 @@ fn toolcat_call_killed_on_a_postgres_store_is_judged_by_another_process_once_its
     assert!(!child.wait().unwrap().success());
     drop(shell);
 
-    // Within its lease the call stays `running` (its replica might only be slow); after it,
-    // another process judges it `outcome_unknown`.
+    // While its replica lived (and renewed its lease), every listing above judged nothing; once
+    // the lease expired, another process judges the call `outcome_unknown`. (No lower bound on
+    // the time is asserted: the last renewal fell anywhere in the third of a lease before the
+    // kill.)
     let id = running["id"].as_str().unwrap().to_string();
     let judged = loop {
         let rows = calls_json(url, dir.path());
@@ -233,10 +235,6 @@ fn toolcat_call_killed_on_a_postgres_store_is_judged_by_another_process_once_its
     println!(
         "judged {:.1} s after the SIGKILL (lease 1 s)",
         killed.elapsed().as_secs_f64()
-    );
-    assert!(
-        killed.elapsed() >= Duration::from_millis(900),
-        "judged within the lease"
     );
     assert_eq!(judged["state"], "outcome_unknown", "{judged}");
     let detail = judged["detail"].as_str().unwrap();
