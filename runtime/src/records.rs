@@ -625,7 +625,7 @@ pub enum StoreError {
         url: String,
     },
     /// Any other PostgreSQL failure (the server's message and SQLSTATE code).
-    #[error("call store `{url}`: {reason}")]
+    #[error("call store `{url}`: {reason}; check that this user may create and write the `toolcat_*` tables of this database, or pass another store with `--store` or `TOOLCAT_STORE`")]
     Postgres {
         /// The URL, its password replaced by `***`.
         url: String,

@@ -157,7 +157,8 @@ impl PgStore {
             pool,
             label,
             replica: new_replica_id(),
-            release: AtomicBool::new(true),
+            // Nothing to release until the lease is taken: a failed connect ends at once.
+            release: AtomicBool::new(false),
             renewal: Mutex::new(None),
         });
         let lease = lease.normalized();
@@ -171,6 +172,7 @@ impl PgStore {
             migrate(&mut client, &label).await?;
             take_lease(&client, &label, &replica, lease).await
         })?;
+        store.release.store(true, Ordering::SeqCst);
         let renewal = store.handle.spawn(renew(
             store.pool.clone(),
             store.label.clone(),
