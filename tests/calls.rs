@@ -41,7 +41,7 @@ fn calls_json(store: &Path, cwd: &Path) -> Vec<Value> {
 
 /// A child process that is killed (SIGKILL) and reaped when the test ends, also when an assertion
 /// fails first, so no test leaves a process behind.
-struct Reaped(std::process::Child);
+pub(crate) struct Reaped(pub(crate) std::process::Child);
 
 impl std::ops::Deref for Reaped {
     type Target = std::process::Child;
@@ -216,7 +216,7 @@ fn a_call_killed_mid_side_effect_is_never_succeeded_nor_replayed() {
 /// file: it outlives a SIGKILLed `toolcat`, so it is killed when the guard drops (a group that is
 /// already gone is ignored).
 #[cfg(unix)]
-struct ShellGroup(PathBuf);
+pub(crate) struct ShellGroup(pub(crate) PathBuf);
 
 #[cfg(unix)]
 impl Drop for ShellGroup {

@@ -31,6 +31,8 @@ macro_rules! require_data {
 mod build_script;
 /// Durable call records: a call killed by SIGKILL mid-side-effect is never `succeeded` nor replayed; `toolcat calls`; processes on one store share a `rate_limit`.
 mod calls;
+/// `--store postgres://...`: a bad or unreachable URL named without its password; a `toolcat call` SIGKILLed mid-call judged `outcome_unknown` by another process once its replica lease expired, never replayed.
+mod calls_postgres;
 /// The `toolcat` command line on the reference catalog and on real imported catalogs.
 mod cli;
 /// `toolcat` habits: completions, exit-code classes, a closed stdout ending quietly, `--json`, no progress on a piped stderr, warnings shown once.

@@ -28,6 +28,13 @@
 //! references were random (schema 1, `result-N`, bound to no owner) are evicted when the store
 //! is migrated: no owner can read them.
 
+// Without the `postgres` feature the backend enums have one variant, so each method's
+// `match` on its backend has one arm; it stays a `match` so that the feature adds an arm.
+#![cfg_attr(
+    not(feature = "postgres"),
+    allow(clippy::infallible_destructuring_match)
+)]
+
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -332,11 +339,21 @@ pub enum ArchiveError {
     Store(#[from] StoreError),
 }
 
-/// The archive of large results. `Send + Sync` (one connection behind a mutex).
+/// The archive of large results. `Send + Sync` (one SQLite connection behind a mutex, or the
+/// PostgreSQL pool of the call store it was opened beside).
 pub struct ResultArchive {
-    conn: Mutex<Connection>,
+    backend: ArchiveBackend,
     label: String,
     limits: ArchiveLimits,
+}
+
+/// Where an archive keeps its entries (see [`crate::records`] for why an enum of backends).
+enum ArchiveBackend {
+    /// The `results` table of an SQLite file (or memory), with its own connection.
+    Sqlite(Mutex<Connection>),
+    /// The `toolcat_results` table of the call store's PostgreSQL database, through its pool.
+    #[cfg(feature = "postgres")]
+    Postgres(std::sync::Arc<crate::records::postgres::PgStore>),
 }
 
 impl fmt::Debug for ResultArchive {
@@ -363,7 +380,7 @@ impl ResultArchive {
     pub fn open_with(path: &Path, limits: ArchiveLimits) -> Result<ResultArchive, ArchiveError> {
         let (conn, label) = open_database(Some(path))?;
         Ok(ResultArchive {
-            conn: Mutex::new(conn),
+            backend: ArchiveBackend::Sqlite(Mutex::new(conn)),
             label,
             limits: limits.normalized(),
         })
@@ -378,10 +395,45 @@ impl ResultArchive {
     pub fn in_memory_with(limits: ArchiveLimits) -> Result<ResultArchive, ArchiveError> {
         let (conn, label) = open_database(None)?;
         Ok(ResultArchive {
-            conn: Mutex::new(conn),
+            backend: ArchiveBackend::Sqlite(Mutex::new(conn)),
             label,
             limits: limits.normalized(),
         })
+    }
+
+    /// The archive in the same store as `store`, with these limits (normalized): the same SQLite
+    /// file (opened with its own connection; a new in-memory archive for an in-memory store), or
+    /// the same PostgreSQL database through the store's pool, so one `--store` names both and a
+    /// PostgreSQL store holds one lease for the two.
+    ///
+    /// # Errors
+    /// [`ArchiveError::Store`] with the causes of [`crate::CallStore::open`].
+    pub fn beside(
+        store: &crate::records::CallStore,
+        limits: ArchiveLimits,
+    ) -> Result<ResultArchive, ArchiveError> {
+        match store.backend() {
+            crate::records::Backend::Sqlite(_) => match store.path() {
+                Some(path) => ResultArchive::open_with(path, limits),
+                None => ResultArchive::in_memory_with(limits),
+            },
+            #[cfg(feature = "postgres")]
+            crate::records::Backend::Postgres(pg) => Ok(ResultArchive {
+                backend: ArchiveBackend::Postgres(std::sync::Arc::clone(pg)),
+                label: store.label().to_string(),
+                limits: limits.normalized(),
+            }),
+        }
+    }
+
+    /// The SQLite connection of a test's archive.
+    #[cfg(test)]
+    fn sqlite(&self) -> std::sync::MutexGuard<'_, Connection> {
+        match &self.backend {
+            ArchiveBackend::Sqlite(conn) => lock(conn),
+            #[cfg(feature = "postgres")]
+            ArchiveBackend::Postgres(_) => panic!("not an SQLite archive"),
+        }
     }
 
     /// The limits in force.
@@ -436,7 +488,25 @@ impl ResultArchive {
     ) -> Result<ResultRef, ArchiveError> {
         let reference = ResultRef::random()?;
         let stored = cut_at_char_boundary(text, self.limits.max_entry);
-        let mut conn = lock(&self.conn);
+        let entry = NewEntry {
+            reference: reference.0,
+            owner: owner.0,
+            call,
+            tool: tool.to_string(),
+            total_bytes: text.len() as i64,
+            total_chars: stored.chars().count() as i64,
+            truncated: stored.len() < text.len(),
+            text: stored.to_string(),
+        };
+        let conn = match &self.backend {
+            ArchiveBackend::Sqlite(conn) => conn,
+            #[cfg(feature = "postgres")]
+            ArchiveBackend::Postgres(pg) => {
+                pg::put(pg, entry, self.limits)?;
+                return Ok(reference);
+            }
+        };
+        let mut conn = lock(conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
@@ -444,19 +514,18 @@ impl ResultArchive {
             "INSERT INTO results (reference, owner, call_id, tool, text, total_bytes, total_chars, truncated, created_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
             params![
-                &reference.0[..],
-                &owner.0[..],
-                call.map(|c| c.0),
-                tool,
-                stored,
-                text.len() as i64,
-                stored.chars().count() as i64,
-                stored.len() < text.len(),
+                &entry.reference[..],
+                &entry.owner[..],
+                entry.call.map(|c| c.0),
+                entry.tool,
+                entry.text,
+                entry.total_bytes,
+                entry.total_chars,
+                entry.truncated,
             ],
         )
         .map_err(self.err())?;
         let id = tx.last_insert_rowid();
-        // Oldest first: evict until both limits hold, sparing the entry just stored.
         let live: Vec<(i64, i64)> = {
             let mut stmt = tx
                 .prepare("SELECT id, length(CAST(text AS BLOB)) FROM results WHERE text IS NOT NULL ORDER BY id")
@@ -466,22 +535,12 @@ impl ResultArchive {
                 .map_err(self.err())?;
             rows.collect::<Result<_, _>>().map_err(self.err())?
         };
-        let mut count = live.len();
-        let mut total: usize = live.iter().map(|&(_, b)| b as usize).sum();
-        for &(old, bytes) in &live {
-            if count <= self.limits.max_entries && total <= self.limits.max_total {
-                break;
-            }
-            if old == id {
-                break;
-            }
+        for old in evictions(&live, id, &self.limits) {
             tx.execute(
                 "UPDATE results SET text = NULL, evicted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
                 [old],
             )
             .map_err(self.err())?;
-            count -= 1;
-            total -= bytes as usize;
         }
         // Keep the newest tombstones only.
         tx.execute(
@@ -514,26 +573,29 @@ impl ResultArchive {
         if length == 0 {
             return Err(ArchiveError::ZeroLength);
         }
-        let conn = lock(&self.conn);
-        let row = conn
-            .query_row(
-                "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, truncated \
-                 FROM results WHERE reference = ?1 AND owner = ?2",
-                params![&reference.0[..], &owner.0[..]],
-                |r| {
-                    Ok(Entry {
-                        id: r.get(0)?,
-                        live: r.get(1)?,
-                        tool: r.get(2)?,
-                        call: r.get::<_, Option<i64>>(3)?.map(CallId),
-                        total_bytes: r.get(4)?,
-                        total_chars: r.get(5)?,
-                        truncated: r.get(6)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(self.err())?;
+        let row = match &self.backend {
+            ArchiveBackend::Sqlite(conn) => lock(conn)
+                .query_row(
+                    "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, truncated \
+                     FROM results WHERE reference = ?1 AND owner = ?2",
+                    params![&reference.0[..], &owner.0[..]],
+                    |r| {
+                        Ok(Entry {
+                            id: r.get(0)?,
+                            live: r.get(1)?,
+                            tool: r.get(2)?,
+                            call: r.get::<_, Option<i64>>(3)?.map(CallId),
+                            total_bytes: r.get(4)?,
+                            total_chars: r.get(5)?,
+                            truncated: r.get(6)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(self.err())?,
+            #[cfg(feature = "postgres")]
+            ArchiveBackend::Postgres(pg) => pg::entry(pg, reference.0, owner.0)?,
+        };
         let Entry {
             id,
             total_bytes,
@@ -553,15 +615,20 @@ impl ResultArchive {
                 total_chars,
             });
         }
-        // SQLite's substr counts characters of TEXT values, starting at 1: no char is split.
+        // SQLite's and PostgreSQL's substr count characters of text values, starting at 1: no
+        // char is split.
         let want = length.min(total_chars - offset);
-        let text: String = conn
-            .query_row(
-                "SELECT substr(text, ?2, ?3) FROM results WHERE id = ?1",
-                params![id, offset as i64 + 1, want as i64],
-                |r| r.get(0),
-            )
-            .map_err(self.err())?;
+        let text: String = match &self.backend {
+            ArchiveBackend::Sqlite(conn) => lock(conn)
+                .query_row(
+                    "SELECT substr(text, ?2, ?3) FROM results WHERE id = ?1",
+                    params![id, offset as i64 + 1, want as i64],
+                    |r| r.get(0),
+                )
+                .map_err(self.err())?,
+            #[cfg(feature = "postgres")]
+            ArchiveBackend::Postgres(pg) => pg::text(pg, id, offset as i64 + 1, want as i64)?,
+        };
         let text = cut_at_char_boundary(&text, self.limits.inline_budget).to_string();
         let length = text.chars().count();
         let end = offset + length;
@@ -593,15 +660,170 @@ impl ResultArchive {
 }
 
 /// One row of the `results` table, as a read sees it.
-struct Entry {
-    id: i64,
+pub(crate) struct Entry {
+    pub(crate) id: i64,
     /// False for a tombstone (its text was evicted).
-    live: bool,
-    tool: String,
-    call: Option<CallId>,
-    total_bytes: i64,
-    total_chars: i64,
-    truncated: bool,
+    pub(crate) live: bool,
+    pub(crate) tool: String,
+    pub(crate) call: Option<CallId>,
+    pub(crate) total_bytes: i64,
+    pub(crate) total_chars: i64,
+    pub(crate) truncated: bool,
+}
+
+/// One result to archive, as [`ResultArchive::put`] stores it (owned: a PostgreSQL write runs
+/// on the store's own runtime).
+pub(crate) struct NewEntry {
+    pub(crate) reference: [u8; 16],
+    pub(crate) owner: [u8; 16],
+    pub(crate) call: Option<CallId>,
+    pub(crate) tool: String,
+    /// The text kept, cut to [`ArchiveLimits::max_entry`].
+    pub(crate) text: String,
+    /// Bytes of the whole result.
+    pub(crate) total_bytes: i64,
+    /// Characters of `text`.
+    pub(crate) total_chars: i64,
+    pub(crate) truncated: bool,
+}
+
+/// Which live entries (`(id, bytes)`, oldest first) to evict after entry `new` was stored: the
+/// oldest, until at most [`ArchiveLimits::max_entries`] holding at most
+/// [`ArchiveLimits::max_total`] bytes remain, never `new` itself.
+pub(crate) fn evictions(live: &[(i64, i64)], new: i64, limits: &ArchiveLimits) -> Vec<i64> {
+    let mut count = live.len();
+    let mut total: usize = live.iter().map(|&(_, b)| b as usize).sum();
+    let mut evicted = Vec::new();
+    for &(old, bytes) in live {
+        if (count <= limits.max_entries && total <= limits.max_total) || old == new {
+            break;
+        }
+        evicted.push(old);
+        count -= 1;
+        total -= bytes as usize;
+    }
+    evicted
+}
+
+/// The archive's statements on a PostgreSQL store (`toolcat_results`), run through the store's
+/// pool and runtime.
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::{evictions, ArchiveError, ArchiveLimits, CallId, Entry, NewEntry, MAX_TOMBSTONES};
+    use crate::records::postgres::{pg_error, PgStore, ARCHIVE_LOCK, NOW};
+
+    pub(crate) fn put(
+        pg: &PgStore,
+        entry: NewEntry,
+        limits: ArchiveLimits,
+    ) -> Result<(), ArchiveError> {
+        Ok(pg.with_client(move |mut client, label| async move {
+            let err = |e| pg_error(&label, e);
+            let tx = client.transaction().await.map_err(err)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ARCHIVE_LOCK])
+                .await
+                .map_err(err)?;
+            let id: i64 = tx
+                .query_one(
+                    &format!(
+                        "INSERT INTO toolcat_results (reference, owner, call_id, tool, text, \
+                         total_bytes, total_chars, truncated, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {NOW}) RETURNING id"
+                    ),
+                    &[
+                        &&entry.reference[..],
+                        &&entry.owner[..],
+                        &entry.call.map(|c| c.0),
+                        &entry.tool,
+                        &entry.text,
+                        &entry.total_bytes,
+                        &entry.total_chars,
+                        &entry.truncated,
+                    ],
+                )
+                .await
+                .map_err(err)?
+                .get(0);
+            let live: Vec<(i64, i64)> = tx
+                .query(
+                    "SELECT id, octet_length(text)::BIGINT FROM toolcat_results \
+                     WHERE text IS NOT NULL ORDER BY id",
+                    &[],
+                )
+                .await
+                .map_err(err)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let evicted = evictions(&live, id, &limits);
+            if !evicted.is_empty() {
+                tx.execute(
+                    &format!(
+                        "UPDATE toolcat_results SET text = NULL, evicted_at = {NOW} \
+                         WHERE id = ANY($1)"
+                    ),
+                    &[&evicted],
+                )
+                .await
+                .map_err(err)?;
+            }
+            // Keep the newest tombstones only.
+            tx.execute(
+                "DELETE FROM toolcat_results WHERE text IS NULL AND id NOT IN \
+                 (SELECT id FROM toolcat_results WHERE text IS NULL ORDER BY id DESC LIMIT $1)",
+                &[&(MAX_TOMBSTONES as i64)],
+            )
+            .await
+            .map_err(err)?;
+            tx.commit().await.map_err(err)
+        })?)
+    }
+
+    pub(crate) fn entry(
+        pg: &PgStore,
+        reference: [u8; 16],
+        owner: [u8; 16],
+    ) -> Result<Option<Entry>, ArchiveError> {
+        Ok(pg.with_client(move |client, label| async move {
+            let row = client
+                .query_opt(
+                    "SELECT id, text IS NOT NULL, tool, call_id, total_bytes, total_chars, \
+                     truncated FROM toolcat_results WHERE reference = $1 AND owner = $2",
+                    &[&&reference[..], &&owner[..]],
+                )
+                .await
+                .map_err(|e| pg_error(&label, e))?;
+            Ok(row.map(|r| Entry {
+                id: r.get(0),
+                live: r.get(1),
+                tool: r.get(2),
+                call: r.get::<_, Option<i64>>(3).map(CallId),
+                total_bytes: r.get(4),
+                total_chars: r.get(5),
+                truncated: r.get(6),
+            }))
+        })?)
+    }
+
+    /// `length` characters of entry `id` from character `start` (counted from 1).
+    pub(crate) fn text(
+        pg: &PgStore,
+        id: i64,
+        start: i64,
+        length: i64,
+    ) -> Result<String, ArchiveError> {
+        Ok(pg.with_client(move |client, label| async move {
+            let row = client
+                .query_one(
+                    "SELECT coalesce(substr(text, $2::BIGINT::INT, $3::BIGINT::INT), '') \
+                     FROM toolcat_results WHERE id = $1",
+                    &[&id, &start, &length],
+                )
+                .await
+                .map_err(|e| pg_error(&label, e))?;
+            Ok(row.get(0))
+        })?)
+    }
 }
 
 #[cfg(test)]
@@ -882,7 +1104,7 @@ mod tests {
         let first = a.put(me(), None, "t", "one").unwrap();
         a.put(me(), None, "t", "two").unwrap();
         {
-            let conn = lock(&a.conn);
+            let conn = a.sqlite();
             conn.execute("DELETE FROM results WHERE text IS NULL", [])
                 .unwrap();
         }
@@ -961,7 +1183,8 @@ mod tests {
             a.read(me(), "result-1", 0, 10),
             Err(ArchiveError::BadReference { .. })
         ));
-        let old_text: Option<String> = lock(&a.conn)
+        let old_text: Option<String> = a
+            .sqlite()
             .query_row(
                 "SELECT text FROM results WHERE tool = 'read_file'",
                 [],

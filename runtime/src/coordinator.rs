@@ -678,9 +678,8 @@ impl<'c> Coordinator<'c> {
         self
     }
 
-    /// Keeps the state of the tools' rate limits in `limits` (a PostgreSQL database shared by
-    /// replicas, [`crate::limits::PostgresRateLimits`] with feature `postgres`), whatever the
-    /// call store: every call of a tool with a `rate_limit` first takes one call from it there
+    /// Keeps the state of the tools' rate limits in `limits` (for instance another
+    /// [`CallStore`], such as a PostgreSQL database shared by replicas), whatever the call store: every call of a tool with a `rate_limit` first takes one call from it there
     /// ([`RateLimitStore::acquire`], key [`TOOL_KEY`]); a refusal is
     /// [`CallError::RateLimited`], a failure of the store [`CallError::Store`], and nothing runs.
     pub fn with_rate_limits(mut self, limits: Arc<dyn RateLimitStore>) -> Self {
@@ -689,11 +688,13 @@ impl<'c> Coordinator<'c> {
     }
 
     /// Where the rate limits' state is shared with other processes, if anywhere: the store of
-    /// [`Coordinator::with_rate_limits`], else a call store on a file.
+    /// [`Coordinator::with_rate_limits`], else a call store on a file or in PostgreSQL.
     fn shared_limits(&self) -> Option<&dyn RateLimitStore> {
         match (&self.limits, &self.store) {
             (Some(limits), _) => Some(&**limits),
-            (None, Some(store)) if store.path().is_some() => Some(&**store),
+            (None, Some(store)) if store.path().is_some() || store.replica().is_some() => {
+                Some(&**store)
+            }
             _ => None,
         }
     }

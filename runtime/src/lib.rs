@@ -77,7 +77,8 @@ pub use handler::{
 };
 pub use plan::{Plan, PlanCounts, TurnInput, TurnPlanner};
 pub use records::{
-    CallId, CallRecord, CallState, CallStore, Change, DamagedRecord, NewCall, StoreError,
+    CallId, CallRecord, CallState, CallStore, Change, DamagedRecord, LeaseTimes, NewCall,
+    StoreError, StoreLocation,
 };
 pub use search::{Hit, HitKind};
 pub use session::{CallResult, Outcome, Session, SessionOptions};

@@ -20,7 +20,8 @@
 //! - **SQLite** ([`CallStore`], a store file): table `rate_limits` in the call store's file,
 //!   read and written inside one `BEGIN IMMEDIATE` transaction, so processes on one machine take
 //!   turns; the clock is the machine's (every process reads the same one).
-//! - **PostgreSQL** ([`PostgresRateLimits`], feature `postgres`): one
+//! - **PostgreSQL** ([`CallStore`] on a `postgres://` URL, feature `postgres`): table
+//!   `toolcat_rate_limits` (migration 2 of the store's schema); one
 //!   `INSERT ... ON CONFLICT (tool, key) DO UPDATE ... WHERE ... RETURNING` statement computes
 //!   GCRA in SQL with the server's `clock_timestamp()`, so replicas share one clock and their
 //!   clocks' skew does not matter.
@@ -52,8 +53,8 @@ pub enum Acquire {
 }
 
 /// Rate-limit state shared beyond one process: the seam through which the coordinator takes a
-/// call from a tool's `rate_limit` when the state lives in a store. [`CallStore`] (SQLite)
-/// and [`PostgresRateLimits`] (feature `postgres`) implement it.
+/// call from a tool's `rate_limit` when the state lives in a store. [`CallStore`] implements it
+/// on both of its backends (an SQLite file; PostgreSQL with feature `postgres`).
 pub trait RateLimitStore: Send + Sync {
     /// Takes one call from the limit `limit` of (`tool`, `key`) now, atomically with every other
     /// process sharing the store: [`Acquire::Granted`] (counted) or [`Acquire::Refused`] (not
@@ -195,21 +196,23 @@ pub(crate) fn acquire_sqlite(
 
 impl CallStore {
     /// Takes one call from `limit` of (`tool`, `key`) at `now_ns` (nanoseconds since the Unix
-    /// epoch) in this store's `rate_limits` table ([`acquire_sqlite`]).
+    /// epoch) in this store's SQLite `rate_limits` table ([`acquire_sqlite`]); `None` for a
+    /// PostgreSQL store, whose server's clock decides instead.
     pub(crate) fn acquire_rate(
         &self,
         tool: &str,
         key: &str,
         limit: RateLimit,
         now_ns: i64,
-    ) -> Result<Acquire, StoreError> {
-        let (conn, label) = self.connection();
-        acquire_sqlite(&conn, label, tool, key, limit, now_ns)
+    ) -> Option<Result<Acquire, StoreError>> {
+        let label = self.label();
+        self.with_sqlite(|conn| acquire_sqlite(conn, label, tool, key, limit, now_ns))
     }
 }
 
-/// The SQLite store's rate limits: its file is shared by every process that opens it. (An
-/// in-memory store answers too, but for this process only; the coordinator does not ask one.)
+/// The store's rate limits: an SQLite file is shared by every process that opens it, a
+/// PostgreSQL database by every replica. (An in-memory store answers too, but for this process
+/// only; the coordinator does not ask one.)
 impl RateLimitStore for CallStore {
     fn acquire<'a>(
         &'a self,
@@ -217,38 +220,38 @@ impl RateLimitStore for CallStore {
         key: &'a str,
         limit: RateLimit,
     ) -> BoxFuture<'a, Result<Acquire, StoreError>> {
-        let answer = self.acquire_rate(tool, key, limit, now_ns());
-        Box::pin(std::future::ready(answer))
+        if let Some(answer) = self.acquire_rate(tool, key, limit, now_ns()) {
+            return Box::pin(std::future::ready(answer));
+        }
+        #[cfg(feature = "postgres")]
+        {
+            let (tool, key) = (tool.to_owned(), key.to_owned());
+            let answer = self.with_postgres(move |client, label| async move {
+                postgres::acquire_postgres(&client, &label, &tool, &key, limit).await
+            });
+            if let Some(answer) = answer {
+                return Box::pin(std::future::ready(answer));
+            }
+        }
+        unreachable!(
+            "a call store is an SQLite file or, with feature `postgres`, a PostgreSQL database"
+        )
     }
 }
 
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresRateLimits;
-
-#[cfg(feature = "postgres")]
 mod postgres {
-    use std::fmt;
-
-    use super::{Acquire, Gcra, RateLimitStore};
+    use super::{Acquire, Gcra};
     use crate::catalog::RateLimit;
-    use crate::handler::BoxFuture;
+    use crate::records::postgres::pg_error;
     use crate::records::StoreError;
-
-    /// The table of rate-limit state in PostgreSQL; versioned with the store's schema when its
-    /// migrations take it over.
-    const TABLE: &str = "CREATE TABLE IF NOT EXISTS rate_limits (
-        tool TEXT NOT NULL,
-        key TEXT NOT NULL,
-        tat_ns BIGINT NOT NULL,
-        PRIMARY KEY (tool, key)
-    )";
 
     /// One call taken from the limit in one statement, with the server's clock read once: the
     /// inserted row's `tat_ns` is `now + T`, so `EXCLUDED.tat_ns - T` is `now` in the update.
     /// `$3` is `T`, `$4` is `tau` (nanoseconds). A row comes back when the call is granted;
     /// none when it is refused (the `WHERE` kept the row as it was, locked until the statement
     /// ends).
-    const ACQUIRE: &str = "INSERT INTO rate_limits AS r (tool, key, tat_ns)
+    const ACQUIRE: &str = "INSERT INTO toolcat_rate_limits AS r (tool, key, tat_ns)
         SELECT $1, $2, (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint + $3
         ON CONFLICT (tool, key) DO UPDATE
             SET tat_ns = greatest(r.tat_ns, EXCLUDED.tat_ns - $3) + $3
@@ -259,29 +262,11 @@ mod postgres {
     /// server's clock (read after the refusal, so never shorter than the wait it decided on).
     const WAIT: &str =
         "SELECT tat_ns - $3 - (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint
-        FROM rate_limits WHERE tool = $1 AND key = $2";
-
-    /// Creates the `rate_limits` table when absent, under a transaction-scoped advisory lock so
-    /// that replicas starting together do not race on `CREATE TABLE`.
-    pub(crate) async fn create_table(
-        client: &mut tokio_postgres::Client,
-        label: &str,
-    ) -> Result<(), StoreError> {
-        let err = |e| postgres_error(label, e);
-        let tx = client.transaction().await.map_err(err)?;
-        tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtext('toolcat.rate_limits'))",
-            &[],
-        )
-        .await
-        .map_err(err)?;
-        tx.batch_execute(TABLE).await.map_err(err)?;
-        tx.commit().await.map_err(err)
-    }
+        FROM toolcat_rate_limits WHERE tool = $1 AND key = $2";
 
     /// Takes one call from `limit` of (`tool`, `key`) now, by the server's clock, in one
-    /// statement (see the module docs); a refusal's wait is read by a second one. The table
-    /// must exist ([`create_table`]).
+    /// statement (see the module docs); a refusal's wait is read by a second one. The table is
+    /// the store's (`toolcat_rate_limits`, migration 2).
     ///
     /// # Errors
     /// [`StoreError::Postgres`] when the server cannot be reached or refuses the statement.
@@ -295,7 +280,7 @@ mod postgres {
         let Some(gcra) = Gcra::of(limit) else {
             return Ok(Acquire::Granted);
         };
-        let err = |e| postgres_error(label, e);
+        let err = |e| pg_error(label, e);
         let granted = client
             .query_opt(ACQUIRE, &[&tool, &key, &gcra.t_ns, &gcra.tau_ns])
             .await
@@ -313,73 +298,6 @@ mod postgres {
         Ok(Acquire::Refused {
             retry_after_ms: super::retry_after_ms(wait_ns.unwrap_or(0)),
         })
-    }
-
-    fn postgres_error(label: &str, e: tokio_postgres::Error) -> StoreError {
-        StoreError::Postgres {
-            store: label.to_string(),
-            reason: e.to_string(),
-        }
-    }
-
-    /// Rate-limit state in a PostgreSQL database (table `rate_limits`), shared by every replica
-    /// using it: each call is one statement computing GCRA with the server's clock, through a
-    /// connection of `pool`.
-    pub struct PostgresRateLimits {
-        pool: deadpool_postgres::Pool,
-        label: String,
-    }
-
-    impl fmt::Debug for PostgresRateLimits {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("PostgresRateLimits")
-                .field("store", &self.label)
-                .finish_non_exhaustive()
-        }
-    }
-
-    impl PostgresRateLimits {
-        /// Rate limits in the database of `pool`, creating the table `rate_limits` when absent.
-        /// `label` names the database in errors: give its URL without a password.
-        ///
-        /// # Errors
-        /// [`StoreError::Postgres`] when no connection can be had or the table cannot be
-        /// created.
-        pub async fn new(
-            pool: deadpool_postgres::Pool,
-            label: impl Into<String>,
-        ) -> Result<PostgresRateLimits, StoreError> {
-            let label = label.into();
-            let mut client = pool.get().await.map_err(|e| pool_error(&label, e))?;
-            create_table(&mut client, &label).await?;
-            drop(client);
-            Ok(PostgresRateLimits { pool, label })
-        }
-    }
-
-    fn pool_error(label: &str, e: deadpool_postgres::PoolError) -> StoreError {
-        StoreError::Postgres {
-            store: label.to_string(),
-            reason: e.to_string(),
-        }
-    }
-
-    impl RateLimitStore for PostgresRateLimits {
-        fn acquire<'a>(
-            &'a self,
-            tool: &'a str,
-            key: &'a str,
-            limit: RateLimit,
-        ) -> BoxFuture<'a, Result<Acquire, StoreError>> {
-            Box::pin(async move {
-                let client = self
-                    .pool
-                    .get()
-                    .await
-                    .map_err(|e| pool_error(&self.label, e))?;
-                acquire_postgres(&client, &self.label, tool, key, limit).await
-            })
-        }
     }
 }
 

@@ -39,7 +39,39 @@
 //! kept up to [`MAX_CHANGE_DIFF_BYTES`] (the whole diff goes to the result archive when the
 //! coordinator has one, see [`Change::diff_reference`]), and a record keeps at most
 //! [`MAX_CHANGES`] changes, counting the others in [`CallRecord::changes_omitted`].
-//! A store is for one machine: the process ids it records mean nothing on another.
+//! An SQLite store is for one machine: the process ids it records mean nothing on another.
+//!
+//! **Backends.** A store is an SQLite file ([`CallStore::open`], the default, no setup) or a
+//! PostgreSQL database ([`CallStore::connect`], feature `postgres`), chosen by
+//! [`StoreLocation`] (`--store postgres://...`). Both keep the same rows, run the same
+//! lifecycle checks (one function decides each move, whatever the backend) and commit each state
+//! before the call goes on. The backends are an enum inside [`CallStore`] (and
+//! [`crate::ResultArchive`]), not a trait: the set is closed (two, one behind a feature), they
+//! share one error type and one record type, and a host passes one `CallStore` whatever the
+//! backend, without a type parameter or a box through the coordinator.
+//!
+//! **Sync API.** The methods are synchronous on both backends, because the coordinator writes
+//! from synchronous hooks that handlers call (a commit, a reported change) and from the task that
+//! ends a call. SQLite runs in place, as before (a local file). PostgreSQL runs its statements on
+//! the store's own two-thread runtime and the caller waits for the answer; a caller on a worker of
+//! a multi-thread tokio runtime waits inside `tokio::task::block_in_place`, so the worker's other
+//! tasks move on while the network round trip lasts (see `records/postgres.rs`).
+//!
+//! **Replicas.** In PostgreSQL every process that opens the store for writing holds a lease row
+//! (replica id, host, pid, `expires_at`), renewed every [`LeaseTimes::renew`] for
+//! [`LeaseTimes::lease`] ([`DEFAULT_LEASE_RENEW`], [`DEFAULT_LEASE`]); each record names its
+//! replica ([`CallRecord::replica`]). [`CallStore::recover`], and each renewal, judge the open
+//! calls of replicas whose lease expired as a dead local process's are judged in SQLite.
+//! Tables: `toolcat_calls`, `toolcat_results`, `toolcat_replicas` and `toolcat_schema` (one row
+//! per applied migration, applied in a transaction under an advisory lock so that replicas
+//! starting together migrate once).
+
+// Without the `postgres` feature the backend enums have one variant, so each method's
+// `match` on its backend has one arm; it stays a `match` so that the feature adds an arm.
+#![cfg_attr(
+    not(feature = "postgres"),
+    allow(clippy::infallible_destructuring_match)
+)]
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -51,6 +83,9 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use serde::{Deserialize, Serialize};
 use toolcat_catalog::diagnostics::did_you_mean;
 
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
+
 /// `PRAGMA application_id` of a toolcat store: `tool` in ASCII.
 pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// `PRAGMA user_version` this build writes and reads. Version 1: tables `calls` and `results`.
@@ -59,6 +94,118 @@ pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// bound to no one, are evicted by the migration. Version 3: `calls` gains `changes` (a JSON
 /// array of [`Change`]s, `[]` for the records migrated) and `changes_omitted` (an integer, 0).
 pub const SCHEMA_VERSION: i32 = 4;
+/// How long one attempt to connect to a PostgreSQL store may take before it is an error
+/// ([`StoreError::Unreachable`]): 5 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a replica's lease lasts from its last renewal by default: 15 s. A call left open by a
+/// replica whose lease expired is judged by the others ([`CallStore::recover`]).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+/// How often a replica renews its lease by default: every 5 s, so two renewals can fail (a slow
+/// server, a pause) before the lease expires.
+pub const DEFAULT_LEASE_RENEW: Duration = Duration::from_secs(5);
+
+/// How long a replica's lease lasts and how often it is renewed (PostgreSQL stores). Every
+/// process that writes to a PostgreSQL store (each `toolcat serve`, each `toolcat call`) holds
+/// one lease row; its renewal also judges the calls of replicas whose lease expired, so those
+/// are `outcome_unknown` within `lease + renew` of the replica's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTimes {
+    /// How long the lease lasts after each renewal ([`DEFAULT_LEASE`]).
+    pub lease: Duration,
+    /// How often it is renewed ([`DEFAULT_LEASE_RENEW`]); kept under `lease`.
+    pub renew: Duration,
+}
+
+impl Default for LeaseTimes {
+    fn default() -> LeaseTimes {
+        LeaseTimes {
+            lease: DEFAULT_LEASE,
+            renew: DEFAULT_LEASE_RENEW,
+        }
+    }
+}
+
+impl LeaseTimes {
+    /// A lease of `lease`, renewed every third of it (at least every millisecond).
+    pub fn of(lease: Duration) -> LeaseTimes {
+        LeaseTimes {
+            lease,
+            renew: (lease / 3).max(Duration::from_millis(1)),
+        }
+    }
+
+    /// The times made consistent: `lease` at least 10 ms, `renew` at least 1 ms and under
+    /// `lease` (a lease renewed later than it lasts would expire between renewals).
+    pub fn normalized(self) -> LeaseTimes {
+        let lease = self.lease.max(Duration::from_millis(10));
+        let renew = self.renew.clamp(
+            Duration::from_millis(1),
+            lease.saturating_sub(Duration::from_millis(1)),
+        );
+        LeaseTimes { lease, renew }
+    }
+}
+
+/// Where a call store is: `--store` / `TOOLCAT_STORE` as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// An SQLite file (the default, `.toolcat/calls.sqlite`).
+    File(PathBuf),
+    /// A PostgreSQL database: a `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl StoreLocation {
+    /// A text that starts with `postgres://` or `postgresql://` (in any letter case) is a
+    /// PostgreSQL URL; any other text is a file path.
+    pub fn parse(text: &str) -> StoreLocation {
+        let lower = text.trim_start().to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            StoreLocation::Postgres(text.trim().to_string())
+        } else {
+            StoreLocation::File(PathBuf::from(text))
+        }
+    }
+}
+
+impl fmt::Display for StoreLocation {
+    /// The path, or the URL with its password replaced by `***`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreLocation::File(path) => write!(f, "{}", path.display()),
+            StoreLocation::Postgres(url) => f.write_str(&redact_url(url)),
+        }
+    }
+}
+
+/// `url` with the password of its user information and any `password=` parameter replaced by
+/// `***`, so errors and logs can name the store.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let user_info = &out[rest_start..rest_start + at];
+            if let Some(colon) = user_info.find(':') {
+                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
+            }
+        }
+    }
+    // A `password=` query parameter (or key-value pair).
+    let lower = out.to_ascii_lowercase();
+    if let Some(i) = lower.find("password=") {
+        let start = i + "password=".len();
+        let end = out[start..]
+            .find(['&', ' '])
+            .map_or(out.len(), |j| start + j);
+        out.replace_range(start..end, "***");
+    }
+    out
+}
+
 /// How long a write waits for another process holding the store's write lock: 5 s.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest argument JSON text kept whole, in bytes (64 KiB). Larger arguments are stored as
@@ -368,8 +515,13 @@ pub struct CallRecord {
     pub parent: Option<CallId>,
     /// The last detail given with a state change (an error, why the outcome is unknown, …).
     pub detail: Option<String>,
-    /// The id of the process that began the call.
+    /// The id of the process that began the call (on the machine of its `replica`).
     pub pid: u32,
+    /// The replica that began the call, `replica-` and 16 base32 characters, in a PostgreSQL
+    /// store, whose lease ([`LeaseTimes`]) says whether it still runs; `None` (and not
+    /// serialized) in an SQLite store, where `pid` alone says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// When the record was begun: RFC 3339, UTC, milliseconds (`2026-01-31T12:00:00.000Z`).
     pub created_at: String,
     /// When the state last changed, in the same format.
@@ -452,9 +604,33 @@ pub enum StoreError {
     /// No record has this id.
     #[error("no call `{id}` in the call store `{path}`; `toolcat calls` lists the recorded calls")]
     UnknownCall { id: CallId, path: String },
-    /// A PostgreSQL store (feature `postgres`) could not be reached or refused a statement.
-    #[error("PostgreSQL store `{store}`: {reason}; check that the server is up and that its URL names it")]
-    Postgres { store: String, reason: String },
+    /// A `postgres://` store whose URL cannot be read.
+    #[error("`{url}` is not a PostgreSQL store URL ({reason}); write `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`, or pass an SQLite file path with `--store` or `TOOLCAT_STORE`")]
+    BadUrl {
+        /// The URL as given, its password replaced by `***`.
+        url: String,
+        reason: String,
+    },
+    /// The PostgreSQL server of the store cannot be reached, or refused the login.
+    #[error("cannot connect to the PostgreSQL store `{url}`: {reason}; check that the server runs and accepts this user, host, port and database, or pass another store with `--store` or `TOOLCAT_STORE`")]
+    Unreachable {
+        /// The URL, its password replaced by `***`.
+        url: String,
+        reason: String,
+    },
+    /// A `postgres://` store given to a toolcat built without the `postgres` feature.
+    #[error("the call store `{url}` is a PostgreSQL database, but this toolcat was built without the `postgres` feature; build it with `--features postgres`, or pass an SQLite file path with `--store` or `TOOLCAT_STORE`")]
+    NoPostgres {
+        /// The URL, its password replaced by `***`.
+        url: String,
+    },
+    /// Any other PostgreSQL failure (the server's message and SQLSTATE code).
+    #[error("call store `{url}`: {reason}; check that this user may create and write the `toolcat_*` tables of this database, or pass another store with `--store` or `TOOLCAT_STORE`")]
+    Postgres {
+        /// The URL, its password replaced by `***`.
+        url: String,
+        reason: String,
+    },
     /// Any other SQLite failure.
     #[error("call store `{path}`: {source}")]
     Sqlite {
@@ -737,15 +913,25 @@ pub(crate) fn cut_at_char_boundary(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// The durable store of call records. `Send + Sync`: one connection behind a mutex, so a store is
-/// shared by reference (or `Arc`) between the tasks of a process; other processes open the same
-/// file with their own store.
+/// The durable store of call records. `Send + Sync`: one SQLite connection behind a mutex, or a
+/// pool of PostgreSQL connections ([`CallStore::connect`]), so a store is shared by reference (or
+/// `Arc`) between the tasks of a process; other processes open the same file or database with
+/// their own store.
 pub struct CallStore {
-    conn: Mutex<Connection>,
+    backend: Backend,
     label: String,
     path: Option<PathBuf>,
     /// The file's schema version: an older file opened read-only lacks the later columns.
     version: i32,
+}
+
+/// Where a store keeps its rows: the two backends (see the module docs for why an enum).
+pub(crate) enum Backend {
+    /// An SQLite file (or memory): one connection, used in place.
+    Sqlite(Mutex<Connection>),
+    /// A PostgreSQL database, shared with the result archive opened beside the store.
+    #[cfg(feature = "postgres")]
+    Postgres(std::sync::Arc<postgres::PgStore>),
 }
 
 impl fmt::Debug for CallStore {
@@ -778,7 +964,7 @@ impl CallStore {
     pub fn open(path: &Path) -> Result<CallStore, StoreError> {
         let (conn, label) = open_database(Some(path))?;
         Ok(CallStore {
-            conn: Mutex::new(conn),
+            backend: Backend::Sqlite(Mutex::new(conn)),
             label,
             path: Some(path.to_path_buf()),
             version: SCHEMA_VERSION,
@@ -816,7 +1002,7 @@ impl CallStore {
         };
         let version = migrate(&conn, &label, false)?;
         Ok(CallStore {
-            conn: Mutex::new(conn),
+            backend: Backend::Sqlite(Mutex::new(conn)),
             label,
             path: Some(path.to_path_buf()),
             version,
@@ -827,22 +1013,133 @@ impl CallStore {
     pub fn in_memory() -> Result<CallStore, StoreError> {
         let (conn, label) = open_database(None)?;
         Ok(CallStore {
-            conn: Mutex::new(conn),
+            backend: Backend::Sqlite(Mutex::new(conn)),
             label,
             path: None,
             version: SCHEMA_VERSION,
         })
     }
 
-    /// The file this store was opened on, `None` in memory.
+    /// Opens the store `location` for writing: the SQLite file ([`CallStore::open`]) or the
+    /// PostgreSQL database ([`CallStore::connect`] with the default [`LeaseTimes`]).
+    ///
+    /// # Errors
+    /// As [`CallStore::open`] or [`CallStore::connect`].
+    pub fn open_location(location: &StoreLocation) -> Result<CallStore, StoreError> {
+        match location {
+            StoreLocation::File(path) => CallStore::open(path),
+            StoreLocation::Postgres(url) => CallStore::connect(url, LeaseTimes::default()),
+        }
+    }
+
+    /// Connects to the PostgreSQL store at `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
+    /// or any form `tokio_postgres::Config` reads), creates or migrates its tables
+    /// (`toolcat_calls`, `toolcat_results`, `toolcat_replicas`, versioned in
+    /// `toolcat_schema`; see the module docs), and takes this process's replica lease, renewed
+    /// every `lease.renew` on the store's own thread until the store (and every archive opened
+    /// beside it) is dropped, when the lease row is deleted. Blocks until connected (at most
+    /// [`CONNECT_TIMEOUT`] per attempt).
+    ///
+    /// # Errors
+    /// [`StoreError::BadUrl`], [`StoreError::Unreachable`] (each naming the URL without its
+    /// password), [`StoreError::NewerSchema`] for a database migrated by a newer toolcat,
+    /// [`StoreError::Postgres`]; [`StoreError::NoPostgres`] when built without the `postgres`
+    /// feature.
+    pub fn connect(url: &str, lease: LeaseTimes) -> Result<CallStore, StoreError> {
+        #[cfg(feature = "postgres")]
+        {
+            let pg = postgres::PgStore::connect(url, lease)?;
+            Ok(CallStore {
+                label: pg.label().to_string(),
+                backend: Backend::Postgres(pg),
+                path: None,
+                version: SCHEMA_VERSION,
+            })
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = lease;
+            Err(StoreError::NoPostgres {
+                url: redact_url(url),
+            })
+        }
+    }
+
+    /// The file this store was opened on, `None` in memory and in PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    /// The store's connection, locked, and the label errors name the store by: for the tables
-    /// other modules keep in the store's file (the rate limits' state).
-    pub(crate) fn connection(&self) -> (MutexGuard<'_, Connection>, &str) {
-        (lock(&self.conn), &self.label)
+    /// Where the store is, as errors name it: the file path, or the PostgreSQL URL without its
+    /// password.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// This process's replica id in a PostgreSQL store (the id its records name,
+    /// [`CallRecord::replica`]); `None` for SQLite.
+    pub fn replica(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => Some(pg.replica()),
+        }
+    }
+
+    /// Drops the store as a killed process would leave it: a PostgreSQL store stops renewing
+    /// its lease but does not delete it, so other replicas judge its open calls once the lease
+    /// expires. For tests of that judgement; an SQLite store is simply dropped.
+    #[doc(hidden)]
+    pub fn end_without_releasing_lease(self) {
+        #[cfg(feature = "postgres")]
+        if let Backend::Postgres(pg) = &self.backend {
+            pg.abandon_lease();
+        }
+    }
+
+    /// The SQLite connection of a test's store.
+    #[cfg(test)]
+    pub(crate) fn sqlite(&self) -> MutexGuard<'_, Connection> {
+        match &self.backend {
+            Backend::Sqlite(conn) => lock(conn),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => panic!("not an SQLite store"),
+        }
+    }
+
+    /// Runs `f` with the store's SQLite connection (locked for the time of `f`); `None` for a
+    /// PostgreSQL store. For modules that keep their own tables in the store (a statement's
+    /// errors map with `sqlite_error(store.label(), e)`).
+    #[allow(dead_code)] // The entry point of state kept beside the records (rate limits).
+    pub(crate) fn with_sqlite<T>(&self, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Some(f(&lock(conn))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Runs `f` with a pooled PostgreSQL connection on the store's runtime and waits for its
+    /// answer (without holding a tokio worker, see the module docs); `f` gets the connection and
+    /// the store's label for errors (`postgres::pg_error(&label, e)`). `None` for an SQLite
+    /// store.
+    #[cfg(feature = "postgres")]
+    #[allow(dead_code)] // The entry point of state kept beside the records (rate limits).
+    pub(crate) fn with_postgres<T, F, Fut>(&self, f: F) -> Option<Result<T, StoreError>>
+    where
+        F: FnOnce(deadpool_postgres::Object, String) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send,
+        T: Send + 'static,
+    {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(pg) => Some(pg.with_client(f)),
+        }
+    }
+
+    /// The backend, for an archive opened beside this store.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -860,10 +1157,12 @@ impl CallStore {
     }
 
     /// Records a new call in state `not_started` and returns its id; the record is on disk when
-    /// this returns. Arguments over [`MAX_ARGUMENTS_BYTES`] are stored truncated.
+    /// this returns. Arguments over [`MAX_ARGUMENTS_BYTES`] are stored truncated. In a
+    /// PostgreSQL store the record names this process's replica ([`CallRecord::replica`]).
     ///
     /// # Errors
-    /// [`StoreError::UnknownCall`] when `retry_of` names no record; SQLite failures.
+    /// [`StoreError::UnknownCall`] when `retry_of` names no record; SQLite or PostgreSQL
+    /// failures.
     pub fn begin(&self, new: NewCall<'_>) -> Result<CallId, StoreError> {
         let text = new.arguments.to_string();
         let (arguments, truncated) = if text.len() > MAX_ARGUMENTS_BYTES {
@@ -875,8 +1174,25 @@ impl CallStore {
         } else {
             (text, false)
         };
-        let conn = lock(&self.conn);
-        if let Some(retry_of) = new.retry_of {
+        let pid = std::process::id();
+        let begun = Begun {
+            tool: new.tool.to_string(),
+            arguments,
+            truncated,
+            effect: new.effect.to_string(),
+            idempotent: new.idempotent,
+            retry_of: new.retry_of,
+            parent: new.parent,
+            pid,
+            pid_start: process_start(pid).map(|t| t as i64),
+        };
+        let conn = match &self.backend {
+            Backend::Sqlite(conn) => conn,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => return pg.begin(begun),
+        };
+        let conn = lock(conn);
+        if let Some(retry_of) = begun.retry_of {
             let found: Option<i64> = conn
                 .query_row("SELECT id FROM calls WHERE id = ?1", [retry_of.0], |r| {
                     r.get(0)
@@ -890,7 +1206,6 @@ impl CallStore {
                 });
             }
         }
-        let pid = std::process::id();
         conn.execute(
             &format!(
                 "INSERT INTO calls (tool, arguments, arguments_truncated, state, effect, \
@@ -898,15 +1213,15 @@ impl CallStore {
                  VALUES (?1, ?2, ?3, 'not_started', ?4, ?5, ?6, ?7, ?8, {NOW}, {NOW}, ?9)"
             ),
             params![
-                new.tool,
-                arguments,
-                truncated,
-                new.effect,
-                new.idempotent,
-                new.retry_of.map(|c| c.0),
-                pid,
-                process_start(pid).map(|t| t as i64),
-                new.parent.map(|c| c.0),
+                begun.tool,
+                begun.arguments,
+                begun.truncated,
+                begun.effect,
+                begun.idempotent,
+                begun.retry_of.map(|c| c.0),
+                begun.pid,
+                begun.pid_start,
+                begun.parent.map(|c| c.0),
             ],
         )
         .map_err(self.err())?;
@@ -918,7 +1233,7 @@ impl CallStore {
     ///
     /// # Errors
     /// [`StoreError::IllegalTransition`] for a move the lifecycle does not allow (the record is
-    /// unchanged), [`StoreError::UnknownCall`], SQLite failures.
+    /// unchanged), [`StoreError::UnknownCall`], SQLite or PostgreSQL failures.
     pub fn set_state(
         &self,
         id: CallId,
@@ -926,7 +1241,12 @@ impl CallStore {
         detail: Option<&str>,
     ) -> Result<(), StoreError> {
         let detail = detail.map(cap_detail);
-        let mut conn = lock(&self.conn);
+        let conn = match &self.backend {
+            Backend::Sqlite(conn) => conn,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => return pg.set_state(id, state, detail),
+        };
+        let mut conn = lock(conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
@@ -936,25 +1256,7 @@ impl CallStore {
             })
             .optional()
             .map_err(self.err())?;
-        let Some(current) = current else {
-            return Err(StoreError::UnknownCall {
-                id,
-                path: self.label.clone(),
-            });
-        };
-        let from = self.parse_state(id, &current)?;
-        if !from.can_move_to(state) {
-            return Err(StoreError::IllegalTransition {
-                id,
-                from,
-                to: state,
-                hint: if from.is_terminal() {
-                    "a finished call never changes; start a new call to run the tool again"
-                } else {
-                    "the lifecycle is not_started → running → committed → succeeded, with failed, cancelled and outcome_unknown as the other endings"
-                },
-            });
-        }
+        check_move(&self.label, id, current.as_deref(), state)?;
         tx.execute(
             &format!(
                 "UPDATE calls SET state = ?2, detail = coalesce(?3, detail), updated_at = {NOW} \
@@ -976,9 +1278,14 @@ impl CallStore {
     /// # Errors
     /// [`StoreError::NotRunning`] for a record in another state (nothing is added),
     /// [`StoreError::UnknownCall`], [`StoreError::Damaged`] when the stored changes cannot be
-    /// read back, SQLite failures.
+    /// read back, SQLite or PostgreSQL failures.
     pub fn add_change(&self, id: CallId, change: &Change) -> Result<(), StoreError> {
-        let mut conn = lock(&self.conn);
+        let conn = match &self.backend {
+            Backend::Sqlite(conn) => conn,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => return pg.add_change(id, change.clone()),
+        };
+        let mut conn = lock(conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
@@ -990,59 +1297,35 @@ impl CallStore {
             )
             .optional()
             .map_err(self.err())?;
-        let Some((state, stored)) = row else {
-            return Err(StoreError::UnknownCall {
-                id,
-                path: self.label.clone(),
-            });
-        };
-        let state = self.parse_state(id, &state)?;
-        if !matches!(state, CallState::Running | CallState::Committed) {
-            return Err(StoreError::NotRunning {
-                path: self.label.clone(),
-                id,
-                state,
-            });
-        }
-        let mut changes = parse_changes(&stored).map_err(|reason| StoreError::Damaged {
-            path: self.label.clone(),
-            id,
-            reason,
-        })?;
-        if changes.len() >= MAX_CHANGES {
-            tx.execute(
+        match appended(&self.label, id, row, change)? {
+            Appended::Omitted => tx.execute(
                 "UPDATE calls SET changes_omitted = min(changes_omitted + 1, 4294967295) WHERE id = ?1",
                 [id.0],
-            )
-            .map_err(self.err())?;
-        } else {
-            changes.push(change.clone().bounded());
-            let text = serde_json::to_string(&changes).map_err(|e| StoreError::Damaged {
-                path: self.label.clone(),
-                id,
-                reason: format!("its changes cannot be written as JSON ({e})"),
-            })?;
-            tx.execute(
+            ),
+            Appended::Kept(text) => tx.execute(
                 "UPDATE calls SET changes = ?2 WHERE id = ?1",
                 params![id.0, text],
-            )
-            .map_err(self.err())?;
+            ),
         }
+        .map_err(self.err())?;
         tx.commit().map_err(self.err())
     }
 
     /// The record of call `id`, `None` when there is none.
     pub fn get(&self, id: CallId) -> Result<Option<CallRecord>, StoreError> {
-        let conn = lock(&self.conn);
-        let raw = conn
-            .query_row(
-                &format!("SELECT {} FROM calls WHERE id = ?1", self.columns()),
-                [id.0],
-                RawRecord::from_row,
-            )
-            .optional()
-            .map_err(self.err())?;
-        raw.map(|r| r.and_then(|r| self.record(r)).map_err(|d| self.damaged(d)))
+        let raw = match &self.backend {
+            Backend::Sqlite(conn) => lock(conn)
+                .query_row(
+                    &format!("SELECT {} FROM calls WHERE id = ?1", self.columns()),
+                    [id.0],
+                    RawRecord::from_row,
+                )
+                .optional()
+                .map_err(self.err())?,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => pg.get(id)?,
+        };
+        raw.map(|r| r.and_then(record).map_err(|d| self.damaged(d)))
             .transpose()
     }
 
@@ -1050,7 +1333,7 @@ impl CallStore {
     ///
     /// # Errors
     /// [`StoreError::Damaged`] when a row cannot be read back ([`CallStore::list_rows`] lists the
-    /// others); SQLite failures.
+    /// others); SQLite or PostgreSQL failures.
     pub fn list(
         &self,
         state: Option<CallState>,
@@ -1066,15 +1349,28 @@ impl CallStore {
     /// its place instead of failing the whole listing.
     ///
     /// # Errors
-    /// SQLite failures.
+    /// SQLite or PostgreSQL failures.
     pub fn list_rows(
         &self,
         state: Option<CallState>,
         limit: usize,
     ) -> Result<Vec<Result<CallRecord, DamagedRecord>>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let conn = lock(&self.conn);
-        let raws: Vec<Result<RawRecord, DamagedRecord>> = match state {
+        let raws: Vec<Result<RawRecord, DamagedRecord>> = match &self.backend {
+            Backend::Sqlite(conn) => self.sqlite_rows(&lock(conn), state, limit)?,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => pg.list_rows(state, limit)?,
+        };
+        Ok(raws.into_iter().map(|r| r.and_then(record)).collect())
+    }
+
+    fn sqlite_rows(
+        &self,
+        conn: &Connection,
+        state: Option<CallState>,
+        limit: i64,
+    ) -> Result<Vec<Result<RawRecord, DamagedRecord>>, StoreError> {
+        match state {
             Some(s) => {
                 let mut stmt = conn
                     .prepare(&format!(
@@ -1085,7 +1381,7 @@ impl CallStore {
                 let rows = stmt
                     .query_map(params![s.as_str(), limit], RawRecord::from_row)
                     .map_err(self.err())?;
-                rows.collect::<Result<_, _>>().map_err(self.err())?
+                rows.collect::<Result<_, _>>().map_err(self.err())
             }
             None => {
                 let mut stmt = conn
@@ -1097,14 +1393,9 @@ impl CallStore {
                 let rows = stmt
                     .query_map(params![limit], RawRecord::from_row)
                     .map_err(self.err())?;
-                rows.collect::<Result<_, _>>().map_err(self.err())?
+                rows.collect::<Result<_, _>>().map_err(self.err())
             }
-        };
-        drop(conn);
-        Ok(raws
-            .into_iter()
-            .map(|r| r.and_then(|r| self.record(r)))
-            .collect())
+        }
     }
 
     /// Judges the records whose process is gone and returns their ids (oldest first):
@@ -1113,12 +1404,20 @@ impl CallStore {
     /// - `not_started` become `cancelled`, with a detail saying the process ended before the call
     ///   started (the record says `running` before a handler starts, so nothing ran).
     ///
-    /// A process counts as gone when `/proc/<pid>` is absent, is a zombie, or started at another
-    /// time than the one recorded (its pid was reused). Only Linux is judged: elsewhere, and when
-    /// `/proc` is not mounted, nothing is marked. Nothing is ever marked `succeeded` and no call
-    /// is run again: what happened is for the host (or a person) to find out.
+    /// In an SQLite store a process counts as gone when `/proc/<pid>` is absent, is a zombie, or
+    /// started at another time than the one recorded (its pid was reused). Only Linux is judged:
+    /// elsewhere, and when `/proc` is not mounted, nothing is marked. In a PostgreSQL store a
+    /// process counts as gone when its replica's lease expired or is absent
+    /// ([`LeaseTimes`]), whatever machine it ran on; its expired lease row is then deleted.
+    /// Nothing is ever marked `succeeded` and no call is run again: what happened is for the host
+    /// (or a person) to find out.
     pub fn recover(&self) -> Result<Vec<CallId>, StoreError> {
-        let mut conn = lock(&self.conn);
+        let conn = match &self.backend {
+            Backend::Sqlite(conn) => conn,
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(pg) => return pg.recover(),
+        };
+        let mut conn = lock(conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.err())?;
@@ -1144,19 +1443,7 @@ impl CallStore {
             if liveness(pid, start.map(|s| s as u64)) != Liveness::Gone {
                 continue;
             }
-            let (to, detail) = if state == CallState::NotStarted.as_str() {
-                (
-                    CallState::Cancelled,
-                    format!("process {pid} ended before the call started; nothing ran"),
-                )
-            } else {
-                (
-                    CallState::OutcomeUnknown,
-                    format!(
-                        "process {pid} ended while the call was `{state}`; the side effect may or may not have happened, and the call is not run again"
-                    ),
-                )
-            };
+            let (to, detail) = judgement(&format!("process {pid}"), &state);
             tx.execute(
                 &format!(
                     "UPDATE calls SET state = ?4, detail = ?2, updated_at = {NOW} \
@@ -1171,14 +1458,6 @@ impl CallStore {
         Ok(marked)
     }
 
-    fn parse_state(&self, id: CallId, s: &str) -> Result<CallState, StoreError> {
-        s.parse().map_err(|_| StoreError::Damaged {
-            path: self.label.clone(),
-            id,
-            reason: format!("its `state` `{s}` is not a call state"),
-        })
-    }
-
     fn damaged(&self, d: DamagedRecord) -> StoreError {
         StoreError::Damaged {
             path: self.label.clone(),
@@ -1186,37 +1465,153 @@ impl CallStore {
             reason: d.reason,
         }
     }
+}
 
-    fn record(&self, r: RawRecord) -> Result<CallRecord, DamagedRecord> {
-        let damaged = |reason| DamagedRecord {
-            id: CallId(r.id),
-            reason,
-        };
-        let arguments = serde_json::from_str(&r.arguments)
-            .map_err(|e| damaged(format!("its `arguments` are not JSON ({e})")))?;
-        let state = r
-            .state
-            .parse()
-            .map_err(|_| damaged(format!("its `state` `{}` is not a call state", r.state)))?;
-        let changes = parse_changes(&r.changes).map_err(damaged)?;
-        Ok(CallRecord {
-            id: CallId(r.id),
-            tool: r.tool,
-            arguments,
-            arguments_truncated: r.arguments_truncated,
-            state,
-            effect: r.effect,
-            idempotent: r.idempotent,
-            retry_of: r.retry_of.map(CallId),
-            parent: r.parent.map(CallId),
-            detail: r.detail,
-            pid: r.pid,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            changes,
-            changes_omitted: r.changes_omitted,
-        })
+/// What [`CallStore::begin`] writes, owned (a PostgreSQL write runs on the store's own runtime).
+pub(crate) struct Begun {
+    tool: String,
+    arguments: String,
+    truncated: bool,
+    effect: String,
+    idempotent: bool,
+    retry_of: Option<CallId>,
+    parent: Option<CallId>,
+    pid: u32,
+    pid_start: Option<i64>,
+}
+
+/// The state and detail a call left open by a process that is gone comes to, `who` naming that
+/// process (`process 42`, `replica `r-…` (host h, process 42)`): `not_started` ran nothing and
+/// is `cancelled`; `running` and `committed` are `outcome_unknown`.
+fn judgement(who: &str, state: &str) -> (CallState, String) {
+    if state == CallState::NotStarted.as_str() {
+        (
+            CallState::Cancelled,
+            format!("{who} ended before the call started; nothing ran"),
+        )
+    } else {
+        (
+            CallState::OutcomeUnknown,
+            format!(
+                "{who} ended while the call was `{state}`; the side effect may or may not have happened, and the call is not run again"
+            ),
+        )
     }
+}
+
+/// The state of call `id` read from the store `label` (`None`: no such record) checked against
+/// a move to `to`; the current state when the move is legal.
+fn check_move(
+    label: &str,
+    id: CallId,
+    current: Option<&str>,
+    to: CallState,
+) -> Result<CallState, StoreError> {
+    let Some(current) = current else {
+        return Err(StoreError::UnknownCall {
+            id,
+            path: label.to_string(),
+        });
+    };
+    let from = parse_state(label, id, current)?;
+    if !from.can_move_to(to) {
+        return Err(StoreError::IllegalTransition {
+            id,
+            from,
+            to,
+            hint: if from.is_terminal() {
+                "a finished call never changes; start a new call to run the tool again"
+            } else {
+                "the lifecycle is not_started → running → committed → succeeded, with failed, cancelled and outcome_unknown as the other endings"
+            },
+        });
+    }
+    Ok(from)
+}
+
+/// What appending a change does to a record.
+enum Appended {
+    /// The new `changes` JSON text.
+    Kept(String),
+    /// The record keeps [`MAX_CHANGES`] already: count it in `changes_omitted`.
+    Omitted,
+}
+
+/// Appending `change` to call `id` of the store `label`, whose `(state, changes)` were read as
+/// `row` (`None`: no such record).
+fn appended(
+    label: &str,
+    id: CallId,
+    row: Option<(String, String)>,
+    change: &Change,
+) -> Result<Appended, StoreError> {
+    let Some((state, stored)) = row else {
+        return Err(StoreError::UnknownCall {
+            id,
+            path: label.to_string(),
+        });
+    };
+    let state = parse_state(label, id, &state)?;
+    if !matches!(state, CallState::Running | CallState::Committed) {
+        return Err(StoreError::NotRunning {
+            path: label.to_string(),
+            id,
+            state,
+        });
+    }
+    let damaged = |reason| StoreError::Damaged {
+        path: label.to_string(),
+        id,
+        reason,
+    };
+    let mut changes = parse_changes(&stored).map_err(damaged)?;
+    if changes.len() >= MAX_CHANGES {
+        return Ok(Appended::Omitted);
+    }
+    changes.push(change.clone().bounded());
+    serde_json::to_string(&changes)
+        .map(Appended::Kept)
+        .map_err(|e| damaged(format!("its changes cannot be written as JSON ({e})")))
+}
+
+fn parse_state(label: &str, id: CallId, s: &str) -> Result<CallState, StoreError> {
+    s.parse().map_err(|_| StoreError::Damaged {
+        path: label.to_string(),
+        id,
+        reason: format!("its `state` `{s}` is not a call state"),
+    })
+}
+
+fn record(r: RawRecord) -> Result<CallRecord, DamagedRecord> {
+    let damaged = |reason| DamagedRecord {
+        id: CallId(r.id),
+        reason,
+    };
+    let arguments = serde_json::from_str(&r.arguments)
+        .map_err(|e| damaged(format!("its `arguments` are not JSON ({e})")))?;
+    let state = r
+        .state
+        .parse()
+        .map_err(|_| damaged(format!("its `state` `{}` is not a call state", r.state)))?;
+    let changes = parse_changes(&r.changes).map_err(damaged)?;
+    Ok(CallRecord {
+        id: CallId(r.id),
+        tool: r.tool,
+        arguments,
+        arguments_truncated: r.arguments_truncated,
+        state,
+        effect: r.effect,
+        idempotent: r.idempotent,
+        retry_of: r.retry_of.map(CallId),
+        parent: r.parent.map(CallId),
+        detail: r.detail,
+        pid: r.pid,
+        replica: r.replica,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        changes,
+        changes_omitted: r.changes_omitted,
+    })
 }
 
 /// The stored `changes` column: a JSON array of [`Change`]s, or why it is not one.
@@ -1225,7 +1620,7 @@ fn parse_changes(text: &str) -> Result<Vec<Change>, String> {
 }
 
 /// A row as stored, before its JSON and state are parsed.
-struct RawRecord {
+pub(crate) struct RawRecord {
     id: i64,
     tool: String,
     arguments: String,
@@ -1242,6 +1637,8 @@ struct RawRecord {
     changes: String,
     changes_omitted: u32,
     parent: Option<i64>,
+    /// The replica that began the call (PostgreSQL stores only).
+    replica: Option<String>,
 }
 
 impl RawRecord {
@@ -1266,6 +1663,7 @@ impl RawRecord {
                 changes: column(r, 12)?,
                 changes_omitted: column(r, 13)?,
                 parent: column(r, 14)?,
+                replica: None,
             })
         })();
         Ok(decoded.map_err(|reason| DamagedRecord {
@@ -1604,7 +2002,7 @@ mod tests {
         let dead = child.id();
         child.wait().unwrap();
         {
-            let conn = lock(&store.conn);
+            let conn = store.sqlite();
             conn.execute(
                 "UPDATE calls SET pid = ?1, pid_start = NULL WHERE id IN (?2, ?3, ?4)",
                 params![dead, running.0, committed.0, waiting.0],
@@ -1633,7 +2031,7 @@ mod tests {
         store.set_state(id, CallState::Running, None).unwrap();
         let start = process_start(std::process::id()).expect("own start time");
         {
-            let conn = lock(&store.conn);
+            let conn = store.sqlite();
             conn.execute(
                 "UPDATE calls SET pid_start = ?1 WHERE id = ?2",
                 params![start as i64 + 1, id.0],
@@ -1907,7 +2305,8 @@ mod tests {
         let store = CallStore::open(&path).unwrap();
         let bad = store.begin(new_call("t", &json!({}))).unwrap();
         let good = store.begin(new_call("t", &json!({}))).unwrap();
-        lock(&store.conn)
+        store
+            .sqlite()
             .execute(
                 "UPDATE calls SET changes = '{\"path\": 1}' WHERE id = ?1",
                 [bad.0],

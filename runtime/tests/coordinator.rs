@@ -1039,7 +1039,7 @@ async fn with_rate_limits_every_limited_call_asks_that_store() {
                 })
             } else {
                 Err(toolcat::StoreError::Postgres {
-                    store: "postgres://db.invalid/toolcat".into(),
+                    url: "postgres://db.invalid/toolcat".into(),
                     reason: "connection refused".into(),
                 })
             };

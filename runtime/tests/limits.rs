@@ -27,8 +27,8 @@ mod postgres {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use toolcat::limits::{Acquire, PostgresRateLimits, RateLimitStore, TOOL_KEY};
-    use toolcat::RateLimit;
+    use toolcat::limits::{Acquire, RateLimitStore, TOOL_KEY};
+    use toolcat::{CallStore, LeaseTimes, RateLimit};
 
     fn limit(calls: u32, window_secs: u32) -> RateLimit {
         RateLimit { calls, window_secs }
@@ -88,18 +88,6 @@ mod postgres {
         }
     }
 
-    fn pool(url: &str, size: usize) -> deadpool_postgres::Pool {
-        let mut config = deadpool_postgres::Config::new();
-        config.url = Some(url.to_string());
-        config.pool = Some(deadpool_postgres::PoolConfig::new(size));
-        config
-            .create_pool(
-                Some(deadpool_postgres::Runtime::Tokio1),
-                tokio_postgres::NoTls,
-            )
-            .expect("the pool is configured")
-    }
-
     /// A tool name no earlier run against the same server used.
     fn fresh_tool(what: &str) -> String {
         format!(
@@ -112,7 +100,7 @@ mod postgres {
         )
     }
 
-    /// 200 concurrent acquires of one 10/min limit through four pools (as four replicas) grant
+    /// 200 concurrent acquires of one 10/min limit through four stores (as four replicas) grant
     /// exactly 10; every refusal says to retry within the 6 s emission interval; and the
     /// server's clock decides, so a refused caller that waits its answer is granted.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,10 +110,9 @@ mod postgres {
         };
         let mut replicas = Vec::new();
         for _ in 0..4 {
-            let limits = PostgresRateLimits::new(pool(&server.url, 8), "test")
-                .await
-                .expect("the rate_limits table is created");
-            replicas.push(Arc::new(limits));
+            let store = CallStore::connect(&server.url, LeaseTimes::default())
+                .expect("the store connects and migrates its tables");
+            replicas.push(Arc::new(store));
         }
         let tool = Arc::new(fresh_tool("ten-per-minute"));
         let started = std::time::Instant::now();
@@ -148,7 +135,7 @@ mod postgres {
                 assert!((1..=6_000).contains(retry_after_ms), "{a:?}");
             }
         }
-        eprintln!("200 concurrent acquires through 4 pools: 10 granted in {elapsed:?}");
+        eprintln!("200 concurrent acquires through 4 stores: 10 granted in {elapsed:?}");
 
         // 5 per second: a burst of 5, then the sixth waits its answer and is granted.
         let limits = &replicas[0];
@@ -171,22 +158,5 @@ mod postgres {
             Acquire::Granted
         );
         drop(server);
-    }
-
-    /// A server that cannot be reached is an error naming the store, not a panic.
-    #[tokio::test]
-    async fn an_unreachable_server_is_a_store_error() {
-        // Port 1 on loopback: nothing listens there.
-        let e = PostgresRateLimits::new(
-            pool("postgres://toolcat@127.0.0.1:1/toolcat", 1),
-            "postgres://127.0.0.1:1/toolcat",
-        )
-        .await
-        .expect_err("nothing listens on port 1");
-        let text = e.to_string();
-        assert!(
-            text.contains("postgres://127.0.0.1:1/toolcat") && text.contains("server is up"),
-            "{text}"
-        );
     }
 }

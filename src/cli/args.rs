@@ -4,10 +4,11 @@
 //! the command line but the leaf [`super::seen`] (warnings shown once).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
-use toolcat::{Catalog, ProfileId, ServerId, ToolsetId};
+use toolcat::{CallStore, Catalog, LeaseTimes, ProfileId, ServerId, StoreLocation, ToolsetId};
 use toolcat_catalog::model::Exposure;
 
 /// The model options of `search --semantic` and `eval --semantic`.
@@ -314,21 +315,53 @@ pub const DEFAULT_STORE: &str = ".toolcat/calls.sqlite";
 /// Which call store a command uses.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArg {
-    /// The call store: an SQLite file holding the call records and archived results, created
+    /// The call store holding the call records and archived results: an SQLite file, created
     /// with its directories when absent (default: `.toolcat/calls.sqlite` in the current
-    /// directory).
+    /// directory), or a PostgreSQL database, `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`,
+    /// whose `toolcat_*` tables are created when absent and which replicas share.
     #[arg(
         long = "store",
-        value_name = "PATH",
+        value_name = "PATH|postgres://...",
         env = "TOOLCAT_STORE",
-        value_parser = store_path
+        value_parser = store_location
     )]
-    pub store: Option<PathBuf>,
+    pub store: Option<StoreLocation>,
 }
 
-/// Parses `--store` (or `TOOLCAT_STORE`); an empty value is kept as empty, meaning unset.
-fn store_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
-    Ok(PathBuf::from(s))
+/// Parses `--store` (or `TOOLCAT_STORE`, or `session --store`): a `postgres://` or
+/// `postgresql://` URL, else a file path; an empty value is kept as an empty path, meaning unset.
+pub fn store_location(s: &str) -> Result<StoreLocation, std::convert::Infallible> {
+    Ok(StoreLocation::parse(s))
+}
+
+/// Environment variable: how long the replica lease of a process writing to a PostgreSQL store
+/// lasts, in milliseconds (default 15000, [`toolcat::records::DEFAULT_LEASE`]); it is renewed
+/// every third of that. For tests and clusters that must see a killed replica's calls judged
+/// sooner.
+pub const LEASE_ENV: &str = "TOOLCAT_LEASE_MS";
+
+/// Opens the store at `location` for writing: an SQLite file, or a PostgreSQL database with the
+/// lease of [`LEASE_ENV`].
+///
+/// # Errors
+/// The store's error (naming the file, or the URL without its password, and the fix); a
+/// [`LEASE_ENV`] that is not a positive whole number of milliseconds.
+pub fn open_store(location: &StoreLocation) -> anyhow::Result<CallStore> {
+    match location {
+        StoreLocation::File(path) => Ok(CallStore::open(path)?),
+        StoreLocation::Postgres(url) => {
+            let lease = match std::env::var(LEASE_ENV) {
+                Err(_) => LeaseTimes::default(),
+                Ok(ms) => match ms.trim().parse::<u64>() {
+                    Ok(ms) if ms > 0 => LeaseTimes::of(Duration::from_millis(ms)),
+                    _ => anyhow::bail!(
+                        "{LEASE_ENV} is `{ms}`, not a lease in milliseconds; set it to a positive whole number (e.g. 15000) or unset it"
+                    ),
+                },
+            };
+            Ok(CallStore::connect(url, lease)?)
+        }
+    }
 }
 
 impl StoreArg {
@@ -338,19 +371,22 @@ impl StoreArg {
     ///
     /// The default location lies in the current directory, often an untrusted workspace, so it
     /// is checked first ([`check_default_location`]); `create` makes its `.toolcat` directory
-    /// when absent. Any store is then opened without following a link at its path
+    /// when absent. Any store file is then opened without following a link at its path
     /// ([`toolcat::StoreError::Symlink`]).
     ///
     /// # Errors
     /// For the default location: `.toolcat`, the store file or one of SQLite's files beside it
     /// is a symbolic link, or `.toolcat` cannot be created.
-    pub fn path(&self, create: bool) -> anyhow::Result<PathBuf> {
-        match self.store.clone().filter(|p| !p.as_os_str().is_empty()) {
-            Some(path) => Ok(path),
+    pub fn location(&self, create: bool) -> anyhow::Result<StoreLocation> {
+        match self.store.clone() {
+            Some(StoreLocation::File(path)) if path.as_os_str().is_empty() => {
+                StoreArg { store: None }.location(create)
+            }
+            Some(location) => Ok(location),
             None => {
                 let path = PathBuf::from(DEFAULT_STORE);
                 check_default_location(&path, create)?;
-                Ok(path)
+                Ok(StoreLocation::File(path))
             }
         }
     }

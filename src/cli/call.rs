@@ -93,7 +93,7 @@ pub fn run(a: &CallArgs) -> anyhow::Result<Exit> {
     }
     // Every call is recorded, in the same default store `toolcat calls` reads; a store that
     // cannot be opened runs nothing (the record must exist before the side effect).
-    let store = toolcat::CallStore::open(&a.store.path(true)?)?;
+    let store = super::args::open_store(&a.store.location(true)?)?;
     coordinator = coordinator.with_store(std::sync::Arc::new(store));
     if a.approve {
         coordinator = coordinator.with_approval(|req| {

@@ -15,7 +15,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use clap::Args;
-use toolcat::{CallRecord, CallState, CallStore, DamagedRecord, StoreError};
+use toolcat::{CallRecord, CallState, CallStore, DamagedRecord, StoreError, StoreLocation};
 
 use super::args::StoreArg;
 
@@ -80,9 +80,15 @@ fn open_for_listing(path: &Path) -> anyhow::Result<CallStore> {
 }
 
 fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
-    let path = a.store.path(false)?;
-    let rows: Vec<Result<CallRecord, DamagedRecord>> = if path.exists() {
-        let store = open_for_listing(&path)?;
+    let location = a.store.location(false)?;
+    let store = match &location {
+        StoreLocation::File(path) if path.exists() => Some(open_for_listing(path)?),
+        StoreLocation::File(_) => None,
+        // A database holds the records of every replica: listing it takes a lease for the time
+        // of the listing, and judges the calls of replicas whose lease expired.
+        StoreLocation::Postgres(_) => Some(super::args::open_store(&location)?),
+    };
+    let rows: Vec<Result<CallRecord, DamagedRecord>> = if let Some(store) = store {
         // A store this user may read but not write is still listed, as it stands.
         let judged = store.recover().unwrap_or_else(|e| {
             eprintln!("warning: calls of processes that ended are shown as they were left: {e}");
@@ -106,7 +112,7 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
         eprintln!(
             "warning: record `{}` of `{}` cannot be read back: {}; it is listed as `damaged`, the other records as stored",
             d.id,
-            path.display(),
+            location,
             one_line(&d.reason, 200)
         );
     }
@@ -132,7 +138,7 @@ fn list(a: &CallsArgs) -> anyhow::Result<Exit> {
             .state
             .map(|s| format!(" in state `{s}`"))
             .unwrap_or_default();
-        eprintln!("no call records{which} in `{}`", path.display());
+        eprintln!("no call records{which} in `{location}`");
         return Ok(Exit::Ok);
     }
     let id_w = rows

@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use clap::Args;
 use toolcat::archive::ResultArchive;
 use toolcat::mcp::{self, Reload, Selection};
-use toolcat::{CallStore, Catalog};
+use toolcat::Catalog;
 use toolcat_catalog::model::Exposure;
 
 use super::args::{workspace_dir, CatalogArg, ConnectArgs, ScopeArg, StoreArg};
@@ -168,11 +168,12 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     .allow_deprecated(a.allow_deprecated)
     .selection(selection.clone())
     .shared()?;
-    let store_path = a.store.path(true)?;
-    let store = CallStore::open(&store_path)
-        .with_context(|| format!("cannot open the call store `{}`", store_path.display()))?;
-    let archive = ResultArchive::open(&store_path)
-        .with_context(|| format!("cannot open the result archive `{}`", store_path.display()))?;
+    let location = a.store.location(true)?;
+    let store = super::args::open_store(&location)
+        .with_context(|| format!("cannot open the call store `{location}`"))?;
+    // The archive in the same store: the same file, or the same database and lease.
+    let archive = ResultArchive::beside(&store, toolcat::ArchiveLimits::default())
+        .with_context(|| format!("cannot open the result archive `{location}`"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -69,11 +69,12 @@ pub struct SessionArgs {
     #[arg(long)]
     pub allow_deprecated: bool,
     /// Record every call in this call store (an SQLite file, created with its directories when
-    /// absent), with archived results, as `toolcat call` and `toolcat serve` do; `toolcat calls
-    /// --store PATH` lists them, a `run_code` program's calls linked to it by `parent`. Without
-    /// it nothing is recorded and results over the inline budget are cut, not archived.
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    /// absent, or a `postgres://` database), with archived results, as `toolcat call` and
+    /// `toolcat serve` do; `toolcat calls --store PATH` lists them, a `run_code` program's calls
+    /// linked to it by `parent`. Without it nothing is recorded and results over the inline
+    /// budget are cut, not archived.
+    #[arg(long, value_name = "PATH|postgres://...", value_parser = super::args::store_location)]
+    pub store: Option<toolcat::StoreLocation>,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.
     #[command(flatten)]
@@ -153,11 +154,11 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<Exit> {
         if let Some(pool) = &pool {
             coordinator = coordinator.with_servers(std::sync::Arc::clone(pool));
         }
-        if let Some(path) = &a.store {
-            let store = toolcat::CallStore::open(path)
-                .with_context(|| format!("cannot open the call store `{}`", path.display()))?;
-            let archive = toolcat::ResultArchive::open(path)
-                .with_context(|| format!("cannot open the result archive `{}`", path.display()))?;
+        if let Some(location) = &a.store {
+            let store = super::args::open_store(location)
+                .with_context(|| format!("cannot open the call store `{location}`"))?;
+            let archive = toolcat::ResultArchive::beside(&store, toolcat::ArchiveLimits::default())
+                .with_context(|| format!("cannot open the result archive `{location}`"))?;
             coordinator = coordinator
                 .with_store(std::sync::Arc::new(store))
                 .with_archive(std::sync::Arc::new(archive));

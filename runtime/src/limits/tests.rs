@@ -54,7 +54,10 @@ fn sqlite_gcra_answers_as_governor_does_on_the_same_calls() {
                     .max(1),
                 },
             };
-            let got = store.acquire_rate(&tool, TOOL_KEY, l, now).unwrap();
+            let got = store
+                .acquire_rate(&tool, TOOL_KEY, l, now)
+                .unwrap()
+                .unwrap();
             assert_eq!(got, expected, "{l:?}, call {step} at +{} ns", now - BASE_NS);
             match got {
                 Acquire::Granted => granted += 1,
@@ -75,40 +78,57 @@ fn a_refused_call_is_not_counted_and_its_retry_after_is_enough() {
     let store = CallStore::in_memory().unwrap();
     let l = limit(2, 60);
     assert_eq!(
-        store.acquire_rate("t", TOOL_KEY, l, BASE_NS).unwrap(),
+        store
+            .acquire_rate("t", TOOL_KEY, l, BASE_NS)
+            .unwrap()
+            .unwrap(),
         Acquire::Granted
     );
     assert_eq!(
-        store.acquire_rate("t", TOOL_KEY, l, BASE_NS).unwrap(),
+        store
+            .acquire_rate("t", TOOL_KEY, l, BASE_NS)
+            .unwrap()
+            .unwrap(),
         Acquire::Granted
     );
-    let Acquire::Refused { retry_after_ms } =
-        store.acquire_rate("t", TOOL_KEY, l, BASE_NS).unwrap()
+    let Acquire::Refused { retry_after_ms } = store
+        .acquire_rate("t", TOOL_KEY, l, BASE_NS)
+        .unwrap()
+        .unwrap()
     else {
         panic!("the third call within the window is refused");
     };
     assert_eq!(retry_after_ms, 30_000, "2/min: one call every 30 s");
     // Another key of the same tool, and another tool, have limits of their own.
     assert_eq!(
-        store.acquire_rate("t", "client-a", l, BASE_NS).unwrap(),
+        store
+            .acquire_rate("t", "client-a", l, BASE_NS)
+            .unwrap()
+            .unwrap(),
         Acquire::Granted
     );
     assert_eq!(
-        store.acquire_rate("u", TOOL_KEY, l, BASE_NS).unwrap(),
+        store
+            .acquire_rate("u", TOOL_KEY, l, BASE_NS)
+            .unwrap()
+            .unwrap(),
         Acquire::Granted
     );
     let later = BASE_NS + 29_999_000_000;
     assert_eq!(
-        store.acquire_rate("t", TOOL_KEY, l, later).unwrap(),
+        store
+            .acquire_rate("t", TOOL_KEY, l, later)
+            .unwrap()
+            .unwrap(),
         Acquire::Refused { retry_after_ms: 1 }
     );
     let then = BASE_NS + 30_000_000_000;
     assert_eq!(
-        store.acquire_rate("t", TOOL_KEY, l, then).unwrap(),
+        store.acquire_rate("t", TOOL_KEY, l, then).unwrap().unwrap(),
         Acquire::Granted
     );
     assert!(matches!(
-        store.acquire_rate("t", TOOL_KEY, l, then).unwrap(),
+        store.acquire_rate("t", TOOL_KEY, l, then).unwrap().unwrap(),
         Acquire::Refused { .. }
     ));
     // A limit of zero calls limits nothing, as the in-memory limiter.
@@ -116,6 +136,7 @@ fn a_refused_call_is_not_counted_and_its_retry_after_is_enough() {
     assert_eq!(
         store
             .acquire_rate("z", TOOL_KEY, limit(0, 60), BASE_NS)
+            .unwrap()
             .unwrap(),
         Acquire::Granted
     );
@@ -133,7 +154,10 @@ fn stores_on_one_file_share_each_limit() {
     let answers: Vec<Acquire> = (0..6)
         .map(|i| {
             let store = if i % 2 == 0 { &a } else { &b };
-            store.acquire_rate("t", TOOL_KEY, l, BASE_NS + i).unwrap()
+            store
+                .acquire_rate("t", TOOL_KEY, l, BASE_NS + i)
+                .unwrap()
+                .unwrap()
         })
         .collect();
     assert_eq!(
