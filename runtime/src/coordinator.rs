@@ -79,9 +79,11 @@ use std::time::Duration;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::{json, Value};
+use std::time::Instant;
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use tokio_util::sync::CancellationToken;
 use toolcat_catalog::model::{EffectKind, Tier};
+use tracing::Instrument as _;
 
 use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
 use crate::arguments::DeclaredArguments;
@@ -92,6 +94,7 @@ use crate::handler::{
 };
 use crate::records::{CallId, CallState, CallStore, NewCall, MAX_CHANGES};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
+use crate::telemetry;
 
 /// Most validation errors reported for one call: 10.
 pub const MAX_VALIDATION_ERRORS: usize = 10;
@@ -362,6 +365,16 @@ fn shown(fingerprint: &Option<String>) -> String {
 }
 
 impl CallError {
+    /// The state the call store records for a call that ended with this error: `cancelled`,
+    /// `outcome_unknown`, or `failed` for every other error (refusals included).
+    pub fn final_state(&self) -> CallState {
+        match self {
+            CallError::Cancelled { .. } => CallState::Cancelled,
+            CallError::OutcomeUnknown { .. } => CallState::OutcomeUnknown,
+            _ => CallState::Failed,
+        }
+    }
+
     /// A kebab-case word for the error: `outside-scope`, `invalid-arguments`, `needs-approval`,
     /// `denied`, `target-changed`, `rate-limited`, `cancelled`, `outcome-unknown`,
     /// `not-retryable`, `server-not-connected`, `schema-drift`, `tool-error`, `store`.
@@ -968,7 +981,21 @@ impl<'c> Coordinator<'c> {
         }
     }
 
+    /// [`Coordinator::recorded`] inside the call's span, its end in the metrics
+    /// ([`crate::telemetry`]).
     async fn run(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
+        let tool = self.catalog.exported_name(request.tool);
+        let span = telemetry::call_span(tool, request.caller.as_deref());
+        let started = Instant::now();
+        let outcome = self
+            .recorded(request, retry_of)
+            .instrument(span.clone())
+            .await;
+        telemetry::call_ended(&span, tool, &outcome, started.elapsed());
+        outcome
+    }
+
+    async fn recorded(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
         let t = request.tool;
         let mut record = Record {
             store: self.store.clone(),
@@ -978,12 +1005,7 @@ impl<'c> Coordinator<'c> {
         let (ran, result) = self.pipeline(request, retry_of, &mut record).await;
         if let (Err(e), false) = (&result, ran) {
             // Refused before the handler started: the record (if one was begun) says why.
-            let state = if matches!(e, CallError::Cancelled { .. }) {
-                CallState::Cancelled
-            } else {
-                CallState::Failed
-            };
-            record.set(state, Some(&format!("nothing ran: {e}")));
+            record.set(e.final_state(), Some(&format!("nothing ran: {e}")));
         }
         CallOutcome {
             tool: t,
@@ -1387,12 +1409,7 @@ impl Record {
 
     /// Records how a call that started ended without a result of its own.
     fn end(&mut self, e: &CallError) {
-        let state = match e {
-            CallError::Cancelled { .. } => CallState::Cancelled,
-            CallError::OutcomeUnknown { .. } => CallState::OutcomeUnknown,
-            _ => CallState::Failed,
-        };
-        self.set(state, Some(&e.to_string()));
+        self.set(e.final_state(), Some(&e.to_string()));
     }
 }
 

@@ -19,6 +19,8 @@
 //! - [`handler`]: the `#[tool]` handler trait, its context and errors;
 //! - [`records`]: durable call records in an SQLite store, with [`archive`] keeping large
 //!   results there for reading back piece by piece;
+//! - [`telemetry`]: `tracing` spans per call, HTTP request and turn, and the metrics an operator
+//!   scrapes (calls by tool and state, latency, rate-limit refusals, HTTP statuses);
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
 //!   discovered tools, schema drift, calls.
 
@@ -50,6 +52,7 @@ pub mod remote;
 pub mod remote_source;
 pub mod search;
 pub mod session;
+pub mod telemetry;
 pub mod tokens;
 
 pub use archive::{

@@ -40,6 +40,14 @@ pub struct ServeArgs {
     /// rebinding. The endpoint is `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` on a listener of their own (e.g.
+    /// `127.0.0.1:9464`; port 0 picks a free port, printed on stderr): calls by tool, state and
+    /// error kind, call latency, rate-limit refusals, HTTP requests by status (the README's
+    /// "Observability" lists every metric). Loopback addresses only, and requests must name a
+    /// loopback host with the bound port, as for `--http`; scrape from another host through a
+    /// proxy of your own.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -81,6 +89,13 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
         if !addr.ip().is_loopback() {
             anyhow::bail!(
                 "`--http {addr}` is not a loopback address, and `toolcat serve` has no authentication: any host that reaches it could run tools; bind `127.0.0.1` or `[::1]`, and put an authenticating reverse proxy in front to serve other hosts"
+            );
+        }
+    }
+    if let Some(addr) = a.metrics {
+        if !addr.ip().is_loopback() {
+            anyhow::bail!(
+                "`--metrics {addr}` is not a loopback address: the metrics name the catalog's tools and their traffic, and the listener has no authentication; bind `127.0.0.1` or `[::1]`, and scrape from other hosts through a proxy of your own"
             );
         }
     }
@@ -177,6 +192,24 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
             ""
         }
     );
+    if let Some(addr) = a.metrics {
+        let handle = metrics_recorder()?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .with_context(|| format!("cannot serve metrics on `{addr}`"))?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the metrics address")?;
+        eprintln!(
+            "toolcat serve: metrics on http://{bound}{}",
+            mcp::METRICS_PATH
+        );
+        runtime.spawn(async move {
+            if let Err(e) = mcp::serve_metrics(listener, move || handle.render()).await {
+                eprintln!("toolcat serve: serving metrics on `{bound}` failed: {e}");
+            }
+        });
+    }
     runtime.block_on(async move {
         if let Some(reload) = reload {
             tokio::spawn(mcp::watch(Arc::clone(&shared), reload));
@@ -196,4 +229,23 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     // runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(Exit::Ok)
+}
+
+/// Installs the Prometheus recorder of the runtime's metrics ([`toolcat::telemetry`]), the
+/// duration histograms bucketed by [`toolcat::telemetry::LATENCY_BUCKETS_SECONDS`].
+fn metrics_recorder() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHandle> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    use toolcat::telemetry::{MetricKind, LATENCY_BUCKETS_SECONDS, METRICS};
+
+    let mut builder = PrometheusBuilder::new();
+    for m in METRICS.iter().filter(|m| m.kind == MetricKind::Histogram) {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full(m.name.to_string()), &LATENCY_BUCKETS_SECONDS)
+            .context("cannot set the metrics' histogram buckets")?;
+    }
+    let handle = builder
+        .install_recorder()
+        .context("cannot install the metrics recorder")?;
+    toolcat::telemetry::describe();
+    Ok(handle)
 }

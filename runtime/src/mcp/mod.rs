@@ -97,6 +97,7 @@
 
 pub mod guard;
 pub mod loopback;
+mod scrape;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -131,6 +132,7 @@ use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
 pub use toolcat_catalog::model::Exposure;
 use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
+use tracing::Instrument as _;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
@@ -139,8 +141,10 @@ use crate::error::{CatalogError, NameError};
 use crate::export::mcp_tool;
 use crate::handler::{Caller, ToolContext};
 use crate::meta::{self, Answer, CallResult, MetaTool, Scope, DEFAULT_SEARCH_LIMIT};
+use crate::telemetry;
 
 mod server;
+pub use scrape::{serve_metrics, METRICS_PATH};
 pub use server::{ServeError, Server};
 
 /// Tools per `tools/list` page: 50.
@@ -1618,7 +1622,21 @@ pub async fn serve_http(
             let handler = hyper::service::service_fn(move |request| {
                 let service = service.clone();
                 let sessions = Arc::clone(&sessions);
-                async move { Ok::<_, Infallible>(handle_http(service, sessions, port, request).await) }
+                async move {
+                    let method = request.method().clone();
+                    let span = telemetry::http_span(method.as_str(), request.uri().path());
+                    let started = std::time::Instant::now();
+                    let response = handle_http(service, sessions, port, request)
+                        .instrument(span.clone())
+                        .await;
+                    telemetry::http_ended(
+                        &span,
+                        method.as_str(),
+                        response.status().as_u16(),
+                        started.elapsed(),
+                    );
+                    Ok::<_, Infallible>(response)
+                }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
