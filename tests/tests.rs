@@ -72,6 +72,8 @@ mod search_quality;
 mod semantic_cli;
 /// `toolcat serve`: the MCP server lists and runs exactly the exposure table, through a real MCP client, and survives hostile input.
 mod serve;
+/// `toolcat serve --metrics`: calls, refusals and HTTP statuses scraped as Prometheus text, never an argument value; loopback only.
+mod serve_metrics;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.

@@ -32,7 +32,9 @@ use serde_json::{json, Value};
 const PROTOCOL_VERSION: &str = "2025-06-18";
 
 #[derive(Parser)]
-#[command(about = "Concurrent MCP clients calling one tool over streamable HTTP; latency and calls/s as JSON")]
+#[command(
+    about = "Concurrent MCP clients calling one tool over streamable HTTP; latency and calls/s as JSON"
+)]
 struct Args {
     /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
     #[arg(long, value_name = "URL")]
@@ -107,11 +109,12 @@ impl Client {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = response.bytes().await.context("the body could not be read")?;
+        let body = response
+            .bytes()
+            .await
+            .context("the body could not be read")?;
         let body = String::from_utf8_lossy(&body);
-        let answer = message
-            .get("id")
-            .and_then(|id| response_to(&body, id));
+        let answer = message.get("id").and_then(|id| response_to(&body, id));
         Ok((status, session_id, answer))
     }
 
@@ -122,7 +125,8 @@ impl Client {
             "clientInfo": {"name": "serve-load", "version": env!("CARGO_PKG_VERSION")},
         }});
         let (status, id, answer) = self.post(None, &init).await?;
-        let answer = answer.with_context(|| format!("`initialize` got HTTP {status} and no answer"))?;
+        let answer =
+            answer.with_context(|| format!("`initialize` got HTTP {status} and no answer"))?;
         let version = answer["result"]["protocolVersion"]
             .as_str()
             .with_context(|| format!("`initialize` was refused: {answer}"))?
@@ -153,7 +157,9 @@ impl Client {
 
 /// The JSON-RPC response to `id` in `body`: a JSON body, or an SSE stream's `data:` lines.
 fn response_to(body: &str, id: &Value) -> Option<Value> {
-    let is_it = |v: &Value| v.get("id") == Some(id) && (v.get("result").is_some() || v.get("error").is_some());
+    let is_it = |v: &Value| {
+        v.get("id") == Some(id) && (v.get("result").is_some() || v.get("error").is_some())
+    };
     if let Ok(v) = serde_json::from_str::<Value>(body.trim()) {
         return is_it(&v).then_some(v);
     }
@@ -207,7 +213,10 @@ async fn run(a: Args) -> Result<bool> {
             version: PROTOCOL_VERSION.to_string(),
         });
     }
-    for chunk in (0..if a.stateless { 0 } else { sessions_wanted }).collect::<Vec<_>>().chunks(32) {
+    for chunk in (0..if a.stateless { 0 } else { sessions_wanted })
+        .collect::<Vec<_>>()
+        .chunks(32)
+    {
         let opened = futures_join(chunk.iter().map(|_| {
             let client = Arc::clone(&client);
             async move { client.open().await }
@@ -263,7 +272,10 @@ async fn run(a: Args) -> Result<bool> {
                         }
                         Some(v) if v["result"]["isError"] == json!(true) => {
                             let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
-                            errors.push(format!("tool error: {}", text.chars().take(200).collect::<String>()))
+                            errors.push(format!(
+                                "tool error: {}",
+                                text.chars().take(200).collect::<String>()
+                            ))
                         }
                         Some(_) => {}
                     },
@@ -318,14 +330,20 @@ async fn futures_join<T: Send + 'static>(
     let handles: Vec<_> = futures.map(tokio::spawn).collect();
     let mut out = Vec::with_capacity(handles.len());
     for h in handles {
-        out.push(h.await.unwrap_or_else(|e| Err(anyhow::anyhow!("a session task failed: {e}"))));
+        out.push(
+            h.await
+                .unwrap_or_else(|e| Err(anyhow::anyhow!("a session task failed: {e}"))),
+        );
     }
     out
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("serve-load: cannot start the async runtime: {e}");
