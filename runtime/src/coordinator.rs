@@ -984,7 +984,12 @@ impl<'c> Coordinator<'c> {
     /// [`Coordinator::recorded`] inside the call's span, its end in the metrics
     /// ([`crate::telemetry`]).
     async fn run(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
-        let tool = self.catalog.exported_name(request.tool);
+        // An index past the catalog is refused by the pipeline; it names no tool here either.
+        let tool = if request.tool.index() < self.catalog.len() {
+            self.catalog.exported_name(request.tool)
+        } else {
+            "(outside the catalog)"
+        };
         let span = telemetry::call_span(tool, request.caller.as_deref());
         let started = Instant::now();
         let outcome = self
