@@ -252,7 +252,8 @@ async fn run(a: Args) -> Result<bool> {
             let mut errors = Vec::new();
             start.wait().await;
             for k in 0..calls {
-                let id = json!(k + 1);
+                // Unique within the session its clients share: a server routes answers by id.
+                let id = json!(i * calls + k + 1);
                 let mut message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                     "params": {"name": tool, "arguments": arguments}});
                 if stateless {
