@@ -2,8 +2,8 @@
 //!
 //! Output contract: stdout carries the MCP protocol on stdio (nothing else is ever printed there);
 //! stderr carries the start line (with `--http`: `toolcat serve: listening on http://ADDR/mcp`,
-//! the address actually bound, so a client can find a port chosen with `:0`), reload reports and
-//! diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
+//! the address actually bound, so a client can find a port chosen with `:0`; with `--metrics`:
+//! `toolcat serve: metrics on http://ADDR/metrics`), reload reports and diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
 //! is unusable. Calls are recorded in the call store (`--store`, as for `toolcat calls`).
 
 use crate::cli::Exit;
