@@ -6,7 +6,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// `toolcat serve --http 127.0.0.1:0 --metrics 127.0.0.1:0 ARGS`, with the MCP and metrics
 /// addresses it printed.
