@@ -41,3 +41,33 @@ fn every_quick_start_block_is_an_excerpt_of_the_fixture() {
     }
     assert!(blocks >= 4, "the quick start shows {blocks} code blocks");
 }
+
+#[test]
+fn every_metric_is_documented_with_its_type_labels_and_unit() {
+    use toolcat::telemetry::{MetricKind, METRICS};
+    for m in METRICS {
+        let row = README
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", m.name)))
+            .unwrap_or_else(|| {
+                panic!(
+                    "README's \"Observability\" table has no row for `{}`",
+                    m.name
+                )
+            });
+        let kind = match m.kind {
+            MetricKind::Counter => "counter",
+            MetricKind::Histogram => "histogram",
+        };
+        let labels: Vec<String> = m.labels.iter().map(|l| format!("`{l}`")).collect();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells.get(2), Some(&kind), "{}: {row}", m.name);
+        assert_eq!(
+            cells.get(3),
+            Some(&labels.join(", ").as_str()),
+            "{}: {row}",
+            m.name
+        );
+        assert_eq!(cells.get(4), Some(&m.unit), "{}: {row}", m.name);
+    }
+}

@@ -76,6 +76,8 @@ mod semantic_cli;
 mod serve;
 /// `toolcat serve --http` with bearer tokens and OAuth JWTs: each token's profile and scope, revocation without restart, stateless requests, non-loopback binds.
 mod serve_auth;
+/// `toolcat serve --metrics`: calls, refusals and HTTP statuses scraped as Prometheus text, never an argument value; loopback only.
+mod serve_metrics;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.

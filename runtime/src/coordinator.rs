@@ -83,9 +83,11 @@ use std::time::Duration;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultDirectRateLimiter, RateLimiter};
 use serde_json::{json, Value};
+use std::time::Instant;
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 use tokio_util::sync::CancellationToken;
 use toolcat_catalog::model::{EffectKind, Tier};
+use tracing::Instrument as _;
 
 use crate::archive::{ArchiveError, ArchiveOwner, Bounded, ResultArchive, ResultRef, ResultSlice};
 use crate::arguments::DeclaredArguments;
@@ -97,6 +99,7 @@ use crate::handler::{
 use crate::limits::{Acquire, RateLimitStore, TOOL_KEY};
 use crate::records::{CallId, CallState, CallStore, NewCall, MAX_CHANGES};
 use crate::remote_source::{Refusal, RemoteCall, RemoteOutcome, RemoteSource};
+use crate::telemetry;
 
 /// Most validation errors reported for one call: 10.
 pub const MAX_VALIDATION_ERRORS: usize = 10;
@@ -368,6 +371,16 @@ fn shown(fingerprint: &Option<String>) -> String {
 }
 
 impl CallError {
+    /// The state the call store records for a call that ended with this error: `cancelled`,
+    /// `outcome_unknown`, or `failed` for every other error (refusals included).
+    pub fn final_state(&self) -> CallState {
+        match self {
+            CallError::Cancelled { .. } => CallState::Cancelled,
+            CallError::OutcomeUnknown { .. } => CallState::OutcomeUnknown,
+            _ => CallState::Failed,
+        }
+    }
+
     /// A kebab-case word for the error: `outside-scope`, `invalid-arguments`, `needs-approval`,
     /// `denied`, `target-changed`, `rate-limited`, `cancelled`, `outcome-unknown`,
     /// `not-retryable`, `server-not-connected`, `schema-drift`, `tool-error`, `store`.
@@ -1011,7 +1024,26 @@ impl<'c> Coordinator<'c> {
         }
     }
 
+    /// [`Coordinator::recorded`] inside the call's span, its end in the metrics
+    /// ([`crate::telemetry`]).
     async fn run(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
+        // An index past the catalog is refused by the pipeline; it names no tool here either.
+        let tool = if request.tool.index() < self.catalog.len() {
+            self.catalog.exported_name(request.tool)
+        } else {
+            "(outside the catalog)"
+        };
+        let span = telemetry::call_span(tool, request.caller.as_deref());
+        let started = Instant::now();
+        let outcome = self
+            .recorded(request, retry_of)
+            .instrument(span.clone())
+            .await;
+        telemetry::call_ended(&span, tool, &outcome, started.elapsed());
+        outcome
+    }
+
+    async fn recorded(&self, request: CallRequest<'_>, retry_of: Option<CallId>) -> CallOutcome {
         let t = request.tool;
         let mut record = Record {
             store: self.store.clone(),
@@ -1021,12 +1053,7 @@ impl<'c> Coordinator<'c> {
         let (ran, result) = self.pipeline(request, retry_of, &mut record).await;
         if let (Err(e), false) = (&result, ran) {
             // Refused before the handler started: the record (if one was begun) says why.
-            let state = if matches!(e, CallError::Cancelled { .. }) {
-                CallState::Cancelled
-            } else {
-                CallState::Failed
-            };
-            record.set(state, Some(&format!("nothing ran: {e}")));
+            record.set(e.final_state(), Some(&format!("nothing ran: {e}")));
         }
         CallOutcome {
             tool: t,
@@ -1430,12 +1457,7 @@ impl Record {
 
     /// Records how a call that started ended without a result of its own.
     fn end(&mut self, e: &CallError) {
-        let state = match e {
-            CallError::Cancelled { .. } => CallState::Cancelled,
-            CallError::OutcomeUnknown { .. } => CallState::OutcomeUnknown,
-            _ => CallState::Failed,
-        };
-        self.set(state, Some(&e.to_string()));
+        self.set(e.final_state(), Some(&e.to_string()));
     }
 }
 

@@ -21,6 +21,8 @@
 //!   results there for reading back piece by piece;
 //! - [`limits`]: the state of the tools' rate limits kept in a store (the call store's SQLite
 //!   file, or PostgreSQL with feature `postgres`), shared by the processes using it;
+//! - [`telemetry`]: `tracing` spans per call, HTTP request and turn, and the metrics an operator
+//!   scrapes (calls by tool and state, latency, rate-limit refusals, HTTP statuses);
 //! - `remote` (feature `mcp-client`): remote MCP servers as catalog sources: connections,
 //!   discovered tools, schema drift, calls;
 //! - `mcp` (feature `mcp`): the MCP server over stdio and streamable HTTP, with bearer-token
@@ -56,6 +58,7 @@ pub mod remote;
 pub mod remote_source;
 pub mod search;
 pub mod session;
+pub mod telemetry;
 pub mod tokens;
 
 pub use archive::{

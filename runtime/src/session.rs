@@ -141,6 +141,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
+use tracing::Instrument as _;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, PresetId, ProfileId, ToolIndex, ToolsetId};
@@ -337,6 +338,8 @@ pub struct Session<'c> {
     script_engine: Option<Arc<dyn crate::code_mode::ScriptEngine>>,
     /// Cancels the session's running calls ([`Session::with_cancellation`]).
     cancel: Option<crate::CancellationToken>,
+    /// The span of the current turn ([`crate::telemetry`]); the turn's calls run inside it.
+    turn_span: tracing::Span,
 }
 
 impl fmt::Debug for Session<'_> {
@@ -385,6 +388,7 @@ impl<'c> Session<'c> {
             known: catalog.profile_tools(profile).to_vec(),
             script_engine: None,
             cancel: None,
+            turn_span: tracing::Span::none(),
         };
         // `run_code` without a script engine is unsendable from the start.
         session.unsendable = session.unavailable(catalog);
@@ -653,6 +657,7 @@ impl<'c> Session<'c> {
             max_tools: self.max_tools(),
             ..TurnReport::default()
         };
+        self.turn_span = crate::telemetry::turn_span(report.turn);
         self.searches = 0;
         self.forget_unregistered(&mut report);
         self.evict(&mut report, &[]);
@@ -776,7 +781,8 @@ impl<'c> Session<'c> {
 
     /// Handles one tool call of the model (see the module docs for the steps and the answers).
     pub async fn handle_call(&mut self, name: &str, arguments: Value) -> CallResult {
-        self.call(name, arguments, false).await
+        let span = self.turn_span.clone();
+        self.call(name, arguments, false).instrument(span).await
     }
 
     /// Handles every tool call of `response`, a provider's response body in the shape of

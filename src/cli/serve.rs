@@ -2,8 +2,8 @@
 //!
 //! Output contract: stdout carries the MCP protocol on stdio (nothing else is ever printed there);
 //! stderr carries the start line (with `--http`: `toolcat serve: listening on http://ADDR/mcp`,
-//! the address actually bound, so a client can find a port chosen with `:0`), reload reports and
-//! diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
+//! the address actually bound, so a client can find a port chosen with `:0`; with `--metrics`:
+//! `toolcat serve: metrics on http://ADDR/metrics`), reload reports and diagnostics. Exit code 0 when stdin ends (stdio), 1 when the catalog, profile, store or address
 //! is unusable. Calls are recorded in the call store (`--store`, as for `toolcat calls`).
 
 use crate::cli::Exit;
@@ -78,6 +78,14 @@ pub struct ServeArgs {
     /// persist between requests.
     #[arg(long, requires = "http")]
     pub stateless: bool,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` on a listener of their own (e.g.
+    /// `127.0.0.1:9464`; port 0 picks a free port, printed on stderr): calls by tool, state and
+    /// error kind, call latency, rate-limit refusals, HTTP requests by status (the README's
+    /// "Observability" lists every metric). Loopback addresses only, and requests must name a
+    /// loopback host with the bound port, as for `--http`; scrape from another host through a
+    /// proxy of your own.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -119,6 +127,13 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
         if !addr.ip().is_loopback() && a.tokens.is_none() && a.oauth_issuer.is_none() {
             anyhow::bail!(
                 "`--http {addr}` is not a loopback address, and no authentication is configured: any host that reaches it could run tools; configure `--tokens FILE` (`toolcat token add`) or `--oauth-issuer URL --oauth-audience AUD`, or bind `127.0.0.1` or `[::1]`"
+            );
+        }
+    }
+    if let Some(addr) = a.metrics {
+        if !addr.ip().is_loopback() {
+            anyhow::bail!(
+                "`--metrics {addr}` is not a loopback address: the metrics name the catalog's tools and their traffic, and the listener has no authentication; bind `127.0.0.1` or `[::1]`, and scrape from other hosts through a proxy of your own"
             );
         }
     }
@@ -241,6 +256,24 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
         auth: auth.is_configured().then(|| Arc::new(auth)),
         stateless: a.stateless,
     };
+    if let Some(addr) = a.metrics {
+        let handle = metrics_recorder()?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .with_context(|| format!("cannot serve metrics on `{addr}`"))?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the metrics address")?;
+        eprintln!(
+            "toolcat serve: metrics on http://{bound}{}",
+            mcp::METRICS_PATH
+        );
+        runtime.spawn(async move {
+            if let Err(e) = mcp::serve_metrics(listener, move || handle.render()).await {
+                eprintln!("toolcat serve: serving metrics on `{bound}` failed: {e}");
+            }
+        });
+    }
     runtime.block_on(async move {
         if let Some(reload) = reload {
             tokio::spawn(mcp::watch(Arc::clone(&shared), reload));
@@ -260,4 +293,23 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     // runtime.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     Ok(Exit::Ok)
+}
+
+/// Installs the Prometheus recorder of the runtime's metrics ([`toolcat::telemetry`]), the
+/// duration histograms bucketed by [`toolcat::telemetry::LATENCY_BUCKETS_SECONDS`].
+fn metrics_recorder() -> anyhow::Result<metrics_exporter_prometheus::PrometheusHandle> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    use toolcat::telemetry::{MetricKind, LATENCY_BUCKETS_SECONDS, METRICS};
+
+    let mut builder = PrometheusBuilder::new();
+    for m in METRICS.iter().filter(|m| m.kind == MetricKind::Histogram) {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full(m.name.to_string()), &LATENCY_BUCKETS_SECONDS)
+            .context("cannot set the metrics' histogram buckets")?;
+    }
+    let handle = builder
+        .install_recorder()
+        .context("cannot install the metrics recorder")?;
+    toolcat::telemetry::describe();
+    Ok(handle)
 }

@@ -113,6 +113,7 @@ pub mod guard;
 pub mod loopback;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod scrape;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -147,6 +148,7 @@ use tokio::sync::{broadcast, mpsc, OwnedSemaphorePermit, Semaphore};
 pub use toolcat_catalog::model::Exposure;
 use toolcat_catalog::model::{Status, Tier, Visibility};
 use toolcat_catalog::tables::bit;
+use tracing::Instrument as _;
 
 use crate::archive::ArchiveOwner;
 use crate::catalog::{Catalog, ProfileId, ToolIndex};
@@ -155,8 +157,10 @@ use crate::error::{CatalogError, NameError};
 use crate::export::mcp_tool;
 use crate::handler::{Caller, ToolContext};
 use crate::meta::{self, Answer, CallResult, MetaTool, Scope, DEFAULT_SEARCH_LIMIT};
+use crate::telemetry;
 
 mod server;
+pub use scrape::{serve_metrics, METRICS_PATH};
 pub use server::{ServeError, Server};
 
 /// Tools per `tools/list` page: 50.
@@ -2008,7 +2012,19 @@ pub async fn serve_http_with(
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request| {
                 let http = Arc::clone(&http);
-                async move { Ok::<_, Infallible>(handle_http(http, request).await) }
+                async move {
+                    let method = request.method().clone();
+                    let span = telemetry::http_span(method.as_str(), request.uri().path());
+                    let started = std::time::Instant::now();
+                    let response = handle_http(http, request).instrument(span.clone()).await;
+                    telemetry::http_ended(
+                        &span,
+                        method.as_str(),
+                        response.status().as_u16(),
+                        started.elapsed(),
+                    );
+                    Ok::<_, Infallible>(response)
+                }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             if let Err(e) = hyper::server::conn::http1::Builder::new()
