@@ -28,7 +28,8 @@
 //! - recall@k (`R@k`, k = 1, 5, 10) = |G ∩ top(k)| / |G|;
 //! - nDCG@5 = DCG@5 / IDCG@5 with binary relevance: DCG@5 = Σ over the gold names at ranks
 //!   r = 1..5 of 1 / log2(r + 1), IDCG@5 = Σ over r = 1..min(|G|, 5) of 1 / log2(r + 1);
-//! - C@5 (complete@5) = 1 when G ⊆ top(5), else 0.
+//! - C@5 (complete@5) = 1 when G ⊆ top(5), else 0; C@10 likewise with top(10) (a task's plan of
+//!   10 hits holds every tool it needs). The share of the gold tools in the top k is R@k.
 //!
 //! Each is averaged over the queries evaluated. The time per query is the wall time of the
 //! [`Catalog::search`] calls only (no reading, no scoring), in microseconds, in this process.
@@ -41,15 +42,22 @@
 //! the catalog marks `inline`) plus those hits (and the tools they require). Definitions are
 //! counted in one export format as compact JSON; gold coverage says which gold tools the plan
 //! holds (by declared name, as above).
+//!
+//! A [`PlanRule`] varies the plan: the hits co-selected by server or toolset ([`Ranking`],
+//! [`toolcat::cover`]); tools learned from training tasks ([`gold_prior`]) carried as if inline;
+//! and, instead of a number of hits, a token budget (a percentage of the every-tool-inline
+//! tokens) filled in rank order. Coverage at a budget of 1%, 2% or 5% compares rules at equal
+//! cost.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use toolcat::cover::{CoSelect, RANK_DEPTH};
 use toolcat::export::{export_tools, ExportFormat};
 use toolcat::tokens::count_json_tokens;
-use toolcat::{Catalog, SearchError, ToolIndex, TurnInput, TurnPlanner};
+use toolcat::{Catalog, Hit, SearchError, ToolIndex, TurnInput, TurnPlanner};
 use toolcat_catalog::model::map_name;
 use toolcat_catalog::model::{Status, Tier};
 
@@ -291,14 +299,46 @@ impl GoldNames {
     }
 }
 
+/// How a query's tools are ranked: the catalog's search ([`Catalog::search_in`]) alone, or
+/// co-selected for a task that needs several tools ([`Catalog::search_covering`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ranking {
+    /// Co-selection by server or toolset; `None`: the search's own order.
+    pub co_select: Option<CoSelect>,
+}
+
+impl Ranking {
+    /// The best `limit` tools of `allowed` (a bitset) for `query`.
+    ///
+    /// # Errors
+    /// [`EvalError::Search`] on an internal index error.
+    pub fn hits(
+        self,
+        catalog: &Catalog,
+        query: &str,
+        allowed: &[u64],
+        limit: usize,
+    ) -> Result<Vec<Hit>, EvalError> {
+        Ok(match self.co_select {
+            None => catalog.search_in(query, allowed, limit)?,
+            Some(co) => catalog.search_covering(query, allowed, limit, co)?,
+        })
+    }
+}
+
 /// Declared names of the best [`EVAL_DEPTH`] hits for `query` in the full profile, each name kept
 /// only at its first place, and the time the search took.
 ///
 /// # Errors
 /// [`EvalError::Search`] on an internal index error.
-pub fn ranked_names(catalog: &Catalog, query: &str) -> Result<(Vec<String>, Duration), EvalError> {
+pub fn ranked_names(
+    catalog: &Catalog,
+    query: &str,
+    ranking: Ranking,
+) -> Result<(Vec<String>, Duration), EvalError> {
     let start = Instant::now();
-    let hits = catalog.search(query, catalog.full_profile(), EVAL_DEPTH)?;
+    let all = catalog.profile_tools(catalog.full_profile());
+    let hits = ranking.hits(catalog, query, all, EVAL_DEPTH)?;
     let took = start.elapsed();
     let mut seen = BTreeSet::new();
     let names = hits
@@ -318,6 +358,7 @@ pub struct QueryScores {
     pub recall_10: f64,
     pub ndcg_5: f64,
     pub complete_5: f64,
+    pub complete_10: f64,
 }
 
 impl QueryScores {
@@ -343,6 +384,7 @@ impl QueryScores {
             recall_10: recall(10),
             ndcg_5: dcg / ideal,
             complete_5: if found(5) == gold.len() { 1.0 } else { 0.0 },
+            complete_10: if found(10) == gold.len() { 1.0 } else { 0.0 },
         })
     }
 }
@@ -371,6 +413,9 @@ pub struct Evaluation {
     /// Share of queries with every gold tool in the top 5.
     #[serde(rename = "C@5")]
     pub complete_5: f64,
+    /// Share of queries with every gold tool in the top 10.
+    #[serde(rename = "C@10")]
+    pub complete_10: f64,
     /// Mean wall time of one search, microseconds.
     pub us_per_query: f64,
 }
@@ -398,6 +443,7 @@ impl ScoreSums {
         self.sum.recall_10 += s.recall_10;
         self.sum.ndcg_5 += s.ndcg_5;
         self.sum.complete_5 += s.complete_5;
+        self.sum.complete_10 += s.complete_10;
     }
 
     /// The averages (all 0 when no query was evaluated).
@@ -412,6 +458,7 @@ impl ScoreSums {
             recall_10: self.sum.recall_10 / n,
             ndcg_5: self.sum.ndcg_5 / n,
             complete_5: self.sum.complete_5 / n,
+            complete_10: self.sum.complete_10 / n,
             us_per_query: self.time.as_secs_f64() * 1e6 / n,
         }
     }
@@ -425,6 +472,7 @@ pub fn evaluate<'q>(
     catalog: &Catalog,
     set: QuerySet,
     queries: impl IntoIterator<Item = &'q Query>,
+    ranking: Ranking,
 ) -> Result<Evaluation, EvalError> {
     let names = GoldNames::new(catalog);
     let mut sums = ScoreSums::default();
@@ -434,10 +482,76 @@ pub fn evaluate<'q>(
             sums.add(&[], &gold, Duration::ZERO);
             continue;
         }
-        let (ranking, took) = ranked_names(catalog, &q.text)?;
-        sums.add(&ranking, &gold, took);
+        let (names, took) = ranked_names(catalog, &q.text, ranking)?;
+        sums.add(&names, &gold, took);
     }
     Ok(sums.finish(set))
+}
+
+/// A tool a task needs without naming it, as learned from training tasks by [`gold_prior`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PriorTool {
+    /// The declared name.
+    pub name: String,
+    /// Training tasks with the name among their gold tools.
+    pub tasks: usize,
+}
+
+/// The least number of training tasks that must list a tool as gold for [`gold_prior`] to
+/// learn it: 2 (a tool one task needed is that task's, not a habit of tasks).
+pub const PRIOR_MIN_TASKS: usize = 2;
+
+/// The `n` declared names listed as gold by the most `training` tasks (at least
+/// [`PRIOR_MIN_TASKS`] of them), most tasks first, ties by name: the tools tasks need without
+/// naming them (`write_file` to save a report, `get_current_time` for "tomorrow"). Learned from
+/// the training tasks only; a plan of a held-out task carries them as if the catalog marked them
+/// `visibility = "inline"` ([`PlanRule::prior`]).
+pub fn gold_prior<'q>(
+    catalog: &Catalog,
+    training: impl IntoIterator<Item = &'q Query>,
+    n: usize,
+) -> Vec<PriorTool> {
+    let names = GoldNames::new(catalog);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for q in training {
+        for g in names.gold(&q.gold) {
+            *counts.entry(g).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<PriorTool> = counts
+        .into_iter()
+        .filter(|(_, k)| *k >= PRIOR_MIN_TASKS)
+        .map(|(name, tasks)| PriorTool { name, tasks })
+        .collect();
+    ranked.sort_by(|a, b| b.tasks.cmp(&a.tasks).then_with(|| a.name.cmp(&b.name)));
+    ranked.truncate(n);
+    ranked
+}
+
+/// How [`token_economy`] builds a task's plan beyond the inline core.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PlanRule {
+    /// Search hits added to each plan (without [`Self::budget_percent`]).
+    pub hits: usize,
+    /// How the hits are ranked.
+    pub ranking: Ranking,
+    /// Tools carried by every plan as if inline (from [`gold_prior`]); of several tools with one
+    /// declared name, the one with the shortest definition.
+    pub prior: Vec<PriorTool>,
+    /// When set, the plan takes hits (of the best [`RANK_DEPTH`]) in rank order while its
+    /// definitions stay within this percentage of the every-tool-inline tokens, skipping a hit
+    /// that would pass it; [`Self::hits`] is then ignored.
+    pub budget_percent: Option<f64>,
+}
+
+impl PlanRule {
+    /// The best `hits` search hits, nothing else: the plans of `toolcat eval --token-economy`.
+    pub fn hits(hits: usize) -> Self {
+        PlanRule {
+            hits,
+            ..PlanRule::default()
+        }
+    }
 }
 
 /// One query of a [`TokenEconomy`].
@@ -458,8 +572,14 @@ pub struct TaskTokens {
 pub struct TokenEconomy {
     /// The export format counted.
     pub format: ExportFormat,
-    /// Search hits added to each plan.
+    /// Search hits added to each plan (the most, with a token budget).
     pub hits: usize,
+    /// Co-selection's seeds, when the hits were co-selected.
+    pub co_select_seeds: Option<usize>,
+    /// The plan's token budget, percent of [`Self::all_tokens`].
+    pub budget_percent: Option<f64>,
+    /// Tools every plan carries as if inline (learned from training tasks).
+    pub prior: Vec<PriorTool>,
     /// Tools sent when every tool is inline (the meta-tools aside).
     pub all_tools: usize,
     /// Tokens of those definitions, the same for every query.
@@ -515,15 +635,15 @@ impl TokenEconomy {
     }
 }
 
-/// The token economy of `catalog` on `queries`: for each, a plan with the best `hits` search hits
-/// for its text, against every tool inline, counted in `format` (see the module docs).
+/// The token economy of `catalog` on `queries`: for each, a plan built by `rule` for its text,
+/// against every tool inline, counted in `format` (see the module docs).
 ///
 /// # Errors
 /// [`EvalError::Search`] on an internal index error.
 pub fn token_economy<'q>(
     catalog: &Catalog,
     queries: impl IntoIterator<Item = &'q Query>,
-    hits: usize,
+    rule: &PlanRule,
     format: ExportFormat,
 ) -> Result<TokenEconomy, EvalError> {
     let full = catalog.full_profile();
@@ -536,7 +656,20 @@ pub fn token_economy<'q>(
                 && !toolcat_catalog::tables::bit(deprecated, t.index())
         })
         .collect();
-    let all_tokens = count_json_tokens(&export_tools(catalog, all.iter().copied(), format));
+    let tokens_of = |tools: &[ToolIndex]| {
+        count_json_tokens(&export_tools(catalog, tools.iter().copied(), format))
+    };
+    let all_tokens = tokens_of(&all);
+    let prior: Vec<ToolIndex> = rule
+        .prior
+        .iter()
+        .filter_map(|p| {
+            all.iter()
+                .copied()
+                .filter(|&t| catalog.name(t) == p.name)
+                .min_by_key(|&t| (tokens_of(&[t]), t))
+        })
+        .collect();
     let toolsets: Vec<_> = catalog.toolsets().collect();
     let names = GoldNames::new(catalog);
     let mut planner = TurnPlanner::new(catalog);
@@ -550,8 +683,24 @@ pub fn token_economy<'q>(
         },
     );
     let core_tools = core.tools().len();
-    let core_tokens =
-        count_json_tokens(&export_tools(catalog, core.tools().iter().copied(), format));
+    let core_tokens = tokens_of(core.tools());
+    let mut plan_of = |named: &[ToolIndex]| -> Vec<ToolIndex> {
+        planner
+            .plan(
+                catalog,
+                &TurnInput {
+                    profile: full,
+                    toolsets: &toolsets,
+                    discovered: &[],
+                    named,
+                },
+            )
+            .tools()
+            .to_vec()
+    };
+    let budget = rule
+        .budget_percent
+        .map(|p| (p / 100.0 * all_tokens as f64).floor() as usize);
     let mut tasks = Vec::new();
     let mut skipped = 0;
     for q in queries {
@@ -560,29 +709,42 @@ pub fn token_economy<'q>(
             skipped += 1;
             continue;
         }
-        let found: Vec<ToolIndex> = catalog
-            .search(&q.text, full, hits)?
-            .iter()
-            .map(|h| h.tool)
-            .collect();
-        let plan = planner.plan(
-            catalog,
-            &TurnInput {
-                profile: full,
-                toolsets: &toolsets,
-                discovered: &[],
-                named: &found,
-            },
-        );
-        let in_plan: BTreeSet<&str> = plan.tools().iter().map(|&t| catalog.name(t)).collect();
+        let depth = if budget.is_some() {
+            RANK_DEPTH
+        } else {
+            rule.hits
+        };
+        let found = rule
+            .ranking
+            .hits(catalog, &q.text, catalog.profile_tools(full), depth)?;
+        let mut named = prior.clone();
+        let plan = match budget {
+            None => {
+                named.extend(found.iter().map(|h| h.tool));
+                plan_of(&named)
+            }
+            Some(cap) => {
+                let mut plan = plan_of(&named);
+                for h in &found {
+                    if plan.contains(&h.tool) {
+                        continue;
+                    }
+                    named.push(h.tool);
+                    let next = plan_of(&named);
+                    if tokens_of(&next) <= cap {
+                        plan = next;
+                    } else {
+                        named.pop();
+                    }
+                }
+                plan
+            }
+        };
+        let in_plan: BTreeSet<&str> = plan.iter().map(|&t| catalog.name(t)).collect();
         tasks.push(TaskTokens {
             query: q.text.split_whitespace().collect::<Vec<_>>().join(" "),
-            plan_tools: plan.tools().len(),
-            plan_tokens: count_json_tokens(&export_tools(
-                catalog,
-                plan.tools().iter().copied(),
-                format,
-            )),
+            plan_tools: plan.len(),
+            plan_tokens: tokens_of(&plan),
             gold: gold
                 .iter()
                 .map(|g| (g.clone(), in_plan.contains(g.as_str())))
@@ -591,7 +753,14 @@ pub fn token_economy<'q>(
     }
     Ok(TokenEconomy {
         format,
-        hits,
+        hits: if budget.is_some() {
+            RANK_DEPTH
+        } else {
+            rule.hits
+        },
+        co_select_seeds: rule.ranking.co_select.map(|c| c.seeds),
+        budget_percent: rule.budget_percent,
+        prior: rule.prior.clone(),
         all_tools: all.len(),
         all_tokens,
         core_tools,

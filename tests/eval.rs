@@ -10,8 +10,8 @@ use std::time::Duration;
 use toolcat::export::ExportFormat;
 use toolcat::Catalog;
 use toolcat_cli::eval::{
-    evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, Query, QueryScores,
-    QuerySet, ScoreSums,
+    evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, PlanRule, Query,
+    QueryScores, QuerySet, Ranking, ScoreSums,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -155,7 +155,7 @@ fn evaluate_runs_the_catalog_search() {
         q("send_mail", &["send_mail"]),
         q("anything", &["no_such_tool"]),
     ];
-    let e = evaluate(&c, QuerySet::MetatoolMulti, &queries).expect("runs");
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &queries, Ranking::default()).expect("runs");
     assert_eq!((e.queries, e.skipped), (2, 1));
     assert_eq!(
         (e.recall_1, e.recall_5, e.ndcg_5, e.complete_5),
@@ -211,7 +211,13 @@ fn token_economy_plans_hold_the_core_and_the_hits() {
     let queries =
         read_queries(QuerySet::LiveMcpBench, &data("livemcpbench/tasks_dev.json")).expect("reads");
     let chosen = sample(&queries, Some(10));
-    let e = token_economy(&c, chosen.iter().copied(), 5, ExportFormat::OpenAi).expect("runs");
+    let e = token_economy(
+        &c,
+        chosen.iter().copied(),
+        &PlanRule::hits(5),
+        ExportFormat::OpenAi,
+    )
+    .expect("runs");
     assert_eq!(e.all_tools, 527);
     assert_eq!(e.tasks.len() + e.skipped, chosen.len());
     for (t, q) in e.tasks.iter().zip(
@@ -278,7 +284,7 @@ fn eval_command_prints_the_metrics_of_the_library() {
     let c = Catalog::load(&catalog).expect("loads");
     let all = read_queries(QuerySet::MetatoolMulti, &queries).expect("reads");
     assert_eq!(all.len(), 336);
-    let e = evaluate(&c, QuerySet::MetatoolMulti, &all).expect("runs");
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &all, Ranking::default()).expect("runs");
     assert_eq!(v["queries"], 336);
     for (key, value) in [
         ("R@1", e.recall_1),

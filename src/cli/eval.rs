@@ -69,16 +69,43 @@ pub struct EvalArgs {
     /// `--token-economy`: search hits added to each plan.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
     pub hits: usize,
+    /// `--token-economy`: instead of `--hits`, fill each plan in rank order while its definitions
+    /// stay within PCT percent (0 < PCT ≤ 100) of the every-tool-inline tokens.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, requires = "token_economy")]
+    pub token_budget: Option<f64>,
+    /// Co-select the hits for tasks that need several tools: keep the best N, fill the other
+    /// slots with the tools of the ranked hits' servers (else toolsets), best server first
+    /// (`toolcat::cover`). The metrics then rank the co-selected list.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub co_select: Option<usize>,
+    /// `--token-economy`: learn the tools tasks need without naming them from the training
+    /// tasks of FILE (same `--format`; tasks no query of `--queries` may be among): the `--prior`
+    /// names most often gold there (in at least 2 tasks) join every plan as if inline.
+    #[arg(long, value_name = "FILE", requires = "token_economy")]
+    pub prior_from: Option<PathBuf>,
+    /// With `--prior-from`: how many learned tools join every plan.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "prior_from")]
+    pub prior: usize,
     /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
     /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
     /// search, one at a time, on `--threads` threads): mean, p50 and p99.
     #[cfg(feature = "semantic")]
-    #[arg(long, conflicts_with = "token_economy")]
+    #[arg(long, conflicts_with_all = ["token_economy", "co_select"])]
     pub semantic: bool,
     /// `--model` and `--dense-weight`, with `--semantic`.
     #[cfg(feature = "semantic")]
     #[command(flatten)]
     pub model_args: ModelArgs,
+}
+
+/// `--token-budget`: a percentage in (0, 100].
+fn parse_percent(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!(
+            "`{text}` is not a percentage above 0 and at most 100; pass e.g. 2 for 2% of the every-tool-inline tokens"
+        )),
+    }
 }
 
 /// Runs `toolcat eval`.
@@ -95,9 +122,36 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
     let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
     let chosen = eval::sample(&queries, limit);
     let mut out = std::io::stdout().lock();
+    let ranking = eval::Ranking {
+        co_select: a.co_select.map(|seeds| toolcat::CoSelect { seeds }),
+    };
     if a.token_economy {
+        let prior = match &a.prior_from {
+            None => Vec::new(),
+            Some(path) => {
+                let training = eval::read_queries(set, path)?;
+                let overlap = training
+                    .iter()
+                    .filter(|t| queries.iter().any(|q| q.text == t.text))
+                    .count();
+                if overlap > 0 {
+                    anyhow::bail!(
+                        "{overlap} task(s) of `{}` are also in `{}`: a prior learned from the tasks it is measured on is no measurement; pass training tasks that exclude the evaluated ones",
+                        path.display(),
+                        a.queries.display()
+                    );
+                }
+                eval::gold_prior(&c, &training, a.prior)
+            }
+        };
+        let rule = eval::PlanRule {
+            hits: a.hits,
+            ranking,
+            prior,
+            budget_percent: a.token_budget,
+        };
         let bar = crate::cli::spinner(format!("counting tokens of {} queries", chosen.len()));
-        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT);
+        let economy = eval::token_economy(&c, chosen, &rule, TOKEN_FORMAT);
         bar.finish_and_clear();
         let economy = economy?;
         if economy.tasks.is_empty() {
@@ -111,7 +165,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
         return semantic::run(a, &c, set, chosen, &mut out);
     }
     let bar = crate::cli::spinner(format!("searching {} queries", chosen.len()));
-    let e = eval::evaluate(&c, set, chosen);
+    let e = eval::evaluate(&c, set, chosen, ranking);
     bar.finish_and_clear();
     let e = e?;
     if e.queries == 0 {
@@ -135,8 +189,14 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
         )?;
         writeln!(
             out,
-            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
-            e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  C@10 {:.3}  {:.1} µs/query",
+            e.recall_1,
+            e.recall_5,
+            e.recall_10,
+            e.ndcg_5,
+            e.complete_5,
+            e.complete_10,
+            e.us_per_query
         )?;
     }
     Ok(Exit::Ok)
@@ -182,15 +242,35 @@ fn print_economy(
         writeln!(out)?;
         return Ok(());
     }
+    let hits = match e.budget_percent {
+        Some(p) => format!(
+            "search hits in rank order within {p}% of every tool inline ({} tokens)",
+            (p / 100.0 * e.all_tokens as f64).floor()
+        ),
+        None => format!("the best {} search hits", e.hits),
+    };
+    let co = e
+        .co_select_seeds
+        .map(|s| format!(", co-selected by server after the best {s}"))
+        .unwrap_or_default();
+    let prior = if e.prior.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = e
+            .prior
+            .iter()
+            .map(|p| format!("{} ({} training tasks)", p.name, p.tasks))
+            .collect();
+        format!(" + as if inline: {}", names.join(", "))
+    };
     writeln!(
         out,
-        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens) + the best {} search hits",
+        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens){prior} + {hits}{co}",
         e.format,
         e.all_tools,
         e.all_tokens,
         e.core_tools,
         e.core_tokens,
-        e.hits
     )?;
     writeln!(
         out,
@@ -326,7 +406,7 @@ mod semantic {
             let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, dense_only)?;
             let search = start.elapsed() - took;
             dense.add(&names(c, &hits), &gold, encoded + search);
-            let (ranking, took) = eval::ranked_names(c, &q.text)?;
+            let (ranking, took) = eval::ranked_names(c, &q.text, eval::Ranking::default())?;
             bm25.add(&ranking, &gold, took);
         }
         let (b, d, f) = (bm25.finish(set), dense.finish(set), fused.finish(set));
