@@ -168,6 +168,50 @@ mod tests {
     }
 
     #[test]
+    fn a_server_tool_brings_its_server_siblings() {
+        let c = fixture::catalog();
+        let full = c.profile_tools(c.full_profile());
+        let plain = c.search_in("open a pull request", full, 2).expect("runs");
+        let hits = c
+            .search_covering("open a pull request", full, 2, CoSelect { seeds: 1 })
+            .expect("runs");
+        assert_eq!(c.exported_name(hits[0].tool), "github__createPullRequest");
+        assert_eq!(hits[0], plain[0]);
+        // the second slot goes to the other tool of server `github`, not to BM25's second hit
+        assert_eq!(c.exported_name(hits[1].tool), "github__list_branches");
+        assert_eq!(c.unit(hits[0].tool), c.unit(hits[1].tool));
+        assert!(matches!(c.unit(hits[0].tool), Some(Unit::Server(_))));
+    }
+
+    #[tokio::test]
+    async fn the_bm25_preselector_co_selects_when_asked() {
+        use crate::preselect::{Bm25Preselector, PreselectRequest, Preselector};
+        let c = fixture::catalog();
+        let full = c.profile_tools(c.full_profile());
+        let request = PreselectRequest {
+            catalog: &c,
+            message: "open a pull request",
+            reachable: full,
+            visible: &[],
+            budget: 5,
+        };
+        let preselector = Bm25Preselector {
+            limit: 2,
+            relative_floor: 0.99,
+            co_select: Some(CoSelect { seeds: 1 }),
+        };
+        let names = preselector.preselect(&request).await.expect("answers");
+        // the sibling has no score of its own and still passes the relative floor
+        assert_eq!(names, ["github__createPullRequest", "github__list_branches"]);
+        let plain = Bm25Preselector {
+            co_select: None,
+            ..preselector
+        };
+        let names = plain.preselect(&request).await.expect("answers");
+        assert_eq!(names, ["github__createPullRequest"], "the floor drops the tail");
+    }
+
+    #[test]
     fn co_selection_stays_in_the_allowed_set() {
         let c = fixture::catalog();
         for p in c.profiles() {

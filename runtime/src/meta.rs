@@ -267,6 +267,9 @@ pub(crate) struct Scope<'a, 'c> {
     pub owner: ArchiveOwner,
     /// Hits of a `tool_search` without `limit`.
     pub search_limit: usize,
+    /// Co-selection of a `tool_search`'s hits by server or toolset ([`crate::cover`]); `None`:
+    /// the ranking's own order.
+    pub co_select: Option<crate::cover::CoSelect>,
     /// The search budget; `None`: searches are not counted.
     pub budget: Option<Budget>,
     /// The tools a refusal may name: a session's profile, an MCP server's profile ∩ scope
@@ -446,11 +449,21 @@ fn tool_search(
             }
             hits
         }
-        (None, None) => match match &dense {
-            Some(Ok((cosines, weight))) => {
-                catalog.search_fused_in(query, scope.reachable, limit, cosines, *weight)
+        (None, None) => match {
+            let depth = match scope.co_select {
+                Some(_) => limit.max(crate::cover::RANK_DEPTH),
+                None => limit,
+            };
+            let ranked = match &dense {
+                Some(Ok((cosines, weight))) => {
+                    catalog.search_fused_in(query, scope.reachable, depth, cosines, *weight)
+                }
+                _ => catalog.search_in(query, scope.reachable, depth),
+            };
+            match scope.co_select {
+                Some(co) => ranked.map(|r| catalog.co_select(&r, scope.reachable, limit, co)),
+                None => ranked,
             }
-            _ => catalog.search_in(query, scope.reachable, limit),
         } {
             Ok(hits) => {
                 let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
