@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use toolcat::export::ExportFormat;
-use toolcat::Catalog;
+use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
     evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, PlanRule, Query,
     QueryScores, QuerySet, Ranking, ScoreSums,
@@ -242,6 +242,84 @@ fn token_economy_plans_hold_the_core_and_the_hits() {
         }
     }
     assert!(e.saved_percent() > 90.0, "{}", e.saved_percent());
+}
+
+#[test]
+fn gold_prior_learns_the_tools_training_tasks_share() {
+    let list = serde_json::json!({"tools": [
+        {"name": "write_file", "description": "Write text to a file", "inputSchema": {"type": "object"}},
+        {"name": "get_weather", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+        {"name": "get_news", "description": "Latest news headlines", "inputSchema": {"type": "object"}},
+    ]})
+    .to_string();
+    let out = import_mcp_tools_json_str(Path::new("tiny.json"), &list, "tiny").expect("imports");
+    let c = Catalog::from_source("tiny.toml", &out.text).expect("loads");
+    let q = |gold: &[&str]| Query {
+        text: "a task".to_string(),
+        gold: names(gold),
+    };
+    let training = [
+        q(&["get_weather", "write_file"]),
+        q(&["get_news", "write_file"]),
+        q(&["get_news", "write_file", "no_such_tool"]),
+        q(&["get_weather"]),
+    ];
+    let prior = gold_prior(&c, &training, 5);
+    let learned: Vec<(&str, usize)> = prior.iter().map(|p| (p.name.as_str(), p.tasks)).collect();
+    // most tasks first, ties by name; a name of one task only or of no tool is not learned
+    assert_eq!(
+        learned,
+        [("write_file", 3), ("get_news", 2), ("get_weather", 2)]
+    );
+    assert_eq!(gold_prior(&c, &training, 1).len(), 1);
+    assert!(gold_prior(&c, &training[..1], 5).is_empty());
+}
+
+#[test]
+fn token_economy_co_selects_carries_the_prior_and_keeps_the_budget() {
+    require_data!();
+    let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).expect("imports");
+    let c = Catalog::from_source("livemcpbench.toml", &out.text).expect("loads");
+    let queries =
+        read_queries(QuerySet::LiveMcpBench, &data("livemcpbench/tasks_dev.json")).expect("reads");
+    // the first 14 tasks are measured, the prior is learned from the other 56
+    let (test, training) = queries.split_at(14);
+    let prior = gold_prior(&c, training, 1);
+    assert_eq!(prior[0].name, "write_file", "{prior:?}");
+    let rule = PlanRule {
+        hits: 10,
+        ranking: Ranking {
+            co_select: Some(CoSelect::default()),
+        },
+        prior: prior.clone(),
+        budget_percent: None,
+    };
+    let e = token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
+    for t in &e.tasks {
+        // the core, the prior tool and 10 co-selected hits (the prior tool may be one of them)
+        assert!(
+            (e.core_tools + 10..=e.core_tools + 11).contains(&t.plan_tools),
+            "{}: {}",
+            t.query,
+            t.plan_tools
+        );
+        if let Some((_, found)) = t.gold.iter().find(|(g, _)| g == "write_file") {
+            assert!(found, "the prior tool is in every plan: {}", t.query);
+        }
+    }
+    for pct in [1.0, 2.0, 5.0] {
+        let rule = PlanRule {
+            budget_percent: Some(pct),
+            ..rule.clone()
+        };
+        let e =
+            token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
+        let cap = (pct / 100.0 * e.all_tokens as f64).floor() as usize + e.core_tokens;
+        for t in &e.tasks {
+            assert!(t.plan_tokens <= cap, "{pct}%: {} > {cap}", t.plan_tokens);
+            assert!(t.plan_tools > e.core_tools, "{pct}%: no hit fits");
+        }
+    }
 }
 
 fn toolcat(args: &[&str]) -> std::process::Output {

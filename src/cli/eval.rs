@@ -69,8 +69,9 @@ pub struct EvalArgs {
     /// `--token-economy`: search hits added to each plan.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
     pub hits: usize,
-    /// `--token-economy`: instead of `--hits`, fill each plan in rank order while its definitions
-    /// stay within PCT percent (0 < PCT ≤ 100) of the every-tool-inline tokens.
+    /// `--token-economy`: instead of `--hits`, fill each plan in rank order while the
+    /// definitions it adds to the inline core stay within PCT percent (0 < PCT ≤ 100) of the
+    /// every-tool-inline tokens.
     #[arg(long, value_name = "PCT", value_parser = parse_percent, requires = "token_economy")]
     pub token_budget: Option<f64>,
     /// Co-select the hits for tasks that need several tools: keep the best N, fill the other
@@ -244,7 +245,7 @@ fn print_economy(
     }
     let hits = match e.budget_percent {
         Some(p) => format!(
-            "search hits in rank order within {p}% of every tool inline ({} tokens)",
+            "search hits in rank order, adding at most {p}% of every tool inline ({} tokens)",
             (p / 100.0 * e.all_tokens as f64).floor()
         ),
         None => format!("the best {} search hits", e.hits),
