@@ -10,8 +10,8 @@ use std::time::Duration;
 use toolcat::export::ExportFormat;
 use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
-    evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, PlanRule, Query,
-    QueryScores, QuerySet, Ranking, ScoreSums,
+    evaluate, gold_prior, numbered_names, read_queries, sample, token_economy, GoldNames, PlanRule,
+    Query, QueryScores, QuerySet, Ranking, ScoreSums,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -312,8 +312,7 @@ fn token_economy_co_selects_carries_the_prior_and_keeps_the_budget() {
             budget_percent: Some(pct),
             ..rule.clone()
         };
-        let e =
-            token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
+        let e = token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
         let cap = (pct / 100.0 * e.all_tokens as f64).floor() as usize + e.core_tokens;
         for t in &e.tasks {
             assert!(t.plan_tokens <= cap, "{pct}%: {} > {cap}", t.plan_tokens);

@@ -202,13 +202,20 @@ mod tests {
         };
         let names = preselector.preselect(&request).await.expect("answers");
         // the sibling has no score of its own and still passes the relative floor
-        assert_eq!(names, ["github__createPullRequest", "github__list_branches"]);
+        assert_eq!(
+            names,
+            ["github__createPullRequest", "github__list_branches"]
+        );
         let plain = Bm25Preselector {
             co_select: None,
             ..preselector
         };
         let names = plain.preselect(&request).await.expect("answers");
-        assert_eq!(names, ["github__createPullRequest"], "the floor drops the tail");
+        assert_eq!(
+            names,
+            ["github__createPullRequest"],
+            "the floor drops the tail"
+        );
     }
 
     #[test]
