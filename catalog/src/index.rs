@@ -150,6 +150,9 @@ pub const STOP_WORDS: &[&str] = &[
     "also", "please",
 ];
 
+/// How many of [`STOP_WORDS`] are Lucene's English list (the rest are the request fillers).
+const LUCENE_STOP_WORDS: usize = 33;
+
 const MAGIC: &[u8; 8] = b"TCATIDX\0";
 const VERSION: u32 = 2;
 const META_JSON: &str = "meta.json";
@@ -210,12 +213,20 @@ pub fn split_name(name: &str) -> Vec<String> {
 
 /// The English analyzer ([`ANALYZER`]).
 pub fn english_analyzer() -> TextAnalyzer {
+    let ranking = __tuning::current();
+    let stop_words = if ranking.request_stop_words {
+        STOP_WORDS
+    } else {
+        &STOP_WORDS[..LUCENE_STOP_WORDS]
+    };
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(SpellOutAbbreviations)
+        .filter(SpellOutAbbreviations {
+            on: ranking.abbreviations,
+        })
         .filter(StopWordFilter::remove(
-            STOP_WORDS.iter().map(|w| (*w).to_string()),
+            stop_words.iter().map(|w| (*w).to_string()),
         ))
         .filter(Stemmer::new(Language::English))
         .build()
@@ -224,7 +235,10 @@ pub fn english_analyzer() -> TextAnalyzer {
 /// Token filter replacing each of [`ABBREVIATIONS`] (a whole lower-cased token) by its long form,
 /// one token per word, all at the abbreviation's position.
 #[derive(Debug, Clone, Copy)]
-struct SpellOutAbbreviations;
+struct SpellOutAbbreviations {
+    /// `false` only in tuning runs that measure the rule ([`__tuning`]): tokens pass unchanged.
+    on: bool,
+}
 
 impl TokenFilter for SpellOutAbbreviations {
     type Tokenizer<T: Tokenizer> = SpellOutFilter<T>;
@@ -233,6 +247,7 @@ impl TokenFilter for SpellOutAbbreviations {
         SpellOutFilter {
             inner: tokenizer,
             pending: Vec::new(),
+            on: self.on,
         }
     }
 }
@@ -241,6 +256,7 @@ impl TokenFilter for SpellOutAbbreviations {
 struct SpellOutFilter<T> {
     inner: T,
     pending: Vec<Token>,
+    on: bool,
 }
 
 impl<T: Tokenizer> Tokenizer for SpellOutFilter<T> {
@@ -251,6 +267,7 @@ impl<T: Tokenizer> Tokenizer for SpellOutFilter<T> {
         SpellOutStream {
             tail: self.inner.token_stream(text),
             pending: &mut self.pending,
+            on: self.on,
         }
     }
 }
@@ -260,6 +277,7 @@ struct SpellOutStream<'a, T> {
     /// The long-form words of the current abbreviation, last word first: the current token is
     /// the last element, and the tail's token when this is empty.
     pending: &'a mut Vec<Token>,
+    on: bool,
 }
 
 impl<T: TokenStream> TokenStream for SpellOutStream<'_, T> {
@@ -272,6 +290,9 @@ impl<T: TokenStream> TokenStream for SpellOutStream<'_, T> {
             return false;
         }
         let token = self.tail.token();
+        if !self.on {
+            return true;
+        }
         if let Some((_, long)) = ABBREVIATIONS.iter().find(|(short, _)| *short == token.text) {
             self.pending.extend(long.iter().rev().map(|word| Token {
                 text: (*word).to_string(),
@@ -322,13 +343,14 @@ struct Fields {
 impl Fields {
     /// The searched text fields with their boosts and analyzers (`true` = English analyzer).
     fn weighted(&self) -> [(Field, f32, bool); 6] {
+        let r = __tuning::current();
         [
-            (self.name, BOOST_NAME, false),
-            (self.name_parts, BOOST_NAME_PARTS, true),
-            (self.keywords, BOOST_KEYWORDS, true),
-            (self.text, BOOST_TEXT, true),
-            (self.params, BOOST_PARAMS, true),
-            (self.param_docs, BOOST_PARAM_DOCS, true),
+            (self.name, r.boost_name, false),
+            (self.name_parts, r.boost_name_parts, true),
+            (self.keywords, r.boost_keywords, true),
+            (self.text, r.boost_text, true),
+            (self.params, r.boost_params, true),
+            (self.param_docs, r.boost_param_docs, true),
         ]
     }
 }
@@ -681,6 +703,10 @@ impl SearchIndex {
         let terms = QueryTerms::of(query);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (field, boost, english) in self.fields.weighted() {
+            if boost == 0.0 {
+                // A field at weight 0 (a tuning run without it) adds nothing to any score.
+                continue;
+            }
             let own = terms.for_field(&self.fields, field, english);
             let synonyms = if english { Some(&terms.synonyms) } else { None };
             let weighted = own.iter().take(MAX_QUERY_TERMS).map(|t| (t, boost)).chain(
@@ -688,7 +714,7 @@ impl SearchIndex {
                     .into_iter()
                     .flatten()
                     .take(MAX_QUERY_TERMS)
-                    .map(|t| (t, boost * SYNONYM_WEIGHT)),
+                    .map(|t| (t, boost * __tuning::current().synonym_weight)),
             );
             for (text, boost) in weighted {
                 let term = Term::from_field_text(field, text);
@@ -728,6 +754,137 @@ impl SearchIndex {
         // Equal scores keep catalog order, whatever order the collector left them in.
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(hits)
+    }
+}
+
+/// Overrides of this module's ranking constants (and of `toolcat::fusion::LEXICAL_DEPTH`) for the
+/// cross-validation runs that decide them (`bench/tune`): not an API. `toolcat eval` alone sets
+/// them, once, from the environment variable [`__tuning::ENV`], before it loads a catalog; every
+/// other process ranks with the constants ([`__tuning::DEFAULT`]).
+///
+/// Why a process-wide value set once rather than parameters: the constants are read deep in the
+/// analyzer (at index build and query time alike) and in the fused search; threading a parameter
+/// through `Catalog` would make the tuning knobs public API for good, while this hidden module
+/// can be removed without touching a signature, and a value fixed before the first search can
+/// never leave a catalog's index and its queries analyzed two ways.
+#[doc(hidden)]
+pub mod __tuning {
+    use std::sync::OnceLock;
+
+    /// The environment variable `toolcat eval` reads the overrides from:
+    /// `KEY=VALUE[,KEY=VALUE...]` with the keys of [`KEYS`].
+    pub const ENV: &str = "TOOLCAT_EVAL_RANKING";
+
+    /// The overridable constants; [`DEFAULT`] holds the shipped values.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Ranking {
+        pub boost_name: f32,
+        pub boost_name_parts: f32,
+        pub boost_keywords: f32,
+        pub boost_text: f32,
+        pub boost_params: f32,
+        pub boost_param_docs: f32,
+        /// `0` drops the synonyms.
+        pub synonym_weight: f32,
+        /// `false`: no abbreviation is spelled out.
+        pub abbreviations: bool,
+        /// `false`: Lucene's English stop words only, without the request fillers.
+        pub request_stop_words: bool,
+        /// `toolcat::fusion`'s lexical depth; `None` = its constant, `Some(0)` = every candidate.
+        pub lexical_depth: Option<usize>,
+    }
+
+    /// The shipped constants.
+    pub const DEFAULT: Ranking = Ranking {
+        boost_name: super::BOOST_NAME,
+        boost_name_parts: super::BOOST_NAME_PARTS,
+        boost_keywords: super::BOOST_KEYWORDS,
+        boost_text: super::BOOST_TEXT,
+        boost_params: super::BOOST_PARAMS,
+        boost_param_docs: super::BOOST_PARAM_DOCS,
+        synonym_weight: super::SYNONYM_WEIGHT,
+        abbreviations: true,
+        request_stop_words: true,
+        lexical_depth: None,
+    };
+
+    /// The keys of [`ENV`], one per field of [`Ranking`], named as the fields.
+    pub const KEYS: [&str; 10] = [
+        "boost_name",
+        "boost_name_parts",
+        "boost_keywords",
+        "boost_text",
+        "boost_params",
+        "boost_param_docs",
+        "synonym_weight",
+        "abbreviations",
+        "request_stop_words",
+        "lexical_depth",
+    ];
+
+    static OVERRIDE: OnceLock<Ranking> = OnceLock::new();
+
+    /// The ranking in force: the override when one was set, else [`DEFAULT`].
+    pub fn current() -> &'static Ranking {
+        OVERRIDE.get().unwrap_or(&DEFAULT)
+    }
+
+    /// Sets the override for the rest of the process; `Err` with the value already in force
+    /// when one was set before.
+    pub fn set(ranking: Ranking) -> Result<(), Ranking> {
+        OVERRIDE.set(ranking)
+    }
+
+    /// [`DEFAULT`] with the `KEY=VALUE` pairs of `text` (comma-separated) applied. Boosts and
+    /// the synonym weight are finite numbers ≥ 0, the switches `0` or `1`, the depth a count.
+    ///
+    /// # Errors
+    /// A message naming the pair at fault and what it must be.
+    pub fn parse(text: &str) -> Result<Ranking, String> {
+        let mut r = DEFAULT;
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not KEY=VALUE"))?;
+            let (key, value) = (key.trim(), value.trim());
+            let weight = || -> Result<f32, String> {
+                value
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|w| w.is_finite() && *w >= 0.0)
+                    .ok_or_else(|| format!("`{key}={value}`: the value must be a number ≥ 0"))
+            };
+            let switch = || -> Result<bool, String> {
+                match value {
+                    "0" => Ok(false),
+                    "1" => Ok(true),
+                    _ => Err(format!("`{key}={value}`: the value must be 0 or 1")),
+                }
+            };
+            match key {
+                "boost_name" => r.boost_name = weight()?,
+                "boost_name_parts" => r.boost_name_parts = weight()?,
+                "boost_keywords" => r.boost_keywords = weight()?,
+                "boost_text" => r.boost_text = weight()?,
+                "boost_params" => r.boost_params = weight()?,
+                "boost_param_docs" => r.boost_param_docs = weight()?,
+                "synonym_weight" => r.synonym_weight = weight()?,
+                "abbreviations" => r.abbreviations = switch()?,
+                "request_stop_words" => r.request_stop_words = switch()?,
+                "lexical_depth" => {
+                    r.lexical_depth = Some(value.parse().map_err(|_| {
+                        format!("`{key}={value}`: the value must be a count (0 = every candidate)")
+                    })?)
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown key `{key}`; the keys are {}",
+                        KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(r)
     }
 }
 
@@ -1160,6 +1317,35 @@ mod tests {
         let mut version = bytes;
         version[8] = 99;
         assert!(open_index(&version).is_err());
+    }
+
+    #[test]
+    fn tuning_overrides_parse_and_name_their_faults() {
+        assert_eq!(STOP_WORDS[LUCENE_STOP_WORDS - 1], "with");
+        assert_eq!(STOP_WORDS[LUCENE_STOP_WORDS], "i");
+        assert_eq!(__tuning::parse(""), Ok(__tuning::DEFAULT));
+        let r = __tuning::parse("boost_text=1.5, synonym_weight=0,abbreviations=0,lexical_depth=0")
+            .expect("parses");
+        assert_eq!(
+            (
+                r.boost_text,
+                r.synonym_weight,
+                r.abbreviations,
+                r.lexical_depth
+            ),
+            (1.5, 0.0, false, Some(0))
+        );
+        assert_eq!(r.boost_name, BOOST_NAME);
+        for (text, says) in [
+            ("boost_txt=1", "unknown key `boost_txt`"),
+            ("boost_text", "not KEY=VALUE"),
+            ("boost_text=-1", "a number ≥ 0"),
+            ("abbreviations=yes", "0 or 1"),
+            ("lexical_depth=x", "a count"),
+        ] {
+            let err = __tuning::parse(text).expect_err(text);
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]

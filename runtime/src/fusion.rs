@@ -228,7 +228,12 @@ impl Catalog {
             position[t.index()] = k;
         }
         let mut bm25 = vec![0.0f32; tools.len()];
-        let depth = LEXICAL_DEPTH.min(tools.len());
+        let depth = match toolcat_catalog::index::__tuning::current().lexical_depth {
+            None => LEXICAL_DEPTH,
+            Some(0) => tools.len(),
+            Some(d) => d,
+        }
+        .min(tools.len());
         for (tool, score) in self.index().search(query, &candidates, depth)? {
             if let Some(&k) = position.get(tool as usize) {
                 if k != usize::MAX {
