@@ -34,6 +34,20 @@
 //! Each is averaged over the queries evaluated. The time per query is the wall time of the
 //! [`Catalog::search`] calls only (no reading, no scoring), in microseconds, in this process.
 //!
+//! # Cross-validation folds ([`fold_assignment`], [`CrossValidation`])
+//! `toolcat eval --folds K [--seed S]` splits the queries it evaluates (after `--limit`) into K
+//! folds: the distinct query texts, in file order of their first appearance, are shuffled by
+//! `fastrand`'s generator seeded with S (default [`DEFAULT_FOLD_SEED`]; Fisher–Yates, the
+//! locked `fastrand` version), and the text at place p of the shuffle goes to fold p mod K. A
+//! query is thus one unit (MetaTool repeats some query texts with other gold tools: every copy
+//! lands in one fold), the folds differ in size by at most one text, and the split depends only
+//! on the query file, `--limit`, K and S, never on the catalog. This function is the one
+//! definition of the split: `bench/compare --folds` reads it from
+//! `toolcat eval --folds K --print-folds` and hands it to the peers.
+//!
+//! Each fold's metrics are those of the queries in it, as above; their mean and sample standard
+//! deviation (n − 1) over the K folds are reported beside them ([`CrossValidation`]).
+//!
 //! # Token economy ([`token_economy`])
 //! For each query (LiveMCPBench task): the `o200k_base` tokens ([`toolcat::tokens`]) of the
 //! definitions of every tool of the catalog (the meta-tools aside), all sent inline, against a
@@ -49,7 +63,7 @@
 //! tokens) filled in rank order. Coverage at a budget of 1%, 2% or 5% compares rules at equal
 //! cost.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -60,6 +74,9 @@ use toolcat::tokens::count_json_tokens;
 use toolcat::{Catalog, Hit, SearchError, ToolIndex, TurnInput, TurnPlanner};
 use toolcat_catalog::model::map_name;
 use toolcat_catalog::model::{Status, Tier};
+
+/// The seed of `--folds` when `--seed` is not given.
+pub const DEFAULT_FOLD_SEED: u64 = 21;
 
 /// How many tools each query is searched for: the deepest cut-off of the metrics (recall@10).
 pub const EVAL_DEPTH: usize = 10;
@@ -140,6 +157,11 @@ pub enum EvalError {
         #[source]
         source: serde_json::Error,
     },
+    /// `--folds K` asks for fewer than two folds or more folds than distinct queries.
+    #[error(
+        "cannot split {texts} distinct queries into {k} folds; pass --folds between 2 and {texts}"
+    )]
+    Folds { k: usize, texts: usize },
     /// The search failed (an internal index error).
     #[error("search failed: {0}")]
     Search(#[from] SearchError),
@@ -259,6 +281,39 @@ pub fn sample(queries: &[Query], limit: Option<usize>) -> Vec<&Query> {
         _ => 1,
     };
     queries.iter().step_by(stride).collect()
+}
+
+/// The fold (0..`k`) of each of `queries`, in order: the split of `toolcat eval --folds k --seed
+/// seed` (see the module docs), one unit per distinct query text.
+///
+/// # Errors
+/// [`EvalError::Folds`] when `k` < 2 or `k` exceeds the number of distinct query texts.
+pub fn fold_assignment<'q>(
+    queries: impl IntoIterator<Item = &'q Query>,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<usize>, EvalError> {
+    let texts: Vec<&str> = queries.into_iter().map(|q| q.text.as_str()).collect();
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for t in &texts {
+        if seen.insert(*t) {
+            distinct.push(t);
+        }
+    }
+    if k < 2 || k > distinct.len() {
+        return Err(EvalError::Folds {
+            k,
+            texts: distinct.len(),
+        });
+    }
+    fastrand::Rng::with_seed(seed).shuffle(&mut distinct);
+    let fold: BTreeMap<&str, usize> = distinct
+        .iter()
+        .enumerate()
+        .map(|(place, t)| (*t, place % k))
+        .collect();
+    Ok(texts.iter().map(|t| fold[t]).collect())
 }
 
 /// Resolves benchmark tool names to the declared names of a catalog's tools (see the module docs).
@@ -420,6 +475,123 @@ pub struct Evaluation {
     pub us_per_query: f64,
 }
 
+/// The names of the metrics, as in the JSON of an [`Evaluation`], in table order.
+pub const METRICS: [&str; 6] = ["R@1", "R@5", "R@10", "nDCG@5", "C@5", "C@10"];
+
+impl Evaluation {
+    /// The values of [`METRICS`], in that order.
+    pub fn metrics(&self) -> [f64; 6] {
+        [
+            self.recall_1,
+            self.recall_5,
+            self.recall_10,
+            self.ndcg_5,
+            self.complete_5,
+            self.complete_10,
+        ]
+    }
+}
+
+/// The metrics of one evaluation per fold, with their mean and sample standard deviation over
+/// the folds (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrossValidation {
+    /// Number of folds.
+    pub k: usize,
+    /// The seed of the split.
+    pub seed: u64,
+    /// One evaluation per fold, fold 0 first.
+    pub folds: Vec<Evaluation>,
+    /// Per metric of [`METRICS`], its mean over the folds.
+    pub mean: BTreeMap<&'static str, f64>,
+    /// Per metric of [`METRICS`], its sample standard deviation over the folds (n − 1).
+    pub sd: BTreeMap<&'static str, f64>,
+}
+
+/// Mean and sample standard deviation (n − 1; 0 for fewer than two values) of `values`.
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (mean, var.sqrt())
+}
+
+/// [`ScoreSums`] of all queries and of each fold: `add` a query's ranking under its index in
+/// the fold assignment, then `finish`.
+#[derive(Debug, Clone)]
+pub struct FoldSums {
+    assignment: Option<(Vec<usize>, usize, u64)>,
+    all: ScoreSums,
+    folds: Vec<ScoreSums>,
+}
+
+impl FoldSums {
+    /// Sums without folds (`toolcat eval` without `--folds`).
+    pub fn unfolded() -> Self {
+        FoldSums {
+            assignment: None,
+            all: ScoreSums::default(),
+            folds: Vec::new(),
+        }
+    }
+
+    /// Sums over `k` folds, query `i` in fold `assignment[i]` (from [`fold_assignment`] with
+    /// `seed`).
+    pub fn folded(assignment: Vec<usize>, k: usize, seed: u64) -> Self {
+        FoldSums {
+            assignment: Some((assignment, k, seed)),
+            all: ScoreSums::default(),
+            folds: vec![ScoreSums::default(); k],
+        }
+    }
+
+    /// The fold of each query, the number of folds and the seed; `None` when unfolded.
+    pub fn assignment(&self) -> Option<(&[usize], usize, u64)> {
+        self.assignment
+            .as_ref()
+            .map(|(a, k, seed)| (a.as_slice(), *k, *seed))
+    }
+
+    /// Adds query `i`'s ranking (see [`ScoreSums::add`]).
+    pub fn add(&mut self, i: usize, ranking: &[String], gold: &BTreeSet<String>, took: Duration) {
+        self.all.add(ranking, gold, took);
+        if let Some((assignment, _, _)) = &self.assignment {
+            if let Some(fold) = assignment.get(i).and_then(|&f| self.folds.get_mut(f)) {
+                fold.add(ranking, gold, took);
+            }
+        }
+    }
+
+    /// The evaluation of all queries, and with folds their [`CrossValidation`].
+    pub fn finish(&self, set: QuerySet) -> (Evaluation, Option<CrossValidation>) {
+        let all = self.all.finish(set);
+        let cv = self.assignment.as_ref().map(|(_, k, seed)| {
+            let folds: Vec<Evaluation> = self.folds.iter().map(|f| f.finish(set)).collect();
+            let (mut mean, mut sd) = (BTreeMap::new(), BTreeMap::new());
+            for (m, name) in METRICS.iter().enumerate() {
+                let values: Vec<f64> = folds.iter().map(|e| e.metrics()[m]).collect();
+                let (mu, s) = mean_sd(&values);
+                mean.insert(*name, mu);
+                sd.insert(*name, s);
+            }
+            CrossValidation {
+                k: *k,
+                seed: *seed,
+                folds,
+                mean,
+                sd,
+            }
+        });
+        (all, cv)
+    }
+}
+
 /// Sums of [`QueryScores`] and search time, turned into an [`Evaluation`] by [`Self::finish`].
 #[derive(Debug, Clone, Default)]
 pub struct ScoreSums {
@@ -474,16 +646,30 @@ pub fn evaluate<'q>(
     queries: impl IntoIterator<Item = &'q Query>,
     ranking: Ranking,
 ) -> Result<Evaluation, EvalError> {
+    Ok(evaluate_folds(catalog, set, queries, ranking, FoldSums::unfolded())?.0)
+}
+
+/// [`evaluate`] with the queries' scores also summed per fold of `sums` (query `i` of
+/// `queries` is index `i` of the fold assignment).
+///
+/// # Errors
+/// [`EvalError::Search`] on an internal index error.
+pub fn evaluate_folds<'q>(
+    catalog: &Catalog,
+    set: QuerySet,
+    queries: impl IntoIterator<Item = &'q Query>,
+    ranking: Ranking,
+    mut sums: FoldSums,
+) -> Result<(Evaluation, Option<CrossValidation>), EvalError> {
     let names = GoldNames::new(catalog);
-    let mut sums = ScoreSums::default();
-    for q in queries {
+    for (i, q) in queries.into_iter().enumerate() {
         let gold = names.gold(&q.gold);
         if gold.is_empty() {
-            sums.add(&[], &gold, Duration::ZERO);
+            sums.add(i, &[], &gold, Duration::ZERO);
             continue;
         }
         let (names, took) = ranked_names(catalog, &q.text, ranking)?;
-        sums.add(&names, &gold, took);
+        sums.add(i, &names, &gold, took);
     }
     Ok(sums.finish(set))
 }

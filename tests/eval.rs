@@ -10,8 +10,9 @@ use std::time::Duration;
 use toolcat::export::ExportFormat;
 use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
-    evaluate, gold_prior, numbered_names, read_queries, sample, token_economy, GoldNames, PlanRule,
-    Query, QueryScores, QuerySet, Ranking, ScoreSums,
+    evaluate, fold_assignment, gold_prior, mean_sd, numbered_names, read_queries, sample,
+    token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query, QueryScores, QuerySet, Ranking,
+    ScoreSums, METRICS,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -132,6 +133,92 @@ fn numbered_tool_lists_and_sampling() {
     assert_eq!(texts(None).len(), 10);
     assert_eq!(texts(Some(10)).len(), 10);
     assert_eq!(texts(Some(50)).len(), 10);
+}
+
+/// `--folds`: every query in exactly one fold, copies of a query text together, fold sizes (in
+/// texts) within one of each other, the same split for the same seed and another for another.
+#[test]
+fn fold_split_is_a_seeded_partition_by_query_text() {
+    // 103 queries, 100 distinct texts: q0..q99, then q5, q17 and q99 again (other gold).
+    let mut queries: Vec<Query> = (0..100)
+        .map(|i| Query {
+            text: format!("q{i}"),
+            gold: vec![format!("t{i}")],
+        })
+        .collect();
+    for i in [5, 17, 99] {
+        queries.push(Query {
+            text: format!("q{i}"),
+            gold: vec!["other".to_string()],
+        });
+    }
+    let split = |k, seed| fold_assignment(&queries, k, seed).expect("splits");
+    for k in [2, 5, 7, 100] {
+        let folds = split(k, 21);
+        assert_eq!(folds.len(), queries.len());
+        assert!(folds.iter().all(|&f| f < k), "{folds:?}");
+        for (dup, first) in [(100, 5), (101, 17), (102, 99)] {
+            assert_eq!(folds[dup], folds[first], "k {k}: copies of a text split");
+        }
+        let mut texts = vec![0usize; k];
+        for f in &folds[..100] {
+            texts[*f] += 1;
+        }
+        let (min, max) = (texts.iter().min(), texts.iter().max());
+        assert!(
+            min >= Some(&(100 / k)) && max <= Some(&100usize.div_ceil(k)),
+            "k {k}: {texts:?}"
+        );
+        assert_eq!(split(k, 21), folds, "k {k}: not deterministic");
+    }
+    assert_ne!(
+        split(5, 21),
+        split(5, 22),
+        "the seed does not change the split"
+    );
+    // Not file order: the first five texts do not simply go to folds 0..5.
+    assert_ne!(split(5, 21)[..5], [0, 1, 2, 3, 4]);
+
+    for k in [0, 1, 101] {
+        let err = fold_assignment(&queries, k, 21).expect_err("too few or too many folds");
+        assert!(
+            matches!(err, EvalError::Folds { texts: 100, .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("--folds between 2 and 100"),
+            "{err}"
+        );
+    }
+}
+
+/// Per-fold averages, and their mean and sample standard deviation.
+#[test]
+fn fold_sums_average_each_fold_and_spread_over_folds() {
+    let (m, s) = mean_sd(&[1.0, 2.0, 3.0, 4.0]);
+    // Mean 2.5; squared deviations 2.25 + 0.25 + 0.25 + 2.25 = 5, / 3, square root.
+    assert!(close(m, 2.5) && close(s, (5.0f64 / 3.0).sqrt()), "{m} {s}");
+    assert_eq!(mean_sd(&[0.7]), (0.7, 0.0));
+
+    let ranking = names(&RANKING);
+    // Queries 0 and 2 in fold 0 (gold at ranks 1 and 3), 1 and 3 in fold 1 (rank 1, no gold).
+    let mut sums = FoldSums::folded(vec![0, 1, 0, 1], 2, 7);
+    sums.add(0, &ranking, &set(&["a"]), Duration::ZERO);
+    sums.add(1, &ranking, &set(&["a"]), Duration::ZERO);
+    sums.add(2, &ranking, &set(&["c"]), Duration::ZERO);
+    sums.add(3, &ranking, &BTreeSet::new(), Duration::ZERO);
+    let (all, cv) = sums.finish(QuerySet::Metatool);
+    let cv = cv.expect("folded");
+    assert_eq!((all.queries, all.skipped), (3, 1));
+    assert_eq!((cv.k, cv.seed, cv.folds.len()), (2, 7, 2));
+    assert_eq!((cv.folds[0].queries, cv.folds[1].queries), (2, 1));
+    assert_eq!(cv.folds[1].skipped, 1);
+    // R@1: fold 0 (1 + 0) / 2 = 0.5, fold 1 1.0: mean 0.75, sd = √((0.0625 · 2) / 1) = 0.35355.
+    assert!(close(cv.folds[0].recall_1, 0.5) && close(cv.folds[1].recall_1, 1.0));
+    assert!(close(cv.mean["R@1"], 0.75), "{cv:?}");
+    assert!((cv.sd["R@1"] - 0.353_553).abs() < 1e-6, "{cv:?}");
+    assert_eq!(cv.mean.len(), METRICS.len());
+    assert!(FoldSums::unfolded().finish(QuerySet::Metatool).1.is_none());
 }
 
 /// A three-tool catalog where each query names its tool exactly: every query ranks its gold tool
@@ -372,6 +459,55 @@ fn eval_command_prints_the_metrics_of_the_library() {
     ] {
         assert_eq!(v[key].as_f64(), Some(value), "{key}");
     }
+
+    // `--folds 5`: the same overall figures, five folds that partition the queries, their mean.
+    let folds = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--catalog",
+            catalog.to_str().expect("UTF-8"),
+            "--queries",
+            queries.to_str().expect("UTF-8"),
+            "--format",
+            "metatool-multi",
+            "--folds",
+            "5",
+        ];
+        args.extend_from_slice(extra);
+        let o = toolcat(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let cv: serde_json::Value =
+        serde_json::from_slice(&folds(&["--json"])).expect("one JSON object");
+    assert_eq!(cv["R@5"], v["R@5"]);
+    assert_eq!(
+        (cv["cv"]["k"].as_u64(), cv["cv"]["seed"].as_u64()),
+        (Some(5), Some(21))
+    );
+    let per_fold = cv["cv"]["folds"].as_array().expect("folds");
+    assert_eq!(per_fold.len(), 5);
+    let n: u64 = per_fold.iter().filter_map(|f| f["queries"].as_u64()).sum();
+    assert_eq!(n, 336);
+    for m in METRICS {
+        let mean = per_fold.iter().filter_map(|f| f[m].as_f64()).sum::<f64>() / 5.0;
+        let shown = cv["cv"]["mean"][m].as_f64().expect("a mean");
+        assert!((mean - shown).abs() < 1e-12, "{m}");
+        assert!(cv["cv"]["sd"][m].as_f64().is_some_and(|sd| sd > 0.0), "{m}");
+    }
+    // `--print-folds`: the library's split of the same queries, nothing searched.
+    let printed: serde_json::Value =
+        serde_json::from_slice(&folds(&["--print-folds", "--seed", "3"])).expect("JSON");
+    let expected = fold_assignment(&all, 5, 3).expect("splits");
+    assert_eq!(printed["folds"], serde_json::json!(expected));
+    assert_eq!(printed["seed"], 3);
+    // The table: one row per fold and the mean ± sd row.
+    let text = String::from_utf8(folds(&[])).expect("UTF-8");
+    assert!(
+        text.contains("BM25, 5 folds (seed 21)") && text.contains("mean±sd"),
+        "{text}"
+    );
+    assert_eq!(text.matches(" ± ").count(), METRICS.len(), "{text}");
 
     // A query file of another format is an error naming the file.
     let o = toolcat(&[
