@@ -374,6 +374,30 @@ pub(crate) fn invalid_arguments(
     }
 }
 
+/// The hits of a `tool_search` for `query`: BM25 or fused, co-selected when the scope asks.
+fn ranked_hits(
+    scope: &Scope<'_, '_>,
+    query: &str,
+    limit: usize,
+    dense: &Dense,
+) -> Result<Vec<crate::Hit>, crate::SearchError> {
+    let catalog = scope.catalog;
+    let depth = match scope.co_select {
+        Some(_) => limit.max(crate::cover::RANK_DEPTH),
+        None => limit,
+    };
+    let ranked = match dense {
+        Some(Ok((cosines, weight))) => {
+            catalog.search_fused_in(query, scope.reachable, depth, cosines, *weight)
+        }
+        _ => catalog.search_in(query, scope.reachable, depth),
+    }?;
+    Ok(match scope.co_select {
+        Some(co) => catalog.co_select(&ranked, scope.reachable, limit, co),
+        None => ranked,
+    })
+}
+
 fn tool_search(
     scope: &Scope<'_, '_>,
     meta: ToolIndex,
@@ -449,22 +473,7 @@ fn tool_search(
             }
             hits
         }
-        (None, None) => match {
-            let depth = match scope.co_select {
-                Some(_) => limit.max(crate::cover::RANK_DEPTH),
-                None => limit,
-            };
-            let ranked = match &dense {
-                Some(Ok((cosines, weight))) => {
-                    catalog.search_fused_in(query, scope.reachable, depth, cosines, *weight)
-                }
-                _ => catalog.search_in(query, scope.reachable, depth),
-            };
-            match scope.co_select {
-                Some(co) => ranked.map(|r| catalog.co_select(&r, scope.reachable, limit, co)),
-                None => ranked,
-            }
-        } {
+        (None, None) => match ranked_hits(scope, query, limit, &dense) {
             Ok(hits) => {
                 let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
                 hits.iter()
