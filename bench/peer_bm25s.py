@@ -5,6 +5,7 @@ Usage:
     peer_bm25s.py --format metatool       --queries queries_dev.csv       --corpus plugin_des.json [--limit K] [--json]
     peer_bm25s.py --format metatool-multi --queries multi_queries_dev.json --corpus plugin_des.json [--limit K] [--json]
     peer_bm25s.py --format livemcpbench   --queries tasks_dev.json        --corpus tools.json      [--limit K] [--json]
+    ... [--folds FILE]
 
 Protocol (that of the reference measurement script (`../shared/bench/peer_bm25s.py`), but for
 `--limit` and `--dedup-names` below):
@@ -30,6 +31,12 @@ Protocol (that of the reference measurement script (`../shared/bench/peer_bm25s.
   the number of queries, in microseconds.
 - `--limit K`: about K queries, every ceil(n / K)-th in file order from the first (as
   `toolcat eval --limit K`).
+- `--folds FILE`: also the metrics per cross-validation fold, under `cv` in the output (`k`,
+  `seed`, `folds`: one object per fold with `queries` and the metrics, `mean` and `sd`: the sample
+  standard deviation over the folds). FILE is the split of `toolcat eval --folds K --print-folds`
+  for the same query file and `--limit` (`{"k", "seed", "folds": [fold of each query]}`, queries
+  in file order after sampling, before those without gold are dropped): the split is defined once,
+  in toolcat, and this script only reads it.
 - `--dedup-names`: not the reference protocol but toolcat's rule for names shared by several tools:
   the best 30 are retrieved and each id is kept only at its first place, then the first 10 ids are
   scored, so a name shared by several servers takes one place.
@@ -39,6 +46,7 @@ import csv
 import json
 import math
 import re
+import statistics
 import sys
 import time
 
@@ -112,6 +120,36 @@ def scores(ranked, gold):
     return recall(1), recall(5), recall(10), dcg / ideal, float(gold <= set(ranked[:5]))
 
 
+LABELS = ["R@1", "R@5", "R@10", "nDCG@5", "C@5"]
+
+
+def read_folds(path, queries):
+    """The fold of each of `queries` from `toolcat eval --print-folds` output at `path`."""
+    with open(path, encoding="utf-8") as f:
+        split = json.load(f)
+    if len(split["folds"]) != len(queries):
+        sys.exit(f"error: `{path}` splits {len(split['folds'])} queries, this run has {len(queries)}; "
+                 "make it with `toolcat eval --print-folds` on the same query file and --limit")
+    return split
+
+
+def cross_validation(split, queries, per_query):
+    """Per-fold averages of `per_query` (a tuple of LABELS values, or None for a query without
+    gold, one per query of `queries`) and their mean and sample sd over the folds."""
+    k = split["k"]
+    folds = []
+    for fold in range(k):
+        rows = [s for f, s in zip(split["folds"], per_query) if f == fold and s is not None]
+        n = max(len(rows), 1)
+        entry = {"queries": len(rows), "skipped": sum(1 for f, s in zip(split["folds"], per_query)
+                                                      if f == fold and s is None)}
+        entry.update({label: sum(r[i] for r in rows) / n for i, label in enumerate(LABELS)})
+        folds.append(entry)
+    spread = lambda fn: {m: fn([f[m] for f in folds]) for m in LABELS}
+    return {"k": k, "seed": split["seed"], "folds": folds, "mean": spread(statistics.mean),
+            "sd": spread(statistics.stdev)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--format", required=True, choices=["metatool", "metatool-multi", "livemcpbench"])
@@ -120,12 +158,14 @@ def main():
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--dedup-names", action="store_true")
+    ap.add_argument("--folds", help="the split of `toolcat eval --folds K --print-folds` (JSON)")
     a = ap.parse_args()
 
     docs = livemcpbench_corpus(a.corpus) if a.format == "livemcpbench" else metatool_corpus(a.corpus)
     ids = [d for d, _ in docs]
     queries = sample(read_queries(a.format, a.queries, set(ids)), a.limit)
     evaluated = [(q, g) for q, g in queries if g]
+    split = read_folds(a.folds, queries) if a.folds else None
 
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
@@ -138,11 +178,13 @@ def main():
     elapsed = time.perf_counter() - start
 
     sums = [0.0] * 5
+    per_query = []
     for (_, gold), row in zip(evaluated, found):
         ranked = [ids[j] for j in row]
         if a.dedup_names:
             ranked = list(dict.fromkeys(ranked))[:10]
-        for i, s in enumerate(scores(ranked, gold)):
+        per_query.append(scores(ranked, gold))
+        for i, s in enumerate(per_query[-1]):
             sums[i] += s
     n = max(len(evaluated), 1)
     result = {
@@ -158,6 +200,9 @@ def main():
         "C@5": sums[4] / n,
         "us_per_query": elapsed * 1e6 / n,
     }
+    if split:
+        it = iter(per_query)
+        result["cv"] = cross_validation(split, queries, [next(it) if g else None for _, g in queries])
     if a.json:
         json.dump(result, sys.stdout)
         print()

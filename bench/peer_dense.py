@@ -61,6 +61,9 @@ Kept here on purpose, because `bench/compare --semantic` compares this script's 
   p50 and p99 (nearest rank, as `toolcat eval --semantic`) over the queries, in microseconds;
   also the time to load the model and to embed the corpus (the reference's `encode`: batches of
   32 sorted by length); the reference divides the time of whole passes over the queries by n;
+- `--folds FILE`: also the metrics per cross-validation fold of each row, under `cv` (`bm25.cv`,
+  `dense.cv`, `cv` for fused), from the split `toolcat eval --folds K --print-folds` wrote (see
+  `bench/peer_bm25s.py`);
 - the output: one JSON object (`--json`: on one line), the fused metrics at the top level, `bm25`
   and `dense` beside them, `latency_us` {mean, p50, p99}, `model_load_s`, `corpus_embed_s`,
   `truncated` (corpus texts cut at `--max-len`), `queries`, `skipped`, `tools`.
@@ -179,6 +182,7 @@ def main():
     ap.add_argument("--embed", type=Path, help="a JSON list of texts: print their embeddings")
     ap.add_argument("--time-query", help="time the encoding of this query alone")
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--folds", help="the split of `toolcat eval --folds K --print-folds` (JSON)")
     ap.add_argument("--reference", type=Path, default=REFERENCE,
                     help="the reference measurement script (default: ../shared/bench/peer_dense.py)")
     a = ap.parse_args()
@@ -226,6 +230,7 @@ def main():
     ids, text, _ = ref.load(REFERENCE_MODE[a.format], a.queries, a.corpus)
     queries = peer_bm25s.sample(peer_bm25s.read_queries(a.format, a.queries, set(ids)), a.limit)
     evaluated = [(q, g) for q, g in queries if g]
+    split = peer_bm25s.read_folds(a.folds, queries) if a.folds else None
     n, D = len(evaluated), len(ids)
 
     t0 = time.perf_counter()
@@ -255,7 +260,12 @@ def main():
 
     def averages(name):
         per_query = ref.metrics(ids, rankings[name], evaluated)
-        return {label: sum(per_query[key].tolist()) / max(n, 1) for key, label in METRICS.items()}
+        out = {label: sum(per_query[key].tolist()) / max(n, 1) for key, label in METRICS.items()}
+        if split:
+            labels = {label: per_query[key].tolist() for key, label in METRICS.items()}
+            rows = iter(zip(*(labels[m] for m in peer_bm25s.LABELS)))
+            out["cv"] = peer_bm25s.cross_validation(split, queries, [next(rows) if g else None for _, g in queries])
+        return out
 
     mean_us = sum(latencies) / max(n, 1)
     latencies.sort()

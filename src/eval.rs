@@ -28,10 +28,25 @@
 //! - recall@k (`R@k`, k = 1, 5, 10) = |G ∩ top(k)| / |G|;
 //! - nDCG@5 = DCG@5 / IDCG@5 with binary relevance: DCG@5 = Σ over the gold names at ranks
 //!   r = 1..5 of 1 / log2(r + 1), IDCG@5 = Σ over r = 1..min(|G|, 5) of 1 / log2(r + 1);
-//! - C@5 (complete@5) = 1 when G ⊆ top(5), else 0.
+//! - C@5 (complete@5) = 1 when G ⊆ top(5), else 0; C@10 likewise with top(10) (a task's plan of
+//!   10 hits holds every tool it needs). The share of the gold tools in the top k is R@k.
 //!
 //! Each is averaged over the queries evaluated. The time per query is the wall time of the
 //! [`Catalog::search`] calls only (no reading, no scoring), in microseconds, in this process.
+//!
+//! # Cross-validation folds ([`fold_assignment`], [`CrossValidation`])
+//! `toolcat eval --folds K [--seed S]` splits the queries it evaluates (after `--limit`) into K
+//! folds: the distinct query texts, in file order of their first appearance, are shuffled by
+//! `fastrand`'s generator seeded with S (default [`DEFAULT_FOLD_SEED`]; Fisher–Yates, the
+//! locked `fastrand` version), and the text at place p of the shuffle goes to fold p mod K. A
+//! query is thus one unit (MetaTool repeats some query texts with other gold tools: every copy
+//! lands in one fold), the folds differ in size by at most one text, and the split depends only
+//! on the query file, `--limit`, K and S, never on the catalog. This function is the one
+//! definition of the split: `bench/compare --folds` reads it from
+//! `toolcat eval --folds K --print-folds` and hands it to the peers.
+//!
+//! Each fold's metrics are those of the queries in it, as above; their mean and sample standard
+//! deviation (n − 1) over the K folds are reported beside them ([`CrossValidation`]).
 //!
 //! # Token economy ([`token_economy`])
 //! For each query (LiveMCPBench task): the `o200k_base` tokens ([`toolcat::tokens`]) of the
@@ -41,17 +56,27 @@
 //! the catalog marks `inline`) plus those hits (and the tools they require). Definitions are
 //! counted in one export format as compact JSON; gold coverage says which gold tools the plan
 //! holds (by declared name, as above).
+//!
+//! A [`PlanRule`] varies the plan: the hits co-selected by server or toolset ([`Ranking`],
+//! [`toolcat::cover`]); tools learned from training tasks ([`gold_prior`]) carried as if inline;
+//! and, instead of a number of hits, a token budget (a percentage of the every-tool-inline
+//! tokens) filled in rank order. Coverage at a budget of 1%, 2% or 5% compares rules at equal
+//! cost.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use toolcat::cover::{CoSelect, RANK_DEPTH};
 use toolcat::export::{export_tools, ExportFormat};
 use toolcat::tokens::count_json_tokens;
-use toolcat::{Catalog, SearchError, ToolIndex, TurnInput, TurnPlanner};
+use toolcat::{Catalog, Hit, SearchError, ToolIndex, TurnInput, TurnPlanner};
 use toolcat_catalog::model::map_name;
 use toolcat_catalog::model::{Status, Tier};
+
+/// The seed of `--folds` when `--seed` is not given.
+pub const DEFAULT_FOLD_SEED: u64 = 21;
 
 /// How many tools each query is searched for: the deepest cut-off of the metrics (recall@10).
 pub const EVAL_DEPTH: usize = 10;
@@ -132,6 +157,11 @@ pub enum EvalError {
         #[source]
         source: serde_json::Error,
     },
+    /// `--folds K` asks for fewer than two folds or more folds than distinct queries.
+    #[error(
+        "cannot split {texts} distinct queries into {k} folds; pass --folds between 2 and {texts}"
+    )]
+    Folds { k: usize, texts: usize },
     /// The search failed (an internal index error).
     #[error("search failed: {0}")]
     Search(#[from] SearchError),
@@ -253,6 +283,39 @@ pub fn sample(queries: &[Query], limit: Option<usize>) -> Vec<&Query> {
     queries.iter().step_by(stride).collect()
 }
 
+/// The fold (0..`k`) of each of `queries`, in order: the split of `toolcat eval --folds k --seed
+/// seed` (see the module docs), one unit per distinct query text.
+///
+/// # Errors
+/// [`EvalError::Folds`] when `k` < 2 or `k` exceeds the number of distinct query texts.
+pub fn fold_assignment<'q>(
+    queries: impl IntoIterator<Item = &'q Query>,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<usize>, EvalError> {
+    let texts: Vec<&str> = queries.into_iter().map(|q| q.text.as_str()).collect();
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for t in &texts {
+        if seen.insert(*t) {
+            distinct.push(t);
+        }
+    }
+    if k < 2 || k > distinct.len() {
+        return Err(EvalError::Folds {
+            k,
+            texts: distinct.len(),
+        });
+    }
+    fastrand::Rng::with_seed(seed).shuffle(&mut distinct);
+    let fold: BTreeMap<&str, usize> = distinct
+        .iter()
+        .enumerate()
+        .map(|(place, t)| (*t, place % k))
+        .collect();
+    Ok(texts.iter().map(|t| fold[t]).collect())
+}
+
 /// Resolves benchmark tool names to the declared names of a catalog's tools (see the module docs).
 #[derive(Debug, Clone)]
 pub struct GoldNames {
@@ -291,14 +354,46 @@ impl GoldNames {
     }
 }
 
+/// How a query's tools are ranked: the catalog's search ([`Catalog::search_in`]) alone, or
+/// co-selected for a task that needs several tools ([`Catalog::search_covering`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ranking {
+    /// Co-selection by server or toolset; `None`: the search's own order.
+    pub co_select: Option<CoSelect>,
+}
+
+impl Ranking {
+    /// The best `limit` tools of `allowed` (a bitset) for `query`.
+    ///
+    /// # Errors
+    /// [`EvalError::Search`] on an internal index error.
+    pub fn hits(
+        self,
+        catalog: &Catalog,
+        query: &str,
+        allowed: &[u64],
+        limit: usize,
+    ) -> Result<Vec<Hit>, EvalError> {
+        Ok(match self.co_select {
+            None => catalog.search_in(query, allowed, limit)?,
+            Some(co) => catalog.search_covering(query, allowed, limit, co)?,
+        })
+    }
+}
+
 /// Declared names of the best [`EVAL_DEPTH`] hits for `query` in the full profile, each name kept
 /// only at its first place, and the time the search took.
 ///
 /// # Errors
 /// [`EvalError::Search`] on an internal index error.
-pub fn ranked_names(catalog: &Catalog, query: &str) -> Result<(Vec<String>, Duration), EvalError> {
+pub fn ranked_names(
+    catalog: &Catalog,
+    query: &str,
+    ranking: Ranking,
+) -> Result<(Vec<String>, Duration), EvalError> {
     let start = Instant::now();
-    let hits = catalog.search(query, catalog.full_profile(), EVAL_DEPTH)?;
+    let all = catalog.profile_tools(catalog.full_profile());
+    let hits = ranking.hits(catalog, query, all, EVAL_DEPTH)?;
     let took = start.elapsed();
     let mut seen = BTreeSet::new();
     let names = hits
@@ -318,6 +413,7 @@ pub struct QueryScores {
     pub recall_10: f64,
     pub ndcg_5: f64,
     pub complete_5: f64,
+    pub complete_10: f64,
 }
 
 impl QueryScores {
@@ -343,6 +439,7 @@ impl QueryScores {
             recall_10: recall(10),
             ndcg_5: dcg / ideal,
             complete_5: if found(5) == gold.len() { 1.0 } else { 0.0 },
+            complete_10: if found(10) == gold.len() { 1.0 } else { 0.0 },
         })
     }
 }
@@ -371,8 +468,128 @@ pub struct Evaluation {
     /// Share of queries with every gold tool in the top 5.
     #[serde(rename = "C@5")]
     pub complete_5: f64,
+    /// Share of queries with every gold tool in the top 10.
+    #[serde(rename = "C@10")]
+    pub complete_10: f64,
     /// Mean wall time of one search, microseconds.
     pub us_per_query: f64,
+}
+
+/// The names of the metrics, as in the JSON of an [`Evaluation`], in table order.
+pub const METRICS: [&str; 6] = ["R@1", "R@5", "R@10", "nDCG@5", "C@5", "C@10"];
+
+impl Evaluation {
+    /// The values of [`METRICS`], in that order.
+    pub fn metrics(&self) -> [f64; 6] {
+        [
+            self.recall_1,
+            self.recall_5,
+            self.recall_10,
+            self.ndcg_5,
+            self.complete_5,
+            self.complete_10,
+        ]
+    }
+}
+
+/// The metrics of one evaluation per fold, with their mean and sample standard deviation over
+/// the folds (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrossValidation {
+    /// Number of folds.
+    pub k: usize,
+    /// The seed of the split.
+    pub seed: u64,
+    /// One evaluation per fold, fold 0 first.
+    pub folds: Vec<Evaluation>,
+    /// Per metric of [`METRICS`], its mean over the folds.
+    pub mean: BTreeMap<&'static str, f64>,
+    /// Per metric of [`METRICS`], its sample standard deviation over the folds (n − 1).
+    pub sd: BTreeMap<&'static str, f64>,
+}
+
+/// Mean and sample standard deviation (n − 1; 0 for fewer than two values) of `values`.
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (mean, var.sqrt())
+}
+
+/// [`ScoreSums`] of all queries and of each fold: `add` a query's ranking under its index in
+/// the fold assignment, then `finish`.
+#[derive(Debug, Clone)]
+pub struct FoldSums {
+    assignment: Option<(Vec<usize>, usize, u64)>,
+    all: ScoreSums,
+    folds: Vec<ScoreSums>,
+}
+
+impl FoldSums {
+    /// Sums without folds (`toolcat eval` without `--folds`).
+    pub fn unfolded() -> Self {
+        FoldSums {
+            assignment: None,
+            all: ScoreSums::default(),
+            folds: Vec::new(),
+        }
+    }
+
+    /// Sums over `k` folds, query `i` in fold `assignment[i]` (from [`fold_assignment`] with
+    /// `seed`).
+    pub fn folded(assignment: Vec<usize>, k: usize, seed: u64) -> Self {
+        FoldSums {
+            assignment: Some((assignment, k, seed)),
+            all: ScoreSums::default(),
+            folds: vec![ScoreSums::default(); k],
+        }
+    }
+
+    /// The fold of each query, the number of folds and the seed; `None` when unfolded.
+    pub fn assignment(&self) -> Option<(&[usize], usize, u64)> {
+        self.assignment
+            .as_ref()
+            .map(|(a, k, seed)| (a.as_slice(), *k, *seed))
+    }
+
+    /// Adds query `i`'s ranking (see [`ScoreSums::add`]).
+    pub fn add(&mut self, i: usize, ranking: &[String], gold: &BTreeSet<String>, took: Duration) {
+        self.all.add(ranking, gold, took);
+        if let Some((assignment, _, _)) = &self.assignment {
+            if let Some(fold) = assignment.get(i).and_then(|&f| self.folds.get_mut(f)) {
+                fold.add(ranking, gold, took);
+            }
+        }
+    }
+
+    /// The evaluation of all queries, and with folds their [`CrossValidation`].
+    pub fn finish(&self, set: QuerySet) -> (Evaluation, Option<CrossValidation>) {
+        let all = self.all.finish(set);
+        let cv = self.assignment.as_ref().map(|(_, k, seed)| {
+            let folds: Vec<Evaluation> = self.folds.iter().map(|f| f.finish(set)).collect();
+            let (mut mean, mut sd) = (BTreeMap::new(), BTreeMap::new());
+            for (m, name) in METRICS.iter().enumerate() {
+                let values: Vec<f64> = folds.iter().map(|e| e.metrics()[m]).collect();
+                let (mu, s) = mean_sd(&values);
+                mean.insert(*name, mu);
+                sd.insert(*name, s);
+            }
+            CrossValidation {
+                k: *k,
+                seed: *seed,
+                folds,
+                mean,
+                sd,
+            }
+        });
+        (all, cv)
+    }
 }
 
 /// Sums of [`QueryScores`] and search time, turned into an [`Evaluation`] by [`Self::finish`].
@@ -398,6 +615,7 @@ impl ScoreSums {
         self.sum.recall_10 += s.recall_10;
         self.sum.ndcg_5 += s.ndcg_5;
         self.sum.complete_5 += s.complete_5;
+        self.sum.complete_10 += s.complete_10;
     }
 
     /// The averages (all 0 when no query was evaluated).
@@ -412,6 +630,7 @@ impl ScoreSums {
             recall_10: self.sum.recall_10 / n,
             ndcg_5: self.sum.ndcg_5 / n,
             complete_5: self.sum.complete_5 / n,
+            complete_10: self.sum.complete_10 / n,
             us_per_query: self.time.as_secs_f64() * 1e6 / n,
         }
     }
@@ -425,19 +644,103 @@ pub fn evaluate<'q>(
     catalog: &Catalog,
     set: QuerySet,
     queries: impl IntoIterator<Item = &'q Query>,
+    ranking: Ranking,
 ) -> Result<Evaluation, EvalError> {
+    Ok(evaluate_folds(catalog, set, queries, ranking, FoldSums::unfolded())?.0)
+}
+
+/// [`evaluate`] with the queries' scores also summed per fold of `sums` (query `i` of
+/// `queries` is index `i` of the fold assignment).
+///
+/// # Errors
+/// [`EvalError::Search`] on an internal index error.
+pub fn evaluate_folds<'q>(
+    catalog: &Catalog,
+    set: QuerySet,
+    queries: impl IntoIterator<Item = &'q Query>,
+    ranking: Ranking,
+    mut sums: FoldSums,
+) -> Result<(Evaluation, Option<CrossValidation>), EvalError> {
     let names = GoldNames::new(catalog);
-    let mut sums = ScoreSums::default();
-    for q in queries {
+    for (i, q) in queries.into_iter().enumerate() {
         let gold = names.gold(&q.gold);
         if gold.is_empty() {
-            sums.add(&[], &gold, Duration::ZERO);
+            sums.add(i, &[], &gold, Duration::ZERO);
             continue;
         }
-        let (ranking, took) = ranked_names(catalog, &q.text)?;
-        sums.add(&ranking, &gold, took);
+        let (names, took) = ranked_names(catalog, &q.text, ranking)?;
+        sums.add(i, &names, &gold, took);
     }
     Ok(sums.finish(set))
+}
+
+/// A tool a task needs without naming it, as learned from training tasks by [`gold_prior`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PriorTool {
+    /// The declared name.
+    pub name: String,
+    /// Training tasks with the name among their gold tools.
+    pub tasks: usize,
+}
+
+/// The least number of training tasks that must list a tool as gold for [`gold_prior`] to
+/// learn it: 2 (a tool one task needed is that task's, not a habit of tasks).
+pub const PRIOR_MIN_TASKS: usize = 2;
+
+/// The `n` declared names listed as gold by the most `training` tasks (at least
+/// [`PRIOR_MIN_TASKS`] of them), most tasks first, ties by name: the tools tasks need without
+/// naming them (`write_file` to save a report, `get_current_time` for "tomorrow"). Learned from
+/// the training tasks only; a plan of a held-out task carries them as if the catalog marked them
+/// `visibility = "inline"` ([`PlanRule::prior`]).
+pub fn gold_prior<'q>(
+    catalog: &Catalog,
+    training: impl IntoIterator<Item = &'q Query>,
+    n: usize,
+) -> Vec<PriorTool> {
+    let names = GoldNames::new(catalog);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for q in training {
+        for g in names.gold(&q.gold) {
+            *counts.entry(g).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<PriorTool> = counts
+        .into_iter()
+        .filter(|(_, k)| *k >= PRIOR_MIN_TASKS)
+        .map(|(name, tasks)| PriorTool { name, tasks })
+        .collect();
+    ranked.sort_by(|a, b| b.tasks.cmp(&a.tasks).then_with(|| a.name.cmp(&b.name)));
+    ranked.truncate(n);
+    ranked
+}
+
+/// How [`token_economy`] builds a task's plan beyond the inline core.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PlanRule {
+    /// Search hits added to each plan (without [`Self::budget_percent`]).
+    pub hits: usize,
+    /// How the hits are ranked.
+    pub ranking: Ranking,
+    /// Tools carried by every plan as if inline (from [`gold_prior`]); of several tools with one
+    /// declared name, the one with the shortest definition.
+    pub prior: Vec<PriorTool>,
+    /// When set, the plan takes hits (of the best [`RANK_DEPTH`]) in rank order while the
+    /// definitions it adds to the inline core (prior tools and hits) stay within this percentage
+    /// of the every-tool-inline tokens, skipping a hit that would pass it; [`Self::hits`] is then
+    /// ignored. The core is left out of the budget: it is the same for every rule, and on a
+    /// small catalog (MetaTool: 4 meta-tools, 432 tokens, 4% of every tool inline) it would eat
+    /// the whole of a 1% or 2% budget.
+    pub budget_percent: Option<f64>,
+}
+
+impl PlanRule {
+    /// The best `hits` search hits, nothing else: the plans of `toolcat eval --token-economy`.
+    pub fn hits(hits: usize) -> Self {
+        PlanRule {
+            hits,
+            ..PlanRule::default()
+        }
+    }
 }
 
 /// One query of a [`TokenEconomy`].
@@ -458,8 +761,14 @@ pub struct TaskTokens {
 pub struct TokenEconomy {
     /// The export format counted.
     pub format: ExportFormat,
-    /// Search hits added to each plan.
+    /// Search hits added to each plan (the most, with a token budget).
     pub hits: usize,
+    /// Co-selection's seeds, when the hits were co-selected.
+    pub co_select_seeds: Option<usize>,
+    /// The plan's token budget, percent of [`Self::all_tokens`].
+    pub budget_percent: Option<f64>,
+    /// Tools every plan carries as if inline (learned from training tasks).
+    pub prior: Vec<PriorTool>,
     /// Tools sent when every tool is inline (the meta-tools aside).
     pub all_tools: usize,
     /// Tokens of those definitions, the same for every query.
@@ -515,15 +824,15 @@ impl TokenEconomy {
     }
 }
 
-/// The token economy of `catalog` on `queries`: for each, a plan with the best `hits` search hits
-/// for its text, against every tool inline, counted in `format` (see the module docs).
+/// The token economy of `catalog` on `queries`: for each, a plan built by `rule` for its text,
+/// against every tool inline, counted in `format` (see the module docs).
 ///
 /// # Errors
 /// [`EvalError::Search`] on an internal index error.
 pub fn token_economy<'q>(
     catalog: &Catalog,
     queries: impl IntoIterator<Item = &'q Query>,
-    hits: usize,
+    rule: &PlanRule,
     format: ExportFormat,
 ) -> Result<TokenEconomy, EvalError> {
     let full = catalog.full_profile();
@@ -536,7 +845,20 @@ pub fn token_economy<'q>(
                 && !toolcat_catalog::tables::bit(deprecated, t.index())
         })
         .collect();
-    let all_tokens = count_json_tokens(&export_tools(catalog, all.iter().copied(), format));
+    let tokens_of = |tools: &[ToolIndex]| {
+        count_json_tokens(&export_tools(catalog, tools.iter().copied(), format))
+    };
+    let all_tokens = tokens_of(&all);
+    let prior: Vec<ToolIndex> = rule
+        .prior
+        .iter()
+        .filter_map(|p| {
+            all.iter()
+                .copied()
+                .filter(|&t| catalog.name(t) == p.name)
+                .min_by_key(|&t| (tokens_of(&[t]), t))
+        })
+        .collect();
     let toolsets: Vec<_> = catalog.toolsets().collect();
     let names = GoldNames::new(catalog);
     let mut planner = TurnPlanner::new(catalog);
@@ -550,8 +872,24 @@ pub fn token_economy<'q>(
         },
     );
     let core_tools = core.tools().len();
-    let core_tokens =
-        count_json_tokens(&export_tools(catalog, core.tools().iter().copied(), format));
+    let core_tokens = tokens_of(core.tools());
+    let mut plan_of = |named: &[ToolIndex]| -> Vec<ToolIndex> {
+        planner
+            .plan(
+                catalog,
+                &TurnInput {
+                    profile: full,
+                    toolsets: &toolsets,
+                    discovered: &[],
+                    named,
+                },
+            )
+            .tools()
+            .to_vec()
+    };
+    let budget = rule
+        .budget_percent
+        .map(|p| (p / 100.0 * all_tokens as f64).floor() as usize);
     let mut tasks = Vec::new();
     let mut skipped = 0;
     for q in queries {
@@ -560,29 +898,42 @@ pub fn token_economy<'q>(
             skipped += 1;
             continue;
         }
-        let found: Vec<ToolIndex> = catalog
-            .search(&q.text, full, hits)?
-            .iter()
-            .map(|h| h.tool)
-            .collect();
-        let plan = planner.plan(
-            catalog,
-            &TurnInput {
-                profile: full,
-                toolsets: &toolsets,
-                discovered: &[],
-                named: &found,
-            },
-        );
-        let in_plan: BTreeSet<&str> = plan.tools().iter().map(|&t| catalog.name(t)).collect();
+        let depth = if budget.is_some() {
+            RANK_DEPTH
+        } else {
+            rule.hits
+        };
+        let found = rule
+            .ranking
+            .hits(catalog, &q.text, catalog.profile_tools(full), depth)?;
+        let mut named = prior.clone();
+        let plan = match budget {
+            None => {
+                named.extend(found.iter().map(|h| h.tool));
+                plan_of(&named)
+            }
+            Some(cap) => {
+                let mut plan = plan_of(&named);
+                for h in &found {
+                    if plan.contains(&h.tool) {
+                        continue;
+                    }
+                    named.push(h.tool);
+                    let next = plan_of(&named);
+                    if tokens_of(&next) <= cap + core_tokens {
+                        plan = next;
+                    } else {
+                        named.pop();
+                    }
+                }
+                plan
+            }
+        };
+        let in_plan: BTreeSet<&str> = plan.iter().map(|&t| catalog.name(t)).collect();
         tasks.push(TaskTokens {
             query: q.text.split_whitespace().collect::<Vec<_>>().join(" "),
-            plan_tools: plan.tools().len(),
-            plan_tokens: count_json_tokens(&export_tools(
-                catalog,
-                plan.tools().iter().copied(),
-                format,
-            )),
+            plan_tools: plan.len(),
+            plan_tokens: tokens_of(&plan),
             gold: gold
                 .iter()
                 .map(|g| (g.clone(), in_plan.contains(g.as_str())))
@@ -591,7 +942,14 @@ pub fn token_economy<'q>(
     }
     Ok(TokenEconomy {
         format,
-        hits,
+        hits: if budget.is_some() {
+            RANK_DEPTH
+        } else {
+            rule.hits
+        },
+        co_select_seeds: rule.ranking.co_select.map(|c| c.seeds),
+        budget_percent: rule.budget_percent,
+        prior: rule.prior.clone(),
         all_tools: all.len(),
         all_tokens,
         core_tools,

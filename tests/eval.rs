@@ -8,10 +8,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use toolcat::export::ExportFormat;
-use toolcat::Catalog;
+use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
-    evaluate, numbered_names, read_queries, sample, token_economy, GoldNames, Query, QueryScores,
-    QuerySet, ScoreSums,
+    evaluate, fold_assignment, gold_prior, mean_sd, numbered_names, read_queries, sample,
+    token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query, QueryScores, QuerySet, Ranking,
+    ScoreSums, METRICS,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -134,6 +135,92 @@ fn numbered_tool_lists_and_sampling() {
     assert_eq!(texts(Some(50)).len(), 10);
 }
 
+/// `--folds`: every query in exactly one fold, copies of a query text together, fold sizes (in
+/// texts) within one of each other, the same split for the same seed and another for another.
+#[test]
+fn fold_split_is_a_seeded_partition_by_query_text() {
+    // 103 queries, 100 distinct texts: q0..q99, then q5, q17 and q99 again (other gold).
+    let mut queries: Vec<Query> = (0..100)
+        .map(|i| Query {
+            text: format!("q{i}"),
+            gold: vec![format!("t{i}")],
+        })
+        .collect();
+    for i in [5, 17, 99] {
+        queries.push(Query {
+            text: format!("q{i}"),
+            gold: vec!["other".to_string()],
+        });
+    }
+    let split = |k, seed| fold_assignment(&queries, k, seed).expect("splits");
+    for k in [2, 5, 7, 100] {
+        let folds = split(k, 21);
+        assert_eq!(folds.len(), queries.len());
+        assert!(folds.iter().all(|&f| f < k), "{folds:?}");
+        for (dup, first) in [(100, 5), (101, 17), (102, 99)] {
+            assert_eq!(folds[dup], folds[first], "k {k}: copies of a text split");
+        }
+        let mut texts = vec![0usize; k];
+        for f in &folds[..100] {
+            texts[*f] += 1;
+        }
+        let (min, max) = (texts.iter().min(), texts.iter().max());
+        assert!(
+            min >= Some(&(100 / k)) && max <= Some(&100usize.div_ceil(k)),
+            "k {k}: {texts:?}"
+        );
+        assert_eq!(split(k, 21), folds, "k {k}: not deterministic");
+    }
+    assert_ne!(
+        split(5, 21),
+        split(5, 22),
+        "the seed does not change the split"
+    );
+    // Not file order: the first five texts do not simply go to folds 0..5.
+    assert_ne!(split(5, 21)[..5], [0, 1, 2, 3, 4]);
+
+    for k in [0, 1, 101] {
+        let err = fold_assignment(&queries, k, 21).expect_err("too few or too many folds");
+        assert!(
+            matches!(err, EvalError::Folds { texts: 100, .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("--folds between 2 and 100"),
+            "{err}"
+        );
+    }
+}
+
+/// Per-fold averages, and their mean and sample standard deviation.
+#[test]
+fn fold_sums_average_each_fold_and_spread_over_folds() {
+    let (m, s) = mean_sd(&[1.0, 2.0, 3.0, 4.0]);
+    // Mean 2.5; squared deviations 2.25 + 0.25 + 0.25 + 2.25 = 5, / 3, square root.
+    assert!(close(m, 2.5) && close(s, (5.0f64 / 3.0).sqrt()), "{m} {s}");
+    assert_eq!(mean_sd(&[0.7]), (0.7, 0.0));
+
+    let ranking = names(&RANKING);
+    // Queries 0 and 2 in fold 0 (gold at ranks 1 and 3), 1 and 3 in fold 1 (rank 1, no gold).
+    let mut sums = FoldSums::folded(vec![0, 1, 0, 1], 2, 7);
+    sums.add(0, &ranking, &set(&["a"]), Duration::ZERO);
+    sums.add(1, &ranking, &set(&["a"]), Duration::ZERO);
+    sums.add(2, &ranking, &set(&["c"]), Duration::ZERO);
+    sums.add(3, &ranking, &BTreeSet::new(), Duration::ZERO);
+    let (all, cv) = sums.finish(QuerySet::Metatool);
+    let cv = cv.expect("folded");
+    assert_eq!((all.queries, all.skipped), (3, 1));
+    assert_eq!((cv.k, cv.seed, cv.folds.len()), (2, 7, 2));
+    assert_eq!((cv.folds[0].queries, cv.folds[1].queries), (2, 1));
+    assert_eq!(cv.folds[1].skipped, 1);
+    // R@1: fold 0 (1 + 0) / 2 = 0.5, fold 1 1.0: mean 0.75, sd = √((0.0625 · 2) / 1) = 0.35355.
+    assert!(close(cv.folds[0].recall_1, 0.5) && close(cv.folds[1].recall_1, 1.0));
+    assert!(close(cv.mean["R@1"], 0.75), "{cv:?}");
+    assert!((cv.sd["R@1"] - 0.353_553).abs() < 1e-6, "{cv:?}");
+    assert_eq!(cv.mean.len(), METRICS.len());
+    assert!(FoldSums::unfolded().finish(QuerySet::Metatool).1.is_none());
+}
+
 /// A three-tool catalog where each query names its tool exactly: every query ranks its gold tool
 /// first (the exact-name step), so every metric is 1, except for the query whose gold is missing.
 #[test]
@@ -155,7 +242,7 @@ fn evaluate_runs_the_catalog_search() {
         q("send_mail", &["send_mail"]),
         q("anything", &["no_such_tool"]),
     ];
-    let e = evaluate(&c, QuerySet::MetatoolMulti, &queries).expect("runs");
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &queries, Ranking::default()).expect("runs");
     assert_eq!((e.queries, e.skipped), (2, 1));
     assert_eq!(
         (e.recall_1, e.recall_5, e.ndcg_5, e.complete_5),
@@ -211,7 +298,13 @@ fn token_economy_plans_hold_the_core_and_the_hits() {
     let queries =
         read_queries(QuerySet::LiveMcpBench, &data("livemcpbench/tasks_dev.json")).expect("reads");
     let chosen = sample(&queries, Some(10));
-    let e = token_economy(&c, chosen.iter().copied(), 5, ExportFormat::OpenAi).expect("runs");
+    let e = token_economy(
+        &c,
+        chosen.iter().copied(),
+        &PlanRule::hits(5),
+        ExportFormat::OpenAi,
+    )
+    .expect("runs");
     assert_eq!(e.all_tools, 527);
     assert_eq!(e.tasks.len() + e.skipped, chosen.len());
     for (t, q) in e.tasks.iter().zip(
@@ -236,6 +329,83 @@ fn token_economy_plans_hold_the_core_and_the_hits() {
         }
     }
     assert!(e.saved_percent() > 90.0, "{}", e.saved_percent());
+}
+
+#[test]
+fn gold_prior_learns_the_tools_training_tasks_share() {
+    let list = serde_json::json!({"tools": [
+        {"name": "write_file", "description": "Write text to a file", "inputSchema": {"type": "object"}},
+        {"name": "get_weather", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+        {"name": "get_news", "description": "Latest news headlines", "inputSchema": {"type": "object"}},
+    ]})
+    .to_string();
+    let out = import_mcp_tools_json_str(Path::new("tiny.json"), &list, "tiny").expect("imports");
+    let c = Catalog::from_source("tiny.toml", &out.text).expect("loads");
+    let q = |gold: &[&str]| Query {
+        text: "a task".to_string(),
+        gold: names(gold),
+    };
+    let training = [
+        q(&["get_weather", "write_file"]),
+        q(&["get_news", "write_file"]),
+        q(&["get_news", "write_file", "no_such_tool"]),
+        q(&["get_weather"]),
+    ];
+    let prior = gold_prior(&c, &training, 5);
+    let learned: Vec<(&str, usize)> = prior.iter().map(|p| (p.name.as_str(), p.tasks)).collect();
+    // most tasks first, ties by name; a name of one task only or of no tool is not learned
+    assert_eq!(
+        learned,
+        [("write_file", 3), ("get_news", 2), ("get_weather", 2)]
+    );
+    assert_eq!(gold_prior(&c, &training, 1).len(), 1);
+    assert!(gold_prior(&c, &training[..1], 5).is_empty());
+}
+
+#[test]
+fn token_economy_co_selects_carries_the_prior_and_keeps_the_budget() {
+    require_data!();
+    let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).expect("imports");
+    let c = Catalog::from_source("livemcpbench.toml", &out.text).expect("loads");
+    let queries =
+        read_queries(QuerySet::LiveMcpBench, &data("livemcpbench/tasks_dev.json")).expect("reads");
+    // the first 14 tasks are measured, the prior is learned from the other 56
+    let (test, training) = queries.split_at(14);
+    let prior = gold_prior(&c, training, 1);
+    assert_eq!(prior[0].name, "write_file", "{prior:?}");
+    let rule = PlanRule {
+        hits: 10,
+        ranking: Ranking {
+            co_select: Some(CoSelect::default()),
+        },
+        prior: prior.clone(),
+        budget_percent: None,
+    };
+    let e = token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
+    for t in &e.tasks {
+        // the core, the prior tool and 10 co-selected hits (the prior tool may be one of them)
+        assert!(
+            (e.core_tools + 10..=e.core_tools + 11).contains(&t.plan_tools),
+            "{}: {}",
+            t.query,
+            t.plan_tools
+        );
+        if let Some((_, found)) = t.gold.iter().find(|(g, _)| g == "write_file") {
+            assert!(found, "the prior tool is in every plan: {}", t.query);
+        }
+    }
+    for pct in [1.0, 2.0, 5.0] {
+        let rule = PlanRule {
+            budget_percent: Some(pct),
+            ..rule.clone()
+        };
+        let e = token_economy(&c, test, &rule, ExportFormat::OpenAi).expect("runs");
+        let cap = (pct / 100.0 * e.all_tokens as f64).floor() as usize + e.core_tokens;
+        for t in &e.tasks {
+            assert!(t.plan_tokens <= cap, "{pct}%: {} > {cap}", t.plan_tokens);
+            assert!(t.plan_tools > e.core_tools, "{pct}%: no hit fits");
+        }
+    }
 }
 
 fn toolcat(args: &[&str]) -> std::process::Output {
@@ -278,7 +448,7 @@ fn eval_command_prints_the_metrics_of_the_library() {
     let c = Catalog::load(&catalog).expect("loads");
     let all = read_queries(QuerySet::MetatoolMulti, &queries).expect("reads");
     assert_eq!(all.len(), 336);
-    let e = evaluate(&c, QuerySet::MetatoolMulti, &all).expect("runs");
+    let e = evaluate(&c, QuerySet::MetatoolMulti, &all, Ranking::default()).expect("runs");
     assert_eq!(v["queries"], 336);
     for (key, value) in [
         ("R@1", e.recall_1),
@@ -289,6 +459,55 @@ fn eval_command_prints_the_metrics_of_the_library() {
     ] {
         assert_eq!(v[key].as_f64(), Some(value), "{key}");
     }
+
+    // `--folds 5`: the same overall figures, five folds that partition the queries, their mean.
+    let folds = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--catalog",
+            catalog.to_str().expect("UTF-8"),
+            "--queries",
+            queries.to_str().expect("UTF-8"),
+            "--format",
+            "metatool-multi",
+            "--folds",
+            "5",
+        ];
+        args.extend_from_slice(extra);
+        let o = toolcat(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let cv: serde_json::Value =
+        serde_json::from_slice(&folds(&["--json"])).expect("one JSON object");
+    assert_eq!(cv["R@5"], v["R@5"]);
+    assert_eq!(
+        (cv["cv"]["k"].as_u64(), cv["cv"]["seed"].as_u64()),
+        (Some(5), Some(21))
+    );
+    let per_fold = cv["cv"]["folds"].as_array().expect("folds");
+    assert_eq!(per_fold.len(), 5);
+    let n: u64 = per_fold.iter().filter_map(|f| f["queries"].as_u64()).sum();
+    assert_eq!(n, 336);
+    for m in METRICS {
+        let mean = per_fold.iter().filter_map(|f| f[m].as_f64()).sum::<f64>() / 5.0;
+        let shown = cv["cv"]["mean"][m].as_f64().expect("a mean");
+        assert!((mean - shown).abs() < 1e-12, "{m}");
+        assert!(cv["cv"]["sd"][m].as_f64().is_some_and(|sd| sd > 0.0), "{m}");
+    }
+    // `--print-folds`: the library's split of the same queries, nothing searched.
+    let printed: serde_json::Value =
+        serde_json::from_slice(&folds(&["--print-folds", "--seed", "3"])).expect("JSON");
+    let expected = fold_assignment(&all, 5, 3).expect("splits");
+    assert_eq!(printed["folds"], serde_json::json!(expected));
+    assert_eq!(printed["seed"], 3);
+    // The table: one row per fold and the mean ± sd row.
+    let text = String::from_utf8(folds(&[])).expect("UTF-8");
+    assert!(
+        text.contains("BM25, 5 folds (seed 21)") && text.contains("mean±sd"),
+        "{text}"
+    );
+    assert_eq!(text.matches(" ± ").count(), METRICS.len(), "{text}");
 
     // A query file of another format is an error naming the file.
     let o = toolcat(&[

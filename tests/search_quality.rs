@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use toolcat::Catalog;
-use toolcat_cli::eval::{evaluate, read_queries, sample, Evaluation, QuerySet};
+use toolcat_cli::eval::{evaluate, read_queries, sample, Evaluation, QuerySet, Ranking};
 use toolcat_import::{import, ImportKind};
 
 fn data(rel: &str) -> PathBuf {
@@ -86,7 +86,7 @@ fn line(set: &str, e: &Evaluation) -> String {
 
 fn measure(c: &Catalog, set: QuerySet, rel: &str, limit: Option<usize>) -> Evaluation {
     let queries = read_queries(set, &data(rel)).unwrap_or_else(|e| panic!("{e}"));
-    evaluate(c, set, sample(&queries, limit)).unwrap_or_else(|e| panic!("{e}"))
+    evaluate(c, set, sample(&queries, limit), Ranking::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -4,13 +4,13 @@
 //!
 //! | field         | text                                                    | boost |
 //! |---------------|---------------------------------------------------------|-------|
-//! | `name`        | exported and declared name, lower-cased, one token each | 4.0   |
-//! | `name_parts`  | the names split into words by [`split_name`]            | 3.0   |
-//! | `keywords`    | the declared `keywords`                                 | 2.0   |
+//! | `name`        | exported and declared name, lower-cased, one token each | 0     |
+//! | `name_parts`  | the names split into words by [`split_name`]            | 2.0   |
+//! | `keywords`    | the declared `keywords`                                 | 0     |
 //! | `text`        | name parts, keywords, description, parameter names and  | 2.0   |
 //! |               | parameter descriptions: the whole tool as one text      |       |
-//! | `params`      | parameter names, split into words                       | 0.7   |
-//! | `param_docs`  | parameter descriptions from the `input_schema`          | 0.3   |
+//! | `params`      | parameter names, split into words                       | 0     |
+//! | `param_docs`  | parameter descriptions from the `input_schema`          | 0     |
 //! | `tool`        | the tool index (`u64` fast field, not searched)         | —     |
 //!
 //! Text fields go through one English analyzer ([`ANALYZER`]: split on non-alphanumerics,
@@ -22,19 +22,25 @@
 //! query per field and term, plus the [`SYNONYMS`] of the query's words at [`SYNONYM_WEIGHT`].
 //!
 //! # Why these choices
-//! Each was kept because it raised recall@k and nDCG@5 on real tool catalogs and queries (the
-//! MetaTool and LiveMCPBench dev sets; the harness is `tests/search_quality.rs`) without
-//! lowering any of them meaningfully:
+//! Each rule and constant is kept only if its gain on held-out folds is positive by at least one
+//! standard error: `bench/tune` splits each of the three dev sets (MetaTool single-tool and
+//! two-tool, LiveMCPBench) into 5 folds (`toolcat eval --folds`), picks the rule's value on 4
+//! and scores it on the fifth against the neutral value (BENCHMARKS.md, "Cross-validated ranking
+//! choices", has every figure). Fields at boost 0 are not searched on their own (see
+//! [`BOOST_NAME`]):
 //! - the `text` field scores the tool's words together, as a single-field BM25 does: term
 //!   frequency saturates and length is normalized over the whole tool, and a tool that says what
 //!   it does only in its parameters (`head`: "Branch containing changes") is still found by it.
-//!   The separate name and keyword fields stay on top of it, so deliberate names still lead;
+//!   The name parts count a second time on their own (held-out gain +0.055 ± 0.013 of the mean of
+//!   R@5 and nDCG@5), so a tool's name still leads;
 //! - stop words include the pronouns, auxiliaries and modal verbs that fill requests ("can you
-//!   show me my ..."), which otherwise match every description written in the second person;
+//!   show me my ..."), which otherwise match every description written in the second person
+//!   (held-out gain over Lucene's list alone +0.031 ± 0.010);
 //! - abbreviations are spelled out on both sides, so `PR`, `repo` and `dir` meet the words
-//!   descriptions and names use (`RepoTool` matches "repositories");
+//!   descriptions and names use (`RepoTool` matches "repositories"; +0.007 ± 0.004);
 //! - synonyms cover the few verbs every catalog uses for the same operations (open / create /
-//!   make / new, show / list / get, ...), at a reduced weight so the user's own word still wins.
+//!   make / new, show / list / get, ...), at a reduced weight so the user's own word still wins
+//!   (+0.005 ± 0.004).
 //!
 //! Tried and left out, because two-tool queries (which must match two tools on different words)
 //! lost more than other sets gained: a per-term maximum over fields (DisjunctionMax, tie-breakers
@@ -80,31 +86,35 @@ pub const ANALYZER: &str = "toolcat_en";
 /// Name of the analyzer of the `name` field: the whole name as one lower-cased token.
 pub const NAME_ANALYZER: &str = "toolcat_name";
 
-/// Field boosts, in the order of the table in the module docs. Name parts outrank keywords and
-/// the whole text, which outrank parameters: a tool's name is the most deliberate text about it,
-/// parameter names the least specific. The `text` field repeats the name parts and keywords, so a
-/// word of the name scores in both. `text` at 2.0 was measured against 1.5 and 3.0: 1.5 lost
-/// recall@1 on MetaTool's descriptive single-tool queries, 3.0 gained there and on LiveMCPBench
-/// but lost nDCG@5 on MetaTool's two-tool queries, which name the tools' subjects.
-pub const BOOST_NAME: f32 = 4.0;
+/// Field boosts, in the order of the table in the module docs, each kept only where its held-out
+/// gain over the neutral value (0: the field is not searched on its own) is positive by at least
+/// one standard error in `bench/tune` (5 folds of the three dev sets, tuned on 4 folds, scored on
+/// the fifth; BENCHMARKS.md, "Cross-validated ranking choices"). Only the ratio of `name_parts`
+/// to `text` matters once the others are 0, and every tuning run chose 1:1 — name parts twice
+/// (once on their own, once in `text`), the rest of the tool once: held-out gain of `name_parts`
+/// +0.055 ± 0.013 (mean of R@5 and nDCG@5), of `text` at 2 over 1 +0.006 ± 0.010 (se 0.004).
+/// `name`, `keywords`, `params` and `param_docs` gained nothing measurable (−0.002 to 0.000;
+/// keywords cannot be measured on imported catalogs, which have none), so they are 0: their words
+/// still count through `text`, which holds them all. The fields stay in the index, unsearched.
+pub const BOOST_NAME: f32 = 0.0;
 /// See [`BOOST_NAME`].
-pub const BOOST_NAME_PARTS: f32 = 3.0;
+pub const BOOST_NAME_PARTS: f32 = 2.0;
 /// See [`BOOST_NAME`].
-pub const BOOST_KEYWORDS: f32 = 2.0;
+pub const BOOST_KEYWORDS: f32 = 0.0;
 /// See [`BOOST_NAME`].
 pub const BOOST_TEXT: f32 = 2.0;
 /// See [`BOOST_NAME`].
-pub const BOOST_PARAMS: f32 = 0.7;
+pub const BOOST_PARAMS: f32 = 0.0;
 /// See [`BOOST_NAME`].
-pub const BOOST_PARAM_DOCS: f32 = 0.3;
+pub const BOOST_PARAM_DOCS: f32 = 0.0;
 
 /// Most distinct query terms used per field; a longer query is cut (its first terms are kept).
 pub const MAX_QUERY_TERMS: usize = 64;
 
 /// Weight of a synonym's term queries relative to the user's own word (its field boosts times
-/// this). Below 1 so that a tool using the user's exact word ranks above one using a synonym;
-/// 0.4 measured best between 0.25 (synonyms barely matter) and 0.6 (they start to outvote the
-/// query's other words).
+/// this). Below 1 so that a tool using the user's exact word ranks above one using a synonym.
+/// Cross-validated (`bench/tune`, grid 0 / 0.2 / 0.4 / 0.6): 0.4 chosen on the training folds,
+/// held-out gain over no synonyms +0.005 ± 0.004 (se 0.002).
 pub const SYNONYM_WEIGHT: f32 = 0.4;
 
 /// Words that name the same operation or thing in tool catalogs; a query word in a group also
@@ -149,6 +159,9 @@ pub const STOP_WORDS: &[&str] = &[
     "should", "could", "can", "may", "might", "must", "shall", "so", "than", "too", "very", "just",
     "also", "please",
 ];
+
+/// How many of [`STOP_WORDS`] are Lucene's English list (the rest are the request fillers).
+const LUCENE_STOP_WORDS: usize = 33;
 
 const MAGIC: &[u8; 8] = b"TCATIDX\0";
 const VERSION: u32 = 2;
@@ -210,12 +223,20 @@ pub fn split_name(name: &str) -> Vec<String> {
 
 /// The English analyzer ([`ANALYZER`]).
 pub fn english_analyzer() -> TextAnalyzer {
+    let ranking = __tuning::current();
+    let stop_words = if ranking.request_stop_words {
+        STOP_WORDS
+    } else {
+        &STOP_WORDS[..LUCENE_STOP_WORDS]
+    };
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(SpellOutAbbreviations)
+        .filter(SpellOutAbbreviations {
+            on: ranking.abbreviations,
+        })
         .filter(StopWordFilter::remove(
-            STOP_WORDS.iter().map(|w| (*w).to_string()),
+            stop_words.iter().map(|w| (*w).to_string()),
         ))
         .filter(Stemmer::new(Language::English))
         .build()
@@ -224,7 +245,10 @@ pub fn english_analyzer() -> TextAnalyzer {
 /// Token filter replacing each of [`ABBREVIATIONS`] (a whole lower-cased token) by its long form,
 /// one token per word, all at the abbreviation's position.
 #[derive(Debug, Clone, Copy)]
-struct SpellOutAbbreviations;
+struct SpellOutAbbreviations {
+    /// `false` only in tuning runs that measure the rule ([`__tuning`]): tokens pass unchanged.
+    on: bool,
+}
 
 impl TokenFilter for SpellOutAbbreviations {
     type Tokenizer<T: Tokenizer> = SpellOutFilter<T>;
@@ -233,6 +257,7 @@ impl TokenFilter for SpellOutAbbreviations {
         SpellOutFilter {
             inner: tokenizer,
             pending: Vec::new(),
+            on: self.on,
         }
     }
 }
@@ -241,6 +266,7 @@ impl TokenFilter for SpellOutAbbreviations {
 struct SpellOutFilter<T> {
     inner: T,
     pending: Vec<Token>,
+    on: bool,
 }
 
 impl<T: Tokenizer> Tokenizer for SpellOutFilter<T> {
@@ -251,6 +277,7 @@ impl<T: Tokenizer> Tokenizer for SpellOutFilter<T> {
         SpellOutStream {
             tail: self.inner.token_stream(text),
             pending: &mut self.pending,
+            on: self.on,
         }
     }
 }
@@ -260,6 +287,7 @@ struct SpellOutStream<'a, T> {
     /// The long-form words of the current abbreviation, last word first: the current token is
     /// the last element, and the tail's token when this is empty.
     pending: &'a mut Vec<Token>,
+    on: bool,
 }
 
 impl<T: TokenStream> TokenStream for SpellOutStream<'_, T> {
@@ -272,6 +300,9 @@ impl<T: TokenStream> TokenStream for SpellOutStream<'_, T> {
             return false;
         }
         let token = self.tail.token();
+        if !self.on {
+            return true;
+        }
         if let Some((_, long)) = ABBREVIATIONS.iter().find(|(short, _)| *short == token.text) {
             self.pending.extend(long.iter().rev().map(|word| Token {
                 text: (*word).to_string(),
@@ -322,13 +353,14 @@ struct Fields {
 impl Fields {
     /// The searched text fields with their boosts and analyzers (`true` = English analyzer).
     fn weighted(&self) -> [(Field, f32, bool); 6] {
+        let r = __tuning::current();
         [
-            (self.name, BOOST_NAME, false),
-            (self.name_parts, BOOST_NAME_PARTS, true),
-            (self.keywords, BOOST_KEYWORDS, true),
-            (self.text, BOOST_TEXT, true),
-            (self.params, BOOST_PARAMS, true),
-            (self.param_docs, BOOST_PARAM_DOCS, true),
+            (self.name, r.boost_name, false),
+            (self.name_parts, r.boost_name_parts, true),
+            (self.keywords, r.boost_keywords, true),
+            (self.text, r.boost_text, true),
+            (self.params, r.boost_params, true),
+            (self.param_docs, r.boost_param_docs, true),
         ]
     }
 }
@@ -681,6 +713,10 @@ impl SearchIndex {
         let terms = QueryTerms::of(query);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for (field, boost, english) in self.fields.weighted() {
+            if boost == 0.0 {
+                // A field at weight 0 (a tuning run without it) adds nothing to any score.
+                continue;
+            }
             let own = terms.for_field(&self.fields, field, english);
             let synonyms = if english { Some(&terms.synonyms) } else { None };
             let weighted = own.iter().take(MAX_QUERY_TERMS).map(|t| (t, boost)).chain(
@@ -688,7 +724,7 @@ impl SearchIndex {
                     .into_iter()
                     .flatten()
                     .take(MAX_QUERY_TERMS)
-                    .map(|t| (t, boost * SYNONYM_WEIGHT)),
+                    .map(|t| (t, boost * __tuning::current().synonym_weight)),
             );
             for (text, boost) in weighted {
                 let term = Term::from_field_text(field, text);
@@ -728,6 +764,137 @@ impl SearchIndex {
         // Equal scores keep catalog order, whatever order the collector left them in.
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(hits)
+    }
+}
+
+/// Overrides of this module's ranking constants (and of `toolcat::fusion::LEXICAL_DEPTH`) for the
+/// cross-validation runs that decide them (`bench/tune`): not an API. `toolcat eval` alone sets
+/// them, once, from the environment variable [`__tuning::ENV`], before it loads a catalog; every
+/// other process ranks with the constants ([`__tuning::DEFAULT`]).
+///
+/// Why a process-wide value set once rather than parameters: the constants are read deep in the
+/// analyzer (at index build and query time alike) and in the fused search; threading a parameter
+/// through `Catalog` would make the tuning knobs public API for good, while this hidden module
+/// can be removed without touching a signature, and a value fixed before the first search can
+/// never leave a catalog's index and its queries analyzed two ways.
+#[doc(hidden)]
+pub mod __tuning {
+    use std::sync::OnceLock;
+
+    /// The environment variable `toolcat eval` reads the overrides from:
+    /// `KEY=VALUE[,KEY=VALUE...]` with the keys of [`KEYS`].
+    pub const ENV: &str = "TOOLCAT_EVAL_RANKING";
+
+    /// The overridable constants; [`DEFAULT`] holds the shipped values.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Ranking {
+        pub boost_name: f32,
+        pub boost_name_parts: f32,
+        pub boost_keywords: f32,
+        pub boost_text: f32,
+        pub boost_params: f32,
+        pub boost_param_docs: f32,
+        /// `0` drops the synonyms.
+        pub synonym_weight: f32,
+        /// `false`: no abbreviation is spelled out.
+        pub abbreviations: bool,
+        /// `false`: Lucene's English stop words only, without the request fillers.
+        pub request_stop_words: bool,
+        /// `toolcat::fusion`'s lexical depth; `None` = its constant, `Some(0)` = every candidate.
+        pub lexical_depth: Option<usize>,
+    }
+
+    /// The shipped constants.
+    pub const DEFAULT: Ranking = Ranking {
+        boost_name: super::BOOST_NAME,
+        boost_name_parts: super::BOOST_NAME_PARTS,
+        boost_keywords: super::BOOST_KEYWORDS,
+        boost_text: super::BOOST_TEXT,
+        boost_params: super::BOOST_PARAMS,
+        boost_param_docs: super::BOOST_PARAM_DOCS,
+        synonym_weight: super::SYNONYM_WEIGHT,
+        abbreviations: true,
+        request_stop_words: true,
+        lexical_depth: None,
+    };
+
+    /// The keys of [`ENV`], one per field of [`Ranking`], named as the fields.
+    pub const KEYS: [&str; 10] = [
+        "boost_name",
+        "boost_name_parts",
+        "boost_keywords",
+        "boost_text",
+        "boost_params",
+        "boost_param_docs",
+        "synonym_weight",
+        "abbreviations",
+        "request_stop_words",
+        "lexical_depth",
+    ];
+
+    static OVERRIDE: OnceLock<Ranking> = OnceLock::new();
+
+    /// The ranking in force: the override when one was set, else [`DEFAULT`].
+    pub fn current() -> &'static Ranking {
+        OVERRIDE.get().unwrap_or(&DEFAULT)
+    }
+
+    /// Sets the override for the rest of the process; `Err` with the value already in force
+    /// when one was set before.
+    pub fn set(ranking: Ranking) -> Result<(), Ranking> {
+        OVERRIDE.set(ranking)
+    }
+
+    /// [`DEFAULT`] with the `KEY=VALUE` pairs of `text` (comma-separated) applied. Boosts and
+    /// the synonym weight are finite numbers ≥ 0, the switches `0` or `1`, the depth a count.
+    ///
+    /// # Errors
+    /// A message naming the pair at fault and what it must be.
+    pub fn parse(text: &str) -> Result<Ranking, String> {
+        let mut r = DEFAULT;
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not KEY=VALUE"))?;
+            let (key, value) = (key.trim(), value.trim());
+            let weight = || -> Result<f32, String> {
+                value
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|w| w.is_finite() && *w >= 0.0)
+                    .ok_or_else(|| format!("`{key}={value}`: the value must be a number ≥ 0"))
+            };
+            let switch = || -> Result<bool, String> {
+                match value {
+                    "0" => Ok(false),
+                    "1" => Ok(true),
+                    _ => Err(format!("`{key}={value}`: the value must be 0 or 1")),
+                }
+            };
+            match key {
+                "boost_name" => r.boost_name = weight()?,
+                "boost_name_parts" => r.boost_name_parts = weight()?,
+                "boost_keywords" => r.boost_keywords = weight()?,
+                "boost_text" => r.boost_text = weight()?,
+                "boost_params" => r.boost_params = weight()?,
+                "boost_param_docs" => r.boost_param_docs = weight()?,
+                "synonym_weight" => r.synonym_weight = weight()?,
+                "abbreviations" => r.abbreviations = switch()?,
+                "request_stop_words" => r.request_stop_words = switch()?,
+                "lexical_depth" => {
+                    r.lexical_depth = Some(value.parse().map_err(|_| {
+                        format!("`{key}={value}`: the value must be a count (0 = every candidate)")
+                    })?)
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown key `{key}`; the keys are {}",
+                        KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(r)
     }
 }
 
@@ -1160,6 +1327,35 @@ mod tests {
         let mut version = bytes;
         version[8] = 99;
         assert!(open_index(&version).is_err());
+    }
+
+    #[test]
+    fn tuning_overrides_parse_and_name_their_faults() {
+        assert_eq!(STOP_WORDS[LUCENE_STOP_WORDS - 1], "with");
+        assert_eq!(STOP_WORDS[LUCENE_STOP_WORDS], "i");
+        assert_eq!(__tuning::parse(""), Ok(__tuning::DEFAULT));
+        let r = __tuning::parse("boost_text=1.5, synonym_weight=0,abbreviations=0,lexical_depth=0")
+            .expect("parses");
+        assert_eq!(
+            (
+                r.boost_text,
+                r.synonym_weight,
+                r.abbreviations,
+                r.lexical_depth
+            ),
+            (1.5, 0.0, false, Some(0))
+        );
+        assert_eq!(r.boost_name, BOOST_NAME);
+        for (text, says) in [
+            ("boost_txt=1", "unknown key `boost_txt`"),
+            ("boost_text", "not KEY=VALUE"),
+            ("boost_text=-1", "a number ≥ 0"),
+            ("abbreviations=yes", "0 or 1"),
+            ("lexical_depth=x", "a count"),
+        ] {
+            let err = __tuning::parse(text).expect_err(text);
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -103,23 +103,17 @@ impl FromStr for DenseWeight {
 
 /// How many of the best BM25 matches of a query keep their score in a fusion; the other
 /// candidates count 0 on the BM25 side, so only the embeddings order them. This is hybrid search
-/// as two retrievers whose result lists are merged: BM25 contributes its best 20, the embeddings
+/// as two retrievers whose result lists are merged: BM25 contributes its best 10, the embeddings
 /// score every candidate. A long query (a task of several sentences) matches most tools of a
 /// large catalog on some common word; those weak matches add noise rather than evidence.
 ///
-/// Measured with `toolcat eval --semantic` (dense weight 0.7, every query; MetaTool single-tool
-/// on its `--limit 2000` sample), fused R@5 / nDCG@5 by depth:
-///
-/// | depth | LiveMCPBench (70) | MetaTool two-tool (336) | MetaTool single-tool (1,803) |
-/// |---|---|---|---|
-/// | 10 | 0.443 / 0.408 | 0.750 / 0.685 | 0.779 / 0.672 |
-/// | **20** | **0.447 / 0.412** | **0.744 / 0.684** | **0.784 / 0.676** |
-/// | 50 | 0.435 / 0.405 | 0.749 / 0.684 | 0.787 / 0.677 |
-/// | every candidate | 0.435 / 0.405 | 0.746 / 0.684 | 0.787 / 0.677 |
-///
-/// The MetaTool sets barely move; LiveMCPBench, whose queries are long, gains about a task's
-/// worth of gold at 20, within what 70 tasks can resolve (one task is 0.014 of R@5 at most).
-pub const LEXICAL_DEPTH: usize = 20;
+/// Chosen on held-out folds (`bench/tune --semantic --rules lexical_depth`, 5 folds of the three
+/// dev sets, MetaTool single-tool on its `--limit 500` sample, dense weight 0.7): the training
+/// folds chose 10 of {10, 20, 50, every candidate} every time; held-out gain over every candidate
+/// +0.006 ± 0.008 (se 0.004) of the mean of R@5 and nDCG@5 — LiveMCPBench +0.019, MetaTool
+/// two-tool +0.005, MetaTool single-tool −0.007 (BENCHMARKS.md, "Cross-validated ranking
+/// choices").
+pub const LEXICAL_DEPTH: usize = 10;
 
 /// `scores` rescaled to 0..=1 by their minimum and maximum; all zeros when every score is equal
 /// (or there are none). NaN scores count as the minimum.
@@ -228,7 +222,12 @@ impl Catalog {
             position[t.index()] = k;
         }
         let mut bm25 = vec![0.0f32; tools.len()];
-        let depth = LEXICAL_DEPTH.min(tools.len());
+        let depth = match toolcat_catalog::index::__tuning::current().lexical_depth {
+            None => LEXICAL_DEPTH,
+            Some(0) => tools.len(),
+            Some(d) => d,
+        }
+        .min(tools.len());
         for (tool, score) in self.index().search(query, &candidates, depth)? {
             if let Some(&k) = position.get(tool as usize) {
                 if k != usize::MAX {

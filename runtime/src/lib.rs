@@ -38,6 +38,7 @@ pub mod catalog;
 pub mod code_mode;
 pub mod compiled;
 pub mod coordinator;
+pub mod cover;
 pub mod error;
 pub mod export;
 #[cfg(test)]
@@ -72,6 +73,7 @@ pub use coordinator::{
     ApprovalHook, ApprovalPrompt, ApprovalRequest, Approver, ArchivedResult, CallError,
     CallOutcome, CallRequest, CallValue, Coordinator,
 };
+pub use cover::CoSelect;
 pub use error::{CatalogError, NameError, NameKind, SearchError};
 pub use export::ExportFormat;
 pub use handler::{

@@ -267,6 +267,9 @@ pub(crate) struct Scope<'a, 'c> {
     pub owner: ArchiveOwner,
     /// Hits of a `tool_search` without `limit`.
     pub search_limit: usize,
+    /// Co-selection of a `tool_search`'s hits by server or toolset ([`crate::cover`]); `None`:
+    /// the ranking's own order.
+    pub co_select: Option<crate::cover::CoSelect>,
     /// The search budget; `None`: searches are not counted.
     pub budget: Option<Budget>,
     /// The tools a refusal may name: a session's profile, an MCP server's profile ∩ scope
@@ -371,6 +374,30 @@ pub(crate) fn invalid_arguments(
     }
 }
 
+/// The hits of a `tool_search` for `query`: BM25 or fused, co-selected when the scope asks.
+fn ranked_hits(
+    scope: &Scope<'_, '_>,
+    query: &str,
+    limit: usize,
+    dense: &Dense,
+) -> Result<Vec<crate::Hit>, crate::SearchError> {
+    let catalog = scope.catalog;
+    let depth = match scope.co_select {
+        Some(_) => limit.max(crate::cover::RANK_DEPTH),
+        None => limit,
+    };
+    let ranked = match dense {
+        Some(Ok((cosines, weight))) => {
+            catalog.search_fused_in(query, scope.reachable, depth, cosines, *weight)
+        }
+        _ => catalog.search_in(query, scope.reachable, depth),
+    }?;
+    Ok(match scope.co_select {
+        Some(co) => catalog.co_select(&ranked, scope.reachable, limit, co),
+        None => ranked,
+    })
+}
+
 fn tool_search(
     scope: &Scope<'_, '_>,
     meta: ToolIndex,
@@ -446,12 +473,7 @@ fn tool_search(
             }
             hits
         }
-        (None, None) => match match &dense {
-            Some(Ok((cosines, weight))) => {
-                catalog.search_fused_in(query, scope.reachable, limit, cosines, *weight)
-            }
-            _ => catalog.search_in(query, scope.reachable, limit),
-        } {
+        (None, None) => match ranked_hits(scope, query, limit, &dense) {
             Ok(hits) => {
                 let exact = hits.first().is_some_and(|h| h.kind == crate::HitKind::Name);
                 hits.iter()

@@ -29,7 +29,9 @@ use toolcat_catalog::model::{Status, Tier};
 use toolcat_catalog::tables::bit;
 
 use crate::catalog::{Catalog, ToolIndex};
+use crate::cover::CoSelect;
 use crate::handler::BoxFuture;
+use crate::search::HitKind;
 
 /// How long [`run`] waits for a preselector by default: 2 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -104,13 +106,17 @@ pub trait Preselector: Send + Sync {
 ///
 /// Keeps at most [`Bm25Preselector::limit`] hits, and only those scoring at least
 /// [`Bm25Preselector::relative_floor`] × the best hit's score: BM25 always ranks something, and a
-/// weak tail would cost definitions on every turn for little chance of use.
+/// weak tail would cost definitions on every turn for little chance of use. With
+/// [`Bm25Preselector::co_select`], the slots after the seeds go to the tools of the best hits'
+/// servers or toolsets ([`Catalog::co_select`]); those siblings have no score and pass the floor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25Preselector {
     /// Most hits returned: 3.
     pub limit: usize,
     /// Fraction of the best score a hit needs: 0.5.
     pub relative_floor: f32,
+    /// Co-selection for tasks that need several tools: `None` (off) by default.
+    pub co_select: Option<CoSelect>,
 }
 
 impl Default for Bm25Preselector {
@@ -118,6 +124,7 @@ impl Default for Bm25Preselector {
         Bm25Preselector {
             limit: 3,
             relative_floor: 0.5,
+            co_select: None,
         }
     }
 }
@@ -129,14 +136,16 @@ impl Preselector for Bm25Preselector {
     ) -> BoxFuture<'a, Result<Vec<String>, PreselectError>> {
         Box::pin(async move {
             let candidates = request.candidate_set();
-            let hits = request
-                .catalog
-                .search_in(request.message, &candidates, self.limit)
-                .map_err(|e| PreselectError(format!("BM25 search failed: {e}")))?;
+            let catalog = request.catalog;
+            let hits = match self.co_select {
+                None => catalog.search_in(request.message, &candidates, self.limit),
+                Some(co) => catalog.search_covering(request.message, &candidates, self.limit, co),
+            }
+            .map_err(|e| PreselectError(format!("BM25 search failed: {e}")))?;
             let floor = hits.first().map_or(0.0, |h| h.score * self.relative_floor);
             Ok(hits
                 .iter()
-                .filter(|h| h.score >= floor)
+                .filter(|h| h.kind == HitKind::Sibling || h.score >= floor)
                 .map(|h| request.catalog.exported_name(h.tool).to_string())
                 .collect())
         })

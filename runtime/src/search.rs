@@ -28,6 +28,9 @@ pub enum HitKind {
     Bm25,
     /// BM25 fused with the cosine of sentence embeddings ([`crate::fusion`]).
     Fused,
+    /// No match of its own: a tool of the same server or toolset as a better hit, joined by
+    /// co-selection ([`crate::cover`]); score 0.
+    Sibling,
 }
 
 /// One search result.
@@ -38,7 +41,7 @@ pub struct Hit {
     /// [`NAME_MATCH_SCORE`] for a [`HitKind::Name`] hit; for a [`HitKind::Bm25`] hit the BM25
     /// score (a sum over fields and terms, weighted by the field boosts of
     /// `toolcat_catalog::index`), comparable only within one query; for a [`HitKind::Fused`] hit
-    /// the fused score in 0..=1 ([`crate::fusion::fuse`]).
+    /// the fused score in 0..=1 ([`crate::fusion::fuse`]); 0 for a [`HitKind::Sibling`] hit.
     pub score: f32,
     /// How it matched.
     pub kind: HitKind,
@@ -83,6 +86,16 @@ impl Catalog {
             }
         }
         Ok(hits)
+    }
+
+    /// The tools of `allowed` a ranking may return: not deprecated, not a meta-tool (missing
+    /// words count as empty).
+    pub(crate) fn rankable(&self, allowed: &[u64]) -> Vec<u64> {
+        let deprecated = self.status_tools(Status::Deprecated);
+        let meta = self.tier_tools(Tier::Loop);
+        (0..self.words())
+            .map(|k| allowed.get(k).copied().unwrap_or(0) & !deprecated[k] & !meta[k])
+            .collect()
     }
 
     /// The exact-name step of [`Catalog::search_in`]: at most `limit` name hits among `allowed`

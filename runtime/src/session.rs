@@ -181,6 +181,10 @@ pub struct SessionOptions {
     pub discovered_cap: usize,
     /// Hits of a `tool_search` that gives no `limit` ([`DEFAULT_SEARCH_LIMIT`]).
     pub search_limit: usize,
+    /// Co-selection of `tool_search`'s hits for tasks that need several tools: after the best
+    /// [`crate::CoSelect::seeds`] hits, the other slots go to the tools of the hits' servers or
+    /// toolsets ([`crate::cover`]). `None` (the ranking's own order) by default.
+    pub co_select: Option<crate::CoSelect>,
     /// How long preselection may take ([`preselect::DEFAULT_TIMEOUT`], 2 s).
     pub preselect_timeout: Duration,
     /// How many new tools preselection may add ([`preselect::DEFAULT_BUDGET`], 5).
@@ -224,6 +228,7 @@ impl Default for SessionOptions {
             search_budget: DEFAULT_SEARCH_BUDGET,
             discovered_cap: DEFAULT_DISCOVERED_CAP,
             search_limit: DEFAULT_SEARCH_LIMIT,
+            co_select: None,
             preselect_timeout: preselect::DEFAULT_TIMEOUT,
             preselect_budget: preselect::DEFAULT_BUDGET,
             dense_weight: crate::fusion::DenseWeight::default(),
@@ -910,6 +915,7 @@ impl<'c> Session<'c> {
             reachable: &self.reachable,
             owner: self.owner,
             search_limit: self.options.search_limit,
+            co_select: self.options.co_select,
             budget: Some(Budget {
                 cap: self.options.search_budget,
                 used: self.searches,

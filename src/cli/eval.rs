@@ -61,6 +61,17 @@ pub struct EvalArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also split the evaluated queries into K folds (by query text, seeded; see `--seed`) and
+    /// report every metric per fold and as mean ± sd over the folds.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..), conflicts_with = "token_economy")]
+    pub folds: Option<u64>,
+    /// `--folds`: the seed of the split.
+    #[arg(long, value_name = "S", default_value_t = eval::DEFAULT_FOLD_SEED, requires = "folds")]
+    pub seed: u64,
+    /// `--folds`: print only the split, as JSON `{"k", "seed", "folds": [fold of each query]}`
+    /// (queries in file order, after `--limit`), and search nothing.
+    #[arg(long, requires = "folds")]
+    pub print_folds: bool,
     /// Instead of search quality, print per query the tokens (o200k_base, OpenAI tools JSON) of
     /// every tool inline against a plan of the inline core plus the best `--hits` search hits,
     /// and whether each gold tool is in the plan; then the totals.
@@ -69,11 +80,29 @@ pub struct EvalArgs {
     /// `--token-economy`: search hits added to each plan.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PLAN_HITS, requires = "token_economy")]
     pub hits: usize,
+    /// `--token-economy`: instead of `--hits`, fill each plan in rank order while the
+    /// definitions it adds to the inline core stay within PCT percent (0 < PCT ≤ 100) of the
+    /// every-tool-inline tokens.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, requires = "token_economy")]
+    pub token_budget: Option<f64>,
+    /// Co-select the hits for tasks that need several tools: keep the best N, fill the other
+    /// slots with the tools of the ranked hits' servers (else toolsets), best server first
+    /// (`toolcat::cover`). The metrics then rank the co-selected list.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub co_select: Option<usize>,
+    /// `--token-economy`: learn the tools tasks need without naming them from the training
+    /// tasks of FILE (same `--format`; tasks no query of `--queries` may be among): the `--prior`
+    /// names most often gold there (in at least 2 tasks) join every plan as if inline.
+    #[arg(long, value_name = "FILE", requires = "token_economy")]
+    pub prior_from: Option<PathBuf>,
+    /// With `--prior-from`: how many learned tools join every plan.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "prior_from")]
+    pub prior: usize,
     /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
     /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
     /// search, one at a time, on `--threads` threads): mean, p50 and p99.
     #[cfg(feature = "semantic")]
-    #[arg(long, conflicts_with = "token_economy")]
+    #[arg(long, conflicts_with_all = ["token_economy", "co_select"])]
     pub semantic: bool,
     /// `--model` and `--dense-weight`, with `--semantic`.
     #[cfg(feature = "semantic")]
@@ -81,9 +110,19 @@ pub struct EvalArgs {
     pub model_args: ModelArgs,
 }
 
+/// `--token-budget`: a percentage in (0, 100].
+fn parse_percent(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!(
+            "`{text}` is not a percentage above 0 and at most 100; pass e.g. 2 for 2% of the every-tool-inline tokens"
+        )),
+    }
+}
+
 /// Runs `toolcat eval`.
 pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
-    let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let overrides = ranking_overrides()?;
     let set = QuerySet::from(a.format);
     let queries = eval::read_queries(set, &a.queries)?;
     if queries.is_empty() {
@@ -95,9 +134,48 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
     let limit = a.limit.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
     let chosen = eval::sample(&queries, limit);
     let mut out = std::io::stdout().lock();
+    let sums = fold_sums(a, &chosen)?;
+    if a.print_folds {
+        if let Some((assignment, k, seed)) = sums.assignment() {
+            serde_json::to_writer(
+                &mut out,
+                &json!({"k": k, "seed": seed, "folds": assignment}),
+            )?;
+            writeln!(out)?;
+        }
+        return Ok(Exit::Ok);
+    }
+    let c = Catalog::load(&a.catalog).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let ranking = eval::Ranking {
+        co_select: a.co_select.map(|seeds| toolcat::CoSelect { seeds }),
+    };
     if a.token_economy {
+        let prior = match &a.prior_from {
+            None => Vec::new(),
+            Some(path) => {
+                let training = eval::read_queries(set, path)?;
+                let overlap = training
+                    .iter()
+                    .filter(|t| queries.iter().any(|q| q.text == t.text))
+                    .count();
+                if overlap > 0 {
+                    anyhow::bail!(
+                        "{overlap} task(s) of `{}` are also in `{}`: a prior learned from the tasks it is measured on is no measurement; pass training tasks that exclude the evaluated ones",
+                        path.display(),
+                        a.queries.display()
+                    );
+                }
+                eval::gold_prior(&c, &training, a.prior)
+            }
+        };
+        let rule = eval::PlanRule {
+            hits: a.hits,
+            ranking,
+            prior,
+            budget_percent: a.token_budget,
+        };
         let bar = crate::cli::spinner(format!("counting tokens of {} queries", chosen.len()));
-        let economy = eval::token_economy(&c, chosen, a.hits, TOKEN_FORMAT);
+        let economy = eval::token_economy(&c, chosen, &rule, TOKEN_FORMAT);
         bar.finish_and_clear();
         let economy = economy?;
         if economy.tasks.is_empty() {
@@ -108,12 +186,12 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
     }
     #[cfg(feature = "semantic")]
     if a.semantic {
-        return semantic::run(a, &c, set, chosen, &mut out);
+        return semantic::run(a, &c, set, chosen, sums, overrides.as_deref(), &mut out);
     }
     let bar = crate::cli::spinner(format!("searching {} queries", chosen.len()));
-    let e = eval::evaluate(&c, set, chosen);
+    let e = eval::evaluate_folds(&c, set, chosen, ranking, sums);
     bar.finish_and_clear();
-    let e = e?;
+    let (e, cv) = e?;
     if e.queries == 0 {
         return Err(no_gold(a, &c, e.skipped));
     }
@@ -121,6 +199,12 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
         let mut v = serde_json::to_value(e)?;
         v["system"] = json!(format!("toolcat {}", env!("CARGO_PKG_VERSION")));
         v["tools"] = json!(c.len());
+        if let Some(text) = &overrides {
+            v["ranking_overrides"] = json!(text);
+        }
+        if let Some(cv) = &cv {
+            v["cv"] = serde_json::to_value(cv)?;
+        }
         serde_json::to_writer(&mut out, &v)?;
         writeln!(out)?;
     } else {
@@ -135,11 +219,80 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
         )?;
         writeln!(
             out,
-            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  {:.1} µs/query",
-            e.recall_1, e.recall_5, e.recall_10, e.ndcg_5, e.complete_5, e.us_per_query
+            "R@1 {:.3}  R@5 {:.3}  R@10 {:.3}  nDCG@5 {:.3}  C@5 {:.3}  C@10 {:.3}  {:.1} µs/query",
+            e.recall_1,
+            e.recall_5,
+            e.recall_10,
+            e.ndcg_5,
+            e.complete_5,
+            e.complete_10,
+            e.us_per_query
         )?;
+        if let Some(cv) = &cv {
+            print_folds(&mut out, "BM25", cv)?;
+        }
     }
     Ok(Exit::Ok)
+}
+
+/// Applies the ranking overrides of the tuning runs (`bench/tune`), when the environment names
+/// some, for this process (`toolcat_catalog::index::__tuning`); returns their text. Only
+/// `toolcat eval` reads the variable: no other command ranks with anything but the constants.
+fn ranking_overrides() -> anyhow::Result<Option<String>> {
+    use toolcat_catalog::index::__tuning;
+    let Some(text) = std::env::var_os(__tuning::ENV) else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy().into_owned();
+    let ranking = __tuning::parse(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} holds {e}; unset it to rank with the shipped constants",
+            __tuning::ENV
+        )
+    })?;
+    // Set before any catalog is loaded, and only here; a second `set` cannot happen.
+    let _ = __tuning::set(ranking);
+    eprintln!(
+        "toolcat eval: ranking overrides from {}: {text}",
+        __tuning::ENV
+    );
+    Ok(Some(text))
+}
+
+/// The per-fold sums of `--folds` (unfolded without it).
+fn fold_sums(a: &EvalArgs, chosen: &[&eval::Query]) -> anyhow::Result<eval::FoldSums> {
+    let Some(k) = a.folds else {
+        return Ok(eval::FoldSums::unfolded());
+    };
+    let k = usize::try_from(k).unwrap_or(usize::MAX);
+    let assignment = eval::fold_assignment(chosen.iter().copied(), k, a.seed)?;
+    Ok(eval::FoldSums::folded(assignment, k, a.seed))
+}
+
+/// The table of a [`eval::CrossValidation`]: one row per fold, then mean ± sd.
+fn print_folds(
+    out: &mut impl std::io::Write,
+    ranking: &str,
+    cv: &eval::CrossValidation,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{ranking}, {} folds (seed {}):\n{:<8} {:>5}  {}",
+        cv.k,
+        cv.seed,
+        "fold",
+        "n",
+        eval::METRICS.map(|m| format!("{m:>13}")).join(" ")
+    )?;
+    for (i, f) in cv.folds.iter().enumerate() {
+        let cells = f.metrics().map(|v| format!("{v:>13.3}")).join(" ");
+        writeln!(out, "{:<8} {:>5}  {cells}", i, f.queries)?;
+    }
+    let cells = eval::METRICS
+        .map(|m| format!("{:>6.3} ± {:.3}", cv.mean[m], cv.sd[m]))
+        .join(" ");
+    writeln!(out, "{:<8} {:>5}  {cells}", "mean±sd", "")?;
+    Ok(())
 }
 
 /// The error of a run that evaluated nothing: none of the `skipped` queries names a tool of the
@@ -182,15 +335,35 @@ fn print_economy(
         writeln!(out)?;
         return Ok(());
     }
+    let hits = match e.budget_percent {
+        Some(p) => format!(
+            "search hits in rank order, adding at most {p}% of every tool inline ({} tokens)",
+            (p / 100.0 * e.all_tokens as f64).floor()
+        ),
+        None => format!("the best {} search hits", e.hits),
+    };
+    let co = e
+        .co_select_seeds
+        .map(|s| format!(", co-selected by server after the best {s}"))
+        .unwrap_or_default();
+    let prior = if e.prior.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = e
+            .prior
+            .iter()
+            .map(|p| format!("{} ({} training tasks)", p.name, p.tasks))
+            .collect();
+        format!(" + as if inline: {}", names.join(", "))
+    };
     writeln!(
         out,
-        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens) + the best {} search hits",
+        "token economy ({} tools JSON, o200k_base): every tool inline = {} definitions, {} tokens; plan = the inline core ({} definitions, {} tokens){prior} + {hits}{co}",
         e.format,
         e.all_tools,
         e.all_tokens,
         e.core_tools,
         e.core_tokens,
-        e.hits
     )?;
     writeln!(
         out,
@@ -248,7 +421,7 @@ mod semantic {
     use toolcat_semantic::{model_dir, SemanticSearch, ToolVectors};
 
     use super::{no_gold, EvalArgs};
-    use crate::eval::{self, GoldNames, Query, QuerySet, ScoreSums, EVAL_DEPTH};
+    use crate::eval::{self, FoldSums, GoldNames, Query, QuerySet, EVAL_DEPTH};
 
     /// Declared names of `hits`, each kept at its first place (as [`eval::ranked_names`]).
     fn names(c: &Catalog, hits: &[Hit]) -> Vec<String> {
@@ -274,6 +447,8 @@ mod semantic {
         c: &Catalog,
         set: QuerySet,
         chosen: Vec<&Query>,
+        sums: FoldSums,
+        overrides: Option<&str>,
         out: &mut impl Write,
     ) -> anyhow::Result<Exit> {
         let Some((dir, _)) = model_dir(a.model_args.model.as_deref()) else {
@@ -293,17 +468,13 @@ mod semantic {
         let all = c.profile_tools(c.full_profile());
         let dense_only = DenseWeight::new(1.0).map_err(anyhow::Error::msg)?;
         let gold_names = GoldNames::new(c);
-        let (mut bm25, mut dense, mut fused) = (
-            ScoreSums::default(),
-            ScoreSums::default(),
-            ScoreSums::default(),
-        );
+        let (mut bm25, mut dense, mut fused) = (sums.clone(), sums.clone(), sums);
         let (mut encode_total, mut latencies) = (Duration::ZERO, Vec::new());
-        for q in chosen {
+        for (i, q) in chosen.into_iter().enumerate() {
             let gold = gold_names.gold(&q.gold);
             if gold.is_empty() {
                 for s in [&mut bm25, &mut dense, &mut fused] {
-                    s.add(&[], &gold, Duration::ZERO);
+                    s.add(i, &[], &gold, Duration::ZERO);
                 }
                 continue;
             }
@@ -320,16 +491,17 @@ mod semantic {
                 a.model_args.dense_weight,
             )?;
             let took = start.elapsed();
-            fused.add(&names(c, &hits), &gold, took);
+            fused.add(i, &names(c, &hits), &gold, took);
             encode_total += encoded;
             latencies.push(took);
             let hits = c.search_fused_in(&q.text, all, EVAL_DEPTH, &cosines, dense_only)?;
             let search = start.elapsed() - took;
-            dense.add(&names(c, &hits), &gold, encoded + search);
-            let (ranking, took) = eval::ranked_names(c, &q.text)?;
-            bm25.add(&ranking, &gold, took);
+            dense.add(i, &names(c, &hits), &gold, encoded + search);
+            let (ranking, took) = eval::ranked_names(c, &q.text, eval::Ranking::default())?;
+            bm25.add(i, &ranking, &gold, took);
         }
-        let (b, d, f) = (bm25.finish(set), dense.finish(set), fused.finish(set));
+        let ((b, b_cv), (d, d_cv), (f, f_cv)) =
+            (bm25.finish(set), dense.finish(set), fused.finish(set));
         if f.queries == 0 {
             return Err(no_gold(a, c, f.skipped));
         }
@@ -357,6 +529,14 @@ mod semantic {
                 "bm25": b,
                 "dense": d,
             });
+            if let Some(text) = overrides {
+                v["ranking_overrides"] = json!(text);
+            }
+            if let (Some(b_cv), Some(d_cv), Some(f_cv)) = (&b_cv, &d_cv, &f_cv) {
+                v["cv"] = serde_json::to_value(f_cv)?;
+                v["semantic"]["bm25"]["cv"] = serde_json::to_value(b_cv)?;
+                v["semantic"]["dense"]["cv"] = serde_json::to_value(d_cv)?;
+            }
             serde_json::to_writer(&mut *out, &v)?;
             writeln!(out)?;
             return Ok(Exit::Ok);
@@ -395,6 +575,11 @@ mod semantic {
             if threads == 1 { "" } else { "s" },
             f.us_per_query
         )?;
+        for (name, cv) in [("BM25", b_cv), ("dense", d_cv), ("fused", f_cv)] {
+            if let Some(cv) = cv {
+                super::print_folds(out, name, &cv)?;
+            }
+        }
         Ok(Exit::Ok)
     }
 }

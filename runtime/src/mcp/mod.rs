@@ -997,6 +997,7 @@ impl McpServer {
             reachable: &table.listed_bits,
             owner,
             search_limit: DEFAULT_SEARCH_LIMIT,
+            co_select: None,
             budget: None,
             known: &table.known,
             active: served.unwrap_or(&table.listed_bits),

@@ -1557,3 +1557,24 @@ async fn deprecated_tools_answer_their_replacement_everywhere_unless_the_host_op
     assert_eq!(r.outcome, Outcome::NotInActiveSet);
     assert!(r.text.contains("toolsets `core`, `files`"), "{}", r.text);
 }
+
+#[tokio::test]
+async fn tool_search_co_selects_the_servers_siblings_when_asked() {
+    let mut s = session_of("full", &["github"])
+        .with_options(SessionOptions {
+            search_limit: 2,
+            co_select: Some(crate::CoSelect { seeds: 1 }),
+            ..SessionOptions::default()
+        })
+        .expect("options hold");
+    s.begin_turn("x").await;
+    let r = s
+        .handle_call("tool_search", json!({"query": "open a pull request"}))
+        .await;
+    assert_eq!(r.outcome.kind(), "found", "{}", r.text);
+    // the best hit, then the other tool of its server (`github`), not gitlab's namesake, which
+    // the plain ranking puts second
+    assert!(r.text.contains("github__createPullRequest"), "{}", r.text);
+    assert!(r.text.contains("github__list_branches"), "{}", r.text);
+    assert!(!r.text.contains("gitlab__list_branches"), "{}", r.text);
+}
