@@ -152,6 +152,21 @@ fn exit_of(e: &anyhow::Error) -> Exit {
     if e.is::<args::Reported>() {
         return Exit::CheckFailed;
     }
+    // A store that cannot be reached or written is a runtime failure, as an unreachable MCP
+    // server is; a bad store URL stays bad input.
+    let store_down = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<toolcat::StoreError>(),
+            Some(
+                toolcat::StoreError::Unreachable { .. }
+                    | toolcat::StoreError::Postgres { .. }
+                    | toolcat::StoreError::Busy { .. }
+            )
+        )
+    });
+    if store_down {
+        return Exit::Runtime;
+    }
     let io = e.chain().any(|c| {
         let kind = c
             .downcast_ref::<std::io::Error>()
