@@ -10,9 +10,9 @@ use std::time::Duration;
 use toolcat::export::ExportFormat;
 use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
-    economy_folds, evaluate, fold_assignment, fold_prior, gold_prior, mean_sd, numbered_names, read_queries, sample,
-    token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query, QueryScores, QuerySet, Ranking,
-    ScoreSums, ECONOMY_METRICS, METRICS,
+    economy_folds, evaluate, fold_assignment, fold_prior, gold_prior, mean_sd, numbered_names,
+    read_queries, sample, token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query,
+    QueryScores, QuerySet, Ranking, ScoreSums, ECONOMY_METRICS, METRICS,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -631,8 +631,8 @@ fn the_prior_of_a_fold_never_sees_that_folds_tasks() {
 
     // `economy_folds` plans each fold with that fold's prior, and its figures have their shape
     let rule = PlanRule::hits(1);
-    let cv = economy_folds(&c, &refs, &assignment, 3, &rule, 1, ExportFormat::OpenAi)
-        .expect("runs");
+    let cv =
+        economy_folds(&c, &refs, &assignment, 3, &rule, 1, ExportFormat::OpenAi).expect("runs");
     assert_eq!(cv.folds.len(), 3);
     assert_eq!(cv.folds[0].prior, held_out_0[..1]);
     assert_eq!(cv.folds[1].prior, held_out_1[..1]);
@@ -652,8 +652,16 @@ fn the_prior_of_a_fold_never_sees_that_folds_tasks() {
         assert!(close(cv.mean[name], mean), "{name}");
     }
     // an assignment that does not cover the queries is refused
-    let err = economy_folds(&c, &refs, &assignment[..6], 3, &rule, 1, ExportFormat::OpenAi)
-        .expect_err("refused");
+    let err = economy_folds(
+        &c,
+        &refs,
+        &assignment[..6],
+        3,
+        &rule,
+        1,
+        ExportFormat::OpenAi,
+    )
+    .expect_err("refused");
     assert!(matches!(err, EvalError::Folds { .. }), "{err}");
 }
 
@@ -731,7 +739,10 @@ fn eval_token_economy_across_folds_prints_baseline_and_rule() {
     // The table: before and after, each with five fold rows and a mean ± sd row.
     let o = run(&["--co-select", "3", "--prior", "1"]);
     let text = String::from_utf8(o.stdout).expect("UTF-8");
-    assert!(text.contains("before:") && text.contains("after:"), "{text}");
+    assert!(
+        text.contains("before:") && text.contains("after:"),
+        "{text}"
+    );
     assert_eq!(text.matches("mean±sd").count(), 2, "{text}");
     // `--prior` without training tasks is an error naming both fixes.
     let o = toolcat(&[

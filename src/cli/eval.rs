@@ -97,7 +97,12 @@ pub struct EvalArgs {
     /// `--token-economy`: learn the tools tasks need without naming them from the training
     /// tasks of FILE (same `--format`; tasks no query of `--queries` may be among): the `--prior`
     /// names most often gold there (in at least 2 tasks) join every plan as if inline.
-    #[arg(long, value_name = "FILE", requires = "token_economy", conflicts_with = "folds")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "token_economy",
+        conflicts_with = "folds"
+    )]
     pub prior_from: Option<PathBuf>,
     /// With `--prior-from` (default 1) or `--token-economy --folds` (default 0): how many
     /// learned tools join every plan.
@@ -330,10 +335,7 @@ fn economy_folds(
         ranking: eval::Ranking::default(),
         ..rule.clone()
     };
-    let bar = crate::cli::spinner(format!(
-        "planning {} queries in {k} folds",
-        chosen.len()
-    ));
+    let bar = crate::cli::spinner(format!("planning {} queries in {k} folds", chosen.len()));
     let run = |rule: &eval::PlanRule, prior| {
         eval::economy_folds(c, chosen, assignment, k, rule, prior, TOKEN_FORMAT)
     };
@@ -375,7 +377,11 @@ fn economy_folds(
     if let Some(before) = &before {
         print_economy_folds(out, "before", before)?;
     }
-    print_economy_folds(out, if before.is_some() { "after" } else { "plans" }, &after)?;
+    print_economy_folds(
+        out,
+        if before.is_some() { "after" } else { "plans" },
+        &after,
+    )?;
     Ok(Exit::Ok)
 }
 
