@@ -62,6 +62,12 @@
 //! and, instead of a number of hits, a token budget (a percentage of the every-tool-inline
 //! tokens) filled in rank order. Coverage at a budget of 1%, 2% or 5% compares rules at equal
 //! cost.
+//!
+//! Cross-validated ([`economy_folds`], `toolcat eval --token-economy --folds K [--prior N]`):
+//! the tasks are split by [`fold_assignment`]; for each fold the prior is learned from the
+//! other folds' tasks only ([`fold_prior`]), the fold's tasks are planned, and per fold come
+//! the share of tasks whose plan holds every gold tool (all-gold), C@5 and C@10 of the plan's
+//! ranking, gold coverage and tokens per plan, then their mean ± sd over the folds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -956,5 +962,174 @@ pub fn token_economy<'q>(
         core_tokens,
         tasks,
         skipped,
+    })
+}
+
+/// The tools [`gold_prior`] learns for held-out fold `fold`: from the tasks of every *other*
+/// fold only (`queries[i]` is in fold `assignment[i]`), never from `fold`'s own tasks. The `n`
+/// most common gold names there, as [`gold_prior`] ranks them.
+pub fn fold_prior(
+    catalog: &Catalog,
+    queries: &[&Query],
+    assignment: &[usize],
+    fold: usize,
+    n: usize,
+) -> Vec<PriorTool> {
+    let training = queries
+        .iter()
+        .zip(assignment)
+        .filter(|(_, &f)| f != fold)
+        .map(|(q, _)| *q);
+    gold_prior(catalog, training, n)
+}
+
+/// The names of the per-fold figures of an [`EconomyFold`], as in its JSON, in table order.
+pub const ECONOMY_METRICS: [&str; 5] = [
+    "all_gold",
+    "C@5",
+    "C@10",
+    "gold_coverage",
+    "tokens_per_plan",
+];
+
+/// The plans of one held-out fold of [`economy_folds`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EconomyFold {
+    /// Tasks of the fold measured (with at least one gold tool in the catalog).
+    pub tasks: usize,
+    /// The tools learned from the other folds' tasks ([`fold_prior`]), carried by every plan.
+    pub prior: Vec<PriorTool>,
+    /// Share (0..=1) of the fold's tasks whose plan holds every gold tool (all-gold@k, k the
+    /// plan's hits).
+    pub all_gold: f64,
+    /// Share (0..=1) of the fold's tasks with every gold tool in the top 5 of the plan's ranking
+    /// (co-selected when the rule co-selects; the prior aside).
+    #[serde(rename = "C@5")]
+    pub complete_5: f64,
+    /// As [`Self::complete_5`], top 10.
+    #[serde(rename = "C@10")]
+    pub complete_10: f64,
+    /// Share (0..=1) of the fold's gold tools (summed over its tasks) that their task's plan holds.
+    pub gold_coverage: f64,
+    /// Mean `o200k_base` tokens of a plan's definitions (core, prior and hits), per task.
+    pub tokens_per_plan: f64,
+}
+
+impl EconomyFold {
+    /// The values of [`ECONOMY_METRICS`], in that order.
+    pub fn metrics(&self) -> [f64; 5] {
+        [
+            self.all_gold,
+            self.complete_5,
+            self.complete_10,
+            self.gold_coverage,
+            self.tokens_per_plan,
+        ]
+    }
+}
+
+/// The token economy cross-validated ([`economy_folds`]): one [`EconomyFold`] per held-out fold,
+/// and per figure of [`ECONOMY_METRICS`] its mean and sample standard deviation (n − 1) over the
+/// folds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EconomyCrossValidation {
+    /// Search hits added to each plan (the most, with a token budget).
+    pub hits: usize,
+    /// Co-selection's seeds, when the hits were co-selected.
+    pub co_select_seeds: Option<usize>,
+    /// The plan's token budget, percent of [`Self::all_tokens`].
+    pub budget_percent: Option<f64>,
+    /// Tools each fold's prior learns (at most; fewer when fewer are gold in 2 training tasks).
+    pub prior: usize,
+    /// Tokens of every tool inline, the same for every task.
+    pub all_tokens: usize,
+    /// One entry per fold, fold 0 first.
+    pub folds: Vec<EconomyFold>,
+    /// Per figure of [`ECONOMY_METRICS`], its mean over the folds.
+    pub mean: BTreeMap<&'static str, f64>,
+    /// Per figure of [`ECONOMY_METRICS`], its sample standard deviation over the folds.
+    pub sd: BTreeMap<&'static str, f64>,
+}
+
+/// The token economy of `rule` cross-validated over `k` folds (`queries[i]` in fold
+/// `assignment[i]`, from [`fold_assignment`]): for each fold, the prior of `prior` tools is
+/// learned from the other folds' tasks ([`fold_prior`]; `rule.prior` is replaced), and the
+/// fold's tasks are planned by [`token_economy`] and ranked by [`ranked_names`] (for C@5, C@10).
+///
+/// # Errors
+/// [`EvalError::Folds`] when `assignment` does not give every query a fold below `k` (or `k`
+/// < 2); [`EvalError::Search`] on an internal index error.
+pub fn economy_folds(
+    catalog: &Catalog,
+    queries: &[&Query],
+    assignment: &[usize],
+    k: usize,
+    rule: &PlanRule,
+    prior: usize,
+    format: ExportFormat,
+) -> Result<EconomyCrossValidation, EvalError> {
+    if k < 2 || assignment.len() != queries.len() || assignment.iter().any(|&f| f >= k) {
+        return Err(EvalError::Folds {
+            k,
+            texts: queries.len(),
+        });
+    }
+    let names = GoldNames::new(catalog);
+    let mut folds = Vec::with_capacity(k);
+    let mut all_tokens = 0;
+    for fold in 0..k {
+        let held_out: Vec<&Query> = queries
+            .iter()
+            .zip(assignment)
+            .filter(|(_, &f)| f == fold)
+            .map(|(q, _)| *q)
+            .collect();
+        let rule = PlanRule {
+            prior: fold_prior(catalog, queries, assignment, fold, prior),
+            ..rule.clone()
+        };
+        let e = token_economy(catalog, held_out.iter().copied(), &rule, format)?;
+        all_tokens = e.all_tokens;
+        let (mut complete_5, mut complete_10) = (0.0, 0.0);
+        for q in &held_out {
+            let (top, _) = ranked_names(catalog, &q.text, rule.ranking)?;
+            if let Some(s) = QueryScores::of(&top, &names.gold(&q.gold)) {
+                complete_5 += s.complete_5;
+                complete_10 += s.complete_10;
+            }
+        }
+        let tasks = e.tasks.len();
+        let per_task = |x: usize| x as f64 / tasks.max(1) as f64;
+        let (found, gold) = e.gold_coverage();
+        folds.push(EconomyFold {
+            tasks,
+            all_gold: per_task(e.complete_tasks()),
+            complete_5: complete_5 / tasks.max(1) as f64,
+            complete_10: complete_10 / tasks.max(1) as f64,
+            gold_coverage: found as f64 / gold.max(1) as f64,
+            tokens_per_plan: per_task(e.plan_tokens()),
+            prior: rule.prior,
+        });
+    }
+    let (mut mean, mut sd) = (BTreeMap::new(), BTreeMap::new());
+    for (m, name) in ECONOMY_METRICS.iter().enumerate() {
+        let values: Vec<f64> = folds.iter().map(|f| f.metrics()[m]).collect();
+        let (mu, s) = mean_sd(&values);
+        mean.insert(*name, mu);
+        sd.insert(*name, s);
+    }
+    Ok(EconomyCrossValidation {
+        hits: if rule.budget_percent.is_some() {
+            RANK_DEPTH
+        } else {
+            rule.hits
+        },
+        co_select_seeds: rule.ranking.co_select.map(|c| c.seeds),
+        budget_percent: rule.budget_percent,
+        prior,
+        all_tokens,
+        folds,
+        mean,
+        sd,
     })
 }

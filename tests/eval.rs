@@ -10,9 +10,9 @@ use std::time::Duration;
 use toolcat::export::ExportFormat;
 use toolcat::{Catalog, CoSelect};
 use toolcat_cli::eval::{
-    evaluate, fold_assignment, gold_prior, mean_sd, numbered_names, read_queries, sample,
-    token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query, QueryScores, QuerySet, Ranking,
-    ScoreSums, METRICS,
+    economy_folds, evaluate, fold_assignment, fold_prior, gold_prior, mean_sd, numbered_names,
+    read_queries, sample, token_economy, EvalError, FoldSums, GoldNames, PlanRule, Query,
+    QueryScores, QuerySet, Ranking, ScoreSums, ECONOMY_METRICS, METRICS,
 };
 use toolcat_import::{import, import_mcp_tools_json_str, ImportKind};
 
@@ -584,6 +584,183 @@ fn eval_that_evaluates_nothing_is_an_error_naming_the_cause() {
     assert_eq!(
         err.matches("found record with 1 fields").count(),
         1,
+        "{err}"
+    );
+}
+
+/// A catalog of three tools, and tasks whose common tool differs between fold 0 and the rest:
+/// fold 0's four tasks all need `get_news`, the three of folds 1 and 2 need `write_file`. Over
+/// all tasks `get_news` would be learned first; fold 0's prior must not know it at all.
+#[test]
+fn the_prior_of_a_fold_never_sees_that_folds_tasks() {
+    let list = serde_json::json!({"tools": [
+        {"name": "write_file", "description": "Write text to a file", "inputSchema": {"type": "object"}},
+        {"name": "get_weather", "description": "Weather forecast for a city", "inputSchema": {"type": "object"}},
+        {"name": "get_news", "description": "Latest news headlines", "inputSchema": {"type": "object"}},
+    ]})
+    .to_string();
+    let out = import_mcp_tools_json_str(Path::new("tiny.json"), &list, "tiny").expect("imports");
+    let c = Catalog::from_source("tiny.toml", &out.text).expect("loads");
+    let q = |text: &str, gold: &[&str]| Query {
+        text: text.to_string(),
+        gold: names(gold),
+    };
+    let queries = [
+        q("headlines today", &["get_news"]),
+        q("news about rust", &["get_news"]),
+        q("what happened in Paris", &["get_news"]),
+        q("sports news", &["get_news", "get_weather"]),
+        q("save the forecast", &["write_file", "get_weather"]),
+        q("save a note", &["write_file"]),
+        q("weather in Oslo, saved", &["write_file", "get_weather"]),
+    ];
+    let refs: Vec<&Query> = queries.iter().collect();
+    let assignment = [0, 0, 0, 0, 1, 1, 2];
+    // the case differs: learned from every task, `get_news` comes first
+    assert_eq!(gold_prior(&c, &queries, 1)[0].name, "get_news");
+    let held_out_0 = fold_prior(&c, &refs, &assignment, 0, 5);
+    let learned: Vec<(&str, usize)> = held_out_0
+        .iter()
+        .map(|p| (p.name.as_str(), p.tasks))
+        .collect();
+    assert_eq!(learned, [("write_file", 3), ("get_weather", 2)]);
+    // fold 1 learns from folds 0 and 2 only: `write_file` is gold in one task there, not learned
+    let held_out_1 = fold_prior(&c, &refs, &assignment, 1, 5);
+    let learned: Vec<&str> = held_out_1.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(learned, ["get_news", "get_weather"]);
+
+    // `economy_folds` plans each fold with that fold's prior, and its figures have their shape
+    let rule = PlanRule::hits(1);
+    let cv =
+        economy_folds(&c, &refs, &assignment, 3, &rule, 1, ExportFormat::OpenAi).expect("runs");
+    assert_eq!(cv.folds.len(), 3);
+    assert_eq!(cv.folds[0].prior, held_out_0[..1]);
+    assert_eq!(cv.folds[1].prior, held_out_1[..1]);
+    assert_eq!(
+        cv.folds.iter().map(|f| f.tasks).collect::<Vec<_>>(),
+        [4, 2, 1]
+    );
+    for f in &cv.folds {
+        for v in f.metrics() {
+            assert!(v >= 0.0, "{f:?}");
+        }
+        assert!((0.0..=1.0).contains(&f.all_gold) && (0.0..=1.0).contains(&f.gold_coverage));
+        assert!(f.tokens_per_plan > 0.0, "{f:?}");
+    }
+    for (m, name) in ECONOMY_METRICS.iter().enumerate() {
+        let mean = cv.folds.iter().map(|f| f.metrics()[m]).sum::<f64>() / 3.0;
+        assert!(close(cv.mean[name], mean), "{name}");
+    }
+    // an assignment that does not cover the queries is refused
+    let err = economy_folds(
+        &c,
+        &refs,
+        &assignment[..6],
+        3,
+        &rule,
+        1,
+        ExportFormat::OpenAi,
+    )
+    .expect_err("refused");
+    assert!(matches!(err, EvalError::Folds { .. }), "{err}");
+}
+
+/// `toolcat eval --token-economy --folds 5` on LiveMCPBench: the baseline and the rule, five
+/// folds each partitioning the 70 tasks, each fold's prior the library's `fold_prior`.
+#[test]
+fn eval_token_economy_across_folds_prints_baseline_and_rule() {
+    require_data!();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = dir.path().join("livemcpbench.toml");
+    let out = import(ImportKind::LiveMcpBench, &data("livemcpbench/tools.json")).expect("imports");
+    std::fs::write(&catalog, &out.text).expect("writes");
+    let tasks = data("livemcpbench/tasks_dev.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--catalog",
+            catalog.to_str().expect("UTF-8"),
+            "--queries",
+            tasks.to_str().expect("UTF-8"),
+            "--format",
+            "livemcpbench",
+            "--token-economy",
+            "--folds",
+            "5",
+            "--hits",
+            "10",
+        ];
+        args.extend_from_slice(extra);
+        toolcat(&args)
+    };
+    let o = run(&["--co-select", "3", "--prior", "1", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!((v["k"].as_u64(), v["seed"].as_u64()), (Some(5), Some(21)));
+    let c = Catalog::load(&catalog).expect("loads");
+    let all = read_queries(QuerySet::LiveMcpBench, &tasks).expect("reads");
+    let refs: Vec<&Query> = all.iter().collect();
+    let assignment = fold_assignment(refs.iter().copied(), 5, 21).expect("splits");
+    for (key, prior) in [("baseline", 0), ("rule", 1)] {
+        let cv = &v[key];
+        assert_eq!(cv["prior"], prior, "{key}");
+        let folds = cv["folds"].as_array().expect("folds");
+        assert_eq!(folds.len(), 5, "{key}");
+        let n: u64 = folds.iter().filter_map(|f| f["tasks"].as_u64()).sum();
+        assert_eq!(n, 70, "{key}");
+        for (i, f) in folds.iter().enumerate() {
+            let expected: Vec<String> = fold_prior(&c, &refs, &assignment, i, prior)
+                .into_iter()
+                .map(|p| p.name)
+                .collect();
+            let shown: Vec<&str> = f["prior"]
+                .as_array()
+                .expect("prior")
+                .iter()
+                .filter_map(|p| p["name"].as_str())
+                .collect();
+            assert_eq!(shown, expected, "{key} fold {i}");
+        }
+        for m in ECONOMY_METRICS {
+            let mean = folds.iter().filter_map(|f| f[m].as_f64()).sum::<f64>() / 5.0;
+            let shown = cv["mean"][m].as_f64().expect("a mean");
+            assert!((mean - shown).abs() < 1e-9, "{key} {m}");
+            assert!(cv["sd"][m].as_f64().is_some(), "{key} {m}");
+        }
+    }
+    assert_eq!(v["baseline"]["co_select_seeds"], serde_json::Value::Null);
+    assert_eq!(v["rule"]["co_select_seeds"], 3);
+    // Without co-selection or a prior there is nothing to compare: no baseline.
+    let o = run(&["--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plain: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert!(plain["baseline"].is_null());
+    assert_eq!(plain["rule"]["mean"], v["baseline"]["mean"]);
+    // The table: before and after, each with five fold rows and a mean ± sd row.
+    let o = run(&["--co-select", "3", "--prior", "1"]);
+    let text = String::from_utf8(o.stdout).expect("UTF-8");
+    assert!(
+        text.contains("before:") && text.contains("after:"),
+        "{text}"
+    );
+    assert_eq!(text.matches("mean±sd").count(), 2, "{text}");
+    // `--prior` without training tasks is an error naming both fixes.
+    let o = toolcat(&[
+        "eval",
+        "--catalog",
+        catalog.to_str().expect("UTF-8"),
+        "--queries",
+        tasks.to_str().expect("UTF-8"),
+        "--format",
+        "livemcpbench",
+        "--token-economy",
+        "--prior",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--prior-from") && err.contains("--folds"),
         "{err}"
     );
 }

@@ -62,8 +62,12 @@ pub struct EvalArgs {
     #[arg(long)]
     pub json: bool,
     /// Also split the evaluated queries into K folds (by query text, seeded; see `--seed`) and
-    /// report every metric per fold and as mean ± sd over the folds.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..), conflicts_with = "token_economy")]
+    /// report every metric per fold and as mean ± sd over the folds. With `--token-economy`:
+    /// plan each fold's tasks (the prior of `--prior N` learned from the other folds' tasks
+    /// only) and report per fold and as mean ± sd the share of tasks whose plan holds every
+    /// gold tool, C@5, C@10, gold coverage and tokens per plan; with `--co-select` or `--prior`,
+    /// beside the plans of the search's own hits (the baseline).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..))]
     pub folds: Option<u64>,
     /// `--folds`: the seed of the split.
     #[arg(long, value_name = "S", default_value_t = eval::DEFAULT_FOLD_SEED, requires = "folds")]
@@ -93,11 +97,17 @@ pub struct EvalArgs {
     /// `--token-economy`: learn the tools tasks need without naming them from the training
     /// tasks of FILE (same `--format`; tasks no query of `--queries` may be among): the `--prior`
     /// names most often gold there (in at least 2 tasks) join every plan as if inline.
-    #[arg(long, value_name = "FILE", requires = "token_economy")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "token_economy",
+        conflicts_with = "folds"
+    )]
     pub prior_from: Option<PathBuf>,
-    /// With `--prior-from`: how many learned tools join every plan.
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "prior_from")]
-    pub prior: usize,
+    /// With `--prior-from` (default 1) or `--token-economy --folds` (default 0): how many
+    /// learned tools join every plan.
+    #[arg(long, value_name = "N", requires = "token_economy")]
+    pub prior: Option<usize>,
     /// Rank by BM25 fused with a local sentence-embedding model; prints the fused metrics, and
     /// beside them BM25 alone, the embeddings alone, and the latency of a query (embedding +
     /// search, one at a time, on `--threads` threads): mean, p50 and p99.
@@ -150,7 +160,13 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
         co_select: a.co_select.map(|seeds| toolcat::CoSelect { seeds }),
     };
     if a.token_economy {
+        if let Some((assignment, k, seed)) = sums.assignment() {
+            return economy_folds(a, &c, &chosen, assignment, k, seed, ranking, &mut out);
+        }
         let prior = match &a.prior_from {
+            None if a.prior.is_some() => anyhow::bail!(
+                "--prior N learns tools from training tasks, and none were given; pass --prior-from FILE with training tasks, or --folds K to learn from the other folds"
+            ),
             None => Vec::new(),
             Some(path) => {
                 let training = eval::read_queries(set, path)?;
@@ -165,7 +181,7 @@ pub fn run(a: &EvalArgs) -> anyhow::Result<Exit> {
                         a.queries.display()
                     );
                 }
-                eval::gold_prior(&c, &training, a.prior)
+                eval::gold_prior(&c, &training, a.prior.unwrap_or(1))
             }
         };
         let rule = eval::PlanRule {
@@ -290,6 +306,114 @@ fn print_folds(
     }
     let cells = eval::METRICS
         .map(|m| format!("{:>6.3} ± {:.3}", cv.mean[m], cv.sd[m]))
+        .join(" ");
+    writeln!(out, "{:<8} {:>5}  {cells}", "mean±sd", "")?;
+    Ok(())
+}
+
+/// `toolcat eval --token-economy --folds K`: the rule of the arguments cross-validated, beside
+/// the baseline (the search's own hits, no prior) when the rule differs from it.
+#[allow(clippy::too_many_arguments)]
+fn economy_folds(
+    a: &EvalArgs,
+    c: &Catalog,
+    chosen: &[&eval::Query],
+    assignment: &[usize],
+    k: usize,
+    seed: u64,
+    ranking: eval::Ranking,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<Exit> {
+    let prior = a.prior.unwrap_or(0);
+    let rule = eval::PlanRule {
+        hits: a.hits,
+        ranking,
+        prior: Vec::new(),
+        budget_percent: a.token_budget,
+    };
+    let baseline = eval::PlanRule {
+        ranking: eval::Ranking::default(),
+        ..rule.clone()
+    };
+    let bar = crate::cli::spinner(format!("planning {} queries in {k} folds", chosen.len()));
+    let run = |rule: &eval::PlanRule, prior| {
+        eval::economy_folds(c, chosen, assignment, k, rule, prior, TOKEN_FORMAT)
+    };
+    let after = run(&rule, prior);
+    let before = if rule == baseline && prior == 0 {
+        None
+    } else {
+        Some(run(&baseline, 0))
+    };
+    bar.finish_and_clear();
+    let after = after?;
+    let before = before.transpose()?;
+    if after.folds.iter().all(|f| f.tasks == 0) {
+        let skipped = chosen.len();
+        return Err(no_gold(a, c, skipped));
+    }
+    if a.json {
+        let v = json!({
+            "system": format!("toolcat {}", env!("CARGO_PKG_VERSION")),
+            "tools": c.len(),
+            "format": TOKEN_FORMAT,
+            "k": k,
+            "seed": seed,
+            "baseline": before,
+            "rule": after,
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(
+        out,
+        "token economy ({TOKEN_FORMAT} tools JSON, o200k_base), {k} folds (seed {seed}) of `{}` over `{}` ({} tools); every tool inline = {} tokens",
+        a.queries.display(),
+        a.catalog.display(),
+        c.len(),
+        after.all_tokens
+    )?;
+    if let Some(before) = &before {
+        print_economy_folds(out, "before", before)?;
+    }
+    print_economy_folds(
+        out,
+        if before.is_some() { "after" } else { "plans" },
+        &after,
+    )?;
+    Ok(Exit::Ok)
+}
+
+/// The table of an [`eval::EconomyCrossValidation`]: one row per fold, then mean ± sd.
+fn print_economy_folds(
+    out: &mut impl std::io::Write,
+    label: &str,
+    cv: &eval::EconomyCrossValidation,
+) -> anyhow::Result<()> {
+    let hits = match cv.budget_percent {
+        Some(p) => format!("hits within {p}% of every tool inline"),
+        None => format!("the best {} hits", cv.hits),
+    };
+    let co = cv
+        .co_select_seeds
+        .map(|s| format!(", co-selected after the best {s}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "{label}: {hits}{co}, prior of {} learned from the other folds\n{:<8} {:>5}  {}  prior",
+        cv.prior,
+        "fold",
+        "tasks",
+        eval::ECONOMY_METRICS.map(|m| format!("{m:>15}")).join(" ")
+    )?;
+    for (i, f) in cv.folds.iter().enumerate() {
+        let cells = f.metrics().map(|v| format!("{v:>15.3}")).join(" ");
+        let prior: Vec<&str> = f.prior.iter().map(|p| p.name.as_str()).collect();
+        writeln!(out, "{i:<8} {:>5}  {cells}  {}", f.tasks, prior.join(","))?;
+    }
+    let cells = eval::ECONOMY_METRICS
+        .map(|m| format!("{:>15}", format!("{:.3} ± {:.3}", cv.mean[m], cv.sd[m])))
         .join(" ");
     writeln!(out, "{:<8} {:>5}  {cells}", "mean±sd", "")?;
     Ok(())
