@@ -1039,7 +1039,16 @@ impl<'c> Coordinator<'c> {
             .recorded(request, retry_of)
             .instrument(span.clone())
             .await;
-        telemetry::call_ended(&span, tool, &outcome, started.elapsed());
+        let end = telemetry::CallEnd {
+            call: outcome.call,
+            state: match &outcome.result {
+                Ok(_) => CallState::Succeeded,
+                Err(e) => e.final_state(),
+            },
+            error: outcome.result.as_ref().err().map_or("none", |e| e.kind()),
+            rate_limited: matches!(outcome.result, Err(CallError::RateLimited { .. })),
+        };
+        telemetry::call_ended(&span, tool, end, started.elapsed());
         outcome
     }
 

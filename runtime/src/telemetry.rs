@@ -31,9 +31,8 @@ use sha2::{Digest as _, Sha256};
 use tracing::field::Empty;
 use tracing::Span;
 
-use crate::coordinator::CallOutcome;
 use crate::handler::Caller;
-use crate::records::CallState;
+use crate::records::{CallId, CallState};
 
 /// The kind of a metric, as Prometheus types it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,19 +176,25 @@ pub(crate) fn call_span(tool: &str, caller: Option<&Caller>) -> Span {
     span
 }
 
-/// The final state of a call as the call store records it.
-fn final_state(outcome: &CallOutcome) -> CallState {
-    match &outcome.result {
-        Ok(_) => CallState::Succeeded,
-        Err(e) => e.final_state(),
-    }
+/// How a call ended, as its span and the metrics record it: what the coordinator knows once the
+/// call's outcome is in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallEnd {
+    /// The call's record, if it got one.
+    pub call: Option<CallId>,
+    /// The final state, as the call store records it.
+    pub state: CallState,
+    /// `none`, or the error's kind (`CallError::kind`).
+    pub error: &'static str,
+    /// Whether the call was refused by its rate limit.
+    pub rate_limited: bool,
 }
 
 /// Records the end of a call of `tool` in its span and in the metrics.
-pub(crate) fn call_ended(span: &Span, tool: &str, outcome: &CallOutcome, elapsed: Duration) {
-    let state = final_state(outcome).as_str();
-    let error = outcome.result.as_ref().err().map_or("none", |e| e.kind());
-    if let Some(id) = outcome.call {
+pub(crate) fn call_ended(span: &Span, tool: &str, end: CallEnd, elapsed: Duration) {
+    let state = end.state.as_str();
+    let error = end.error;
+    if let Some(id) = end.call {
         span.record("call", tracing::field::display(id));
     }
     let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
@@ -202,7 +207,7 @@ pub(crate) fn call_ended(span: &Span, tool: &str, outcome: &CallOutcome, elapsed
         .increment(1);
     metrics::histogram!(CALL_DURATION.name, "tool" => tool.clone(), "state" => state)
         .record(elapsed.as_secs_f64());
-    if matches!(outcome.result, Err(crate::CallError::RateLimited { .. })) {
+    if end.rate_limited {
         metrics::counter!(RATE_LIMIT_REFUSALS.name, "tool" => tool).increment(1);
     }
 }

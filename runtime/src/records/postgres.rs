@@ -94,7 +94,7 @@ CREATE TABLE toolcat_replicas (
 );
 ",
     "
--- The rate limits' GCRA state (`crate::limits`): one theoretical arrival time per tool and key,
+-- The rate limits' GCRA state (module `limits`): one theoretical arrival time per tool and key,
 -- in nanoseconds since the Unix epoch by the server's clock.
 CREATE TABLE toolcat_rate_limits (
     tool TEXT NOT NULL,
