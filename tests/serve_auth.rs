@@ -644,6 +644,20 @@ async fn jwt_access_tokens_are_checked_against_the_issuers_jwks() {
             "{why}: {head}"
         );
     }
+    // `exp` present but too large for a NumericDate is named as such, not as missing.
+    let huge = jwt(
+        &key,
+        "k1",
+        &claims(&|c| {
+            c.insert("exp".into(), json!(1e30));
+        }),
+    );
+    let (status, head, _) = rpc(&addr, Some(&huge), &init);
+    assert_eq!(status, 401, "{head}");
+    assert!(
+        challenge(&head).contains("`exp` claim is not a time in whole seconds"),
+        "{head}"
+    );
     // Valid, without a `toolcat:` scope: 403 insufficient_scope naming the scopes.
     let no_scope = jwt(
         &key,

@@ -82,3 +82,5 @@ mod serve_metrics;
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
 mod tidy;
+/// `toolcat token` on its file: concurrent edits lose nothing; duplicated hashes, unsafe names, FIFOs refused; mistyped store URLs refused without their password.
+mod token_file;

@@ -157,14 +157,50 @@ pub enum StoreLocation {
 
 impl StoreLocation {
     /// A text that starts with `postgres://` or `postgresql://` (in any letter case) is a
-    /// PostgreSQL URL; any other text is a file path.
-    pub fn parse(text: &str) -> StoreLocation {
-        let lower = text.trim_start().to_ascii_lowercase();
+    /// PostgreSQL URL; a text that looks like another URL (`SCHEME://…` or `SCHEME:/…`, a
+    /// scheme of two or more letters, so `C:/…` stays a path) or like a libpq `key=value`
+    /// connection string (`host=… password=…`) is refused; any other text is a file path.
+    ///
+    /// # Errors
+    /// [`StoreError::BadUrl`] for a text that looks like a URL or a connection string but is
+    /// not a `postgres://` URL, naming it without its password and the fix (so a mistyped URL
+    /// never becomes an SQLite file whose directories carry the password).
+    pub fn parse(text: &str) -> Result<StoreLocation, StoreError> {
+        let trimmed = text.trim();
+        let lower = trimmed.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            StoreLocation::Postgres(text.trim().to_string())
-        } else {
-            StoreLocation::File(PathBuf::from(text))
+            return Ok(StoreLocation::Postgres(trimmed.to_string()));
         }
+        let refuse = |reason: String, shown: &str| StoreError::BadUrl {
+            url: redact_url(shown),
+            reason: format!(
+                "{reason}; a file whose path really looks like this is passed with a leading `./`"
+            ),
+        };
+        if let Some(scheme) = url_scheme(trimmed) {
+            let reason = if matches!(
+                scheme.to_ascii_lowercase().as_str(),
+                "postgres" | "postgresql"
+            ) {
+                "a PostgreSQL URL starts with `postgres://` (two slashes)".to_string()
+            } else {
+                format!("`{scheme}:` is not a PostgreSQL scheme, and a store path is not a URL")
+            };
+            return Err(refuse(reason, trimmed));
+        }
+        // `password = x` shown as `password=***`: the spaces around `=` are dropped first.
+        let joined = trimmed
+            .split('=')
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join("=");
+        if looks_like_conninfo(&joined) {
+            return Err(refuse(
+                "a libpq `key=value` connection string is not read as a store".to_string(),
+                &joined,
+            ));
+        }
+        Ok(StoreLocation::File(PathBuf::from(text)))
     }
 }
 
@@ -178,12 +214,47 @@ impl fmt::Display for StoreLocation {
     }
 }
 
+/// The scheme of a text that looks like a URL: two or more characters of
+/// `[A-Za-z][A-Za-z0-9+.-]*` followed by `:/` (one-letter schemes are Windows drive letters).
+fn url_scheme(text: &str) -> Option<&str> {
+    let colon = text.find(':')?;
+    let scheme = &text[..colon];
+    let mut chars = scheme.chars();
+    let starts = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    let valid = starts
+        && scheme.len() >= 2
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
+    (valid && text[colon + 1..].starts_with('/')).then_some(scheme)
+}
+
+/// Whether a text (with no spaces around `=`) looks like a libpq connection string: a
+/// whitespace-separated word that is one of its keywords, `=` and a value.
+fn looks_like_conninfo(text: &str) -> bool {
+    const KEYS: [&str; 10] = [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "connect_timeout",
+        "application_name",
+    ];
+    text.split_whitespace().any(|word| {
+        word.split_once('=')
+            .is_some_and(|(key, _)| KEYS.contains(&key.to_ascii_lowercase().as_str()))
+    })
+}
+
 /// `url` with the password of its user information and any `password=` parameter replaced by
 /// `***`, so errors and logs can name the store.
 pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
+    // `SCHEME://…`, or a mistyped `SCHEME:/…`: the user information before the host.
+    if let Some(after) = url_scheme(&out).map(|scheme| scheme.len() + 1) {
+        let rest_start = after + (out[after..].len() - out[after..].trim_start_matches('/').len());
         let authority_end = out[rest_start..]
             .find(['/', '?'])
             .map_or(out.len(), |i| rest_start + i);

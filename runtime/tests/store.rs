@@ -502,6 +502,13 @@ fn a_bad_or_unreachable_url_is_named_without_its_password() {
     );
     assert!(!text.contains("s3cret"), "{text}");
     assert!(text.contains("--store"), "{text}");
+    // URL schemes are case-insensitive: an upper-case one is read, not refused as bad.
+    let e = CallStore::connect(
+        "POSTGRES://toolcat:s3cret@127.0.0.1:1/toolcat",
+        LeaseTimes::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
 
     let e = CallStore::connect(
         "postgres://toolcat:s3cret@host:notaport/db",
@@ -519,10 +526,10 @@ fn a_bad_or_unreachable_url_is_named_without_its_password() {
 #[test]
 fn store_locations_are_told_apart_and_shown_without_passwords() {
     assert_eq!(
-        StoreLocation::parse(".toolcat/calls.sqlite"),
+        StoreLocation::parse(".toolcat/calls.sqlite").unwrap(),
         StoreLocation::File(".toolcat/calls.sqlite".into())
     );
-    let pg = StoreLocation::parse("PostgreSQL://u:pw@h/db");
+    let pg = StoreLocation::parse("PostgreSQL://u:pw@h/db").unwrap();
     assert_eq!(pg, StoreLocation::Postgres("PostgreSQL://u:pw@h/db".into()));
     assert_eq!(pg.to_string(), "PostgreSQL://u:***@h/db");
     assert_eq!(
@@ -533,4 +540,39 @@ fn store_locations_are_told_apart_and_shown_without_passwords() {
         toolcat::records::redact_url("postgres://u@h:5432/db"),
         "postgres://u@h:5432/db"
     );
+}
+
+#[test]
+fn store_texts_that_look_like_urls_are_refused_without_their_password() {
+    for (text, says) in [
+        ("postgres:/u:Pw9secret@h/db", "two slashes"),
+        (
+            "mysql://u:Pw9secret@h/db",
+            "`mysql:` is not a PostgreSQL scheme",
+        ),
+        ("host=h password=Pw9secret dbname=d", "connection string"),
+        ("host=h password = Pw9secret", "connection string"),
+    ] {
+        let e = StoreLocation::parse(text).unwrap_err().to_string();
+        assert!(e.contains(says), "{text}: {e}");
+        assert!(!e.contains("Pw9secret") && e.contains("***"), "{text}: {e}");
+        assert!(e.contains("postgres://USER") && e.contains("`./`"), "{e}");
+    }
+    // Paths that merely contain `:` or `=` stay paths.
+    for path in [
+        "C:/calls.sqlite",
+        "./postgres:/x",
+        "out=1.sqlite",
+        "dir/a:b.sqlite",
+    ] {
+        assert_eq!(
+            StoreLocation::parse(path).unwrap(),
+            StoreLocation::File(path.into()),
+            "{path}"
+        );
+    }
+    assert!(matches!(
+        StoreLocation::parse("POSTGRES://u:pw@h/db").unwrap(),
+        StoreLocation::Postgres(_)
+    ));
 }

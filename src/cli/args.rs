@@ -323,15 +323,53 @@ pub struct StoreArg {
         long = "store",
         value_name = "PATH|postgres://...",
         env = "TOOLCAT_STORE",
-        value_parser = store_location
+        value_parser = StoreParser
     )]
     pub store: Option<StoreLocation>,
 }
 
 /// Parses `--store` (or `TOOLCAT_STORE`, or `session --store`): a `postgres://` or
 /// `postgresql://` URL, else a file path; an empty value is kept as an empty path, meaning unset.
-pub fn store_location(s: &str) -> Result<StoreLocation, std::convert::Infallible> {
-    Ok(StoreLocation::parse(s))
+/// Refuses another URL or a connection string ([`StoreLocation::parse`]), without its password.
+///
+/// A clap parser of its own rather than a function: clap would print a refused value whole in
+/// its message, and this one's may carry a password.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreParser;
+
+impl clap::builder::TypedValueParser for StoreParser {
+    type Value = StoreLocation;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<StoreLocation, clap::Error> {
+        let refuse = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{message}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value.to_str().ok_or_else(|| {
+            refuse("the call store (`--store` or `TOOLCAT_STORE`) is not valid UTF-8; pass a UTF-8 path or URL".into())
+        })?;
+        StoreLocation::parse(text).map_err(|e| refuse(e.to_string()))
+    }
+}
+
+/// Parses `--http` / `--metrics`: an IP address and a port (`127.0.0.1:8080`, `[::1]:0`).
+///
+/// # Errors
+/// A text that is not one, naming the fix (a host name such as `localhost` is not resolved).
+pub fn socket_address(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "`{s}` is not an IP address and port; write an IP address, e.g. `127.0.0.1:PORT` or `[::1]:PORT` (host names such as `localhost` are not resolved)"
+        )
+    })
 }
 
 /// Environment variable: how long the replica lease of a process writing to a PostgreSQL store

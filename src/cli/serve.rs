@@ -39,7 +39,7 @@ pub struct ServeArgs {
     /// `[::1]`) with the bound port in their `Host` header and, when they carry an `Origin`, be
     /// from `http(s)://` + such a host + the bound port, against DNS rebinding. With either,
     /// any address may be bound and every request needs `Authorization: Bearer TOKEN`.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::args::socket_address)]
     pub http: Option<SocketAddr>,
     /// With `--http`: authenticate requests with the bearer tokens of FILE (`toolcat token add`
     /// makes them), each bound to a profile and an exposure scope; a request is served that
@@ -84,7 +84,7 @@ pub struct ServeArgs {
     /// "Observability" lists every metric). Loopback addresses only, and requests must name a
     /// loopback host with the bound port, as for `--http`; scrape from another host through a
     /// proxy of your own.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::args::socket_address)]
     pub metrics: Option<SocketAddr>,
     /// The workspace local tools run in (default: the current directory).
     #[arg(long, value_name = "DIR")]

@@ -73,7 +73,7 @@ pub struct SessionArgs {
     /// `toolcat serve` do; `toolcat calls --store PATH` lists them, a `run_code` program's calls
     /// linked to it by `parent`. Without it nothing is recorded and results over the inline
     /// budget are cut, not archived.
-    #[arg(long, value_name = "PATH|postgres://...", value_parser = super::args::store_location)]
+    #[arg(long, value_name = "PATH|postgres://...", value_parser = super::args::StoreParser)]
     pub store: Option<toolcat::StoreLocation>,
     /// How the catalog's MCP servers are connected: in the background from the start; the
     /// first turn waits for them at most `--wait`.

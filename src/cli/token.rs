@@ -2,8 +2,10 @@
 //! documents the file). `add` prints the new token once on stdout and stores only its SHA-256;
 //! `list` prints each entry's name, profile and scope (never a hash); `revoke` removes an entry,
 //! which a running server notices at its next request. Files are replaced whole (written beside
-//! and renamed), so a server never reads half a file. Exit 1 on an unknown profile, a taken or
-//! missing name, or a file that does not load.
+//! and renamed), so a server never reads half a file; `add` and `revoke` hold an exclusive lock
+//! on a sibling file `FILE.lock` from the read to the rename, so concurrent edits take turns and
+//! none is lost. Exit 1 on an unknown profile, a taken, missing or malformed name, a duplicated
+//! hash, or a file that does not load (missing, not a regular file, not valid).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -81,12 +83,14 @@ pub fn run(a: &TokenArgs) -> anyhow::Result<Exit> {
 }
 
 fn add(a: &AddArgs) -> anyhow::Result<Exit> {
-    let mut file = if a.file.exists() {
+    let catalog = super::args::catalog(&a.catalog)?;
+    let _lock = lock(&a.file)?;
+    // `symlink_metadata`: a dangling link or a FIFO is read (and refused), not replaced.
+    let mut file = if std::fs::symlink_metadata(&a.file).is_ok() {
         TokensFile::read(&a.file)?
     } else {
         TokensFile::default()
     };
-    let catalog = super::args::catalog(&a.catalog)?;
     let token = file.add(&a.file, &a.name, &a.profile, Exposure::from(a.scope))?;
     // The whole file is checked, the new entry included: an unknown profile names the choices.
     file.check(&catalog, &a.file)?;
@@ -105,6 +109,7 @@ fn add(a: &AddArgs) -> anyhow::Result<Exit> {
 
 fn list(a: &ListArgs) -> anyhow::Result<Exit> {
     let file = TokensFile::read(&a.file)?;
+    file.check_entries(&a.file)?;
     let mut out = std::io::stdout().lock();
     if a.json {
         let rows: Vec<serde_json::Value> = file
@@ -122,7 +127,9 @@ fn list(a: &ListArgs) -> anyhow::Result<Exit> {
 }
 
 fn revoke(a: &RevokeArgs) -> anyhow::Result<Exit> {
+    let _lock = lock(&a.file)?;
     let mut file = TokensFile::read(&a.file)?;
+    file.check_entries(&a.file)?;
     let gone = file.revoke(&a.file, &a.name)?;
     write(&a.file, &file)?;
     eprintln!(
@@ -133,6 +140,31 @@ fn revoke(a: &RevokeArgs) -> anyhow::Result<Exit> {
         a.file.display()
     );
     Ok(Exit::Ok)
+}
+
+/// Takes the exclusive lock of the tokens file `path`: a sibling file `path.lock` (created
+/// when absent, left in place), locked until the returned file is dropped. Blocks while another
+/// `toolcat token add` or `revoke` holds it.
+fn lock(path: &Path) -> anyhow::Result<std::fs::File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let file = options.open(&lock_path).with_context(|| {
+        format!(
+            "cannot open the lock file `{}` of the tokens file; make its directory writable",
+            lock_path.display()
+        )
+    })?;
+    file.lock()
+        .with_context(|| format!("cannot lock `{}`", lock_path.display()))?;
+    Ok(file)
 }
 
 /// Replaces `path` with `file`'s text: written to a temporary file beside it (mode 0600 on

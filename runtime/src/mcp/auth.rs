@@ -109,11 +109,18 @@ impl Identity {
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     /// The file cannot be read.
-    #[error("cannot read the tokens file `{path}`: {source}; pass an existing file to `--tokens` (`toolcat token add --file F` creates one)")]
+    #[error("cannot read the tokens file `{path}`: {source}; name an existing tokens file (`toolcat token add --file F` creates one)")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The path is not a regular file (a directory, a FIFO, a device...): refused before any
+    /// read, which could block.
+    #[error("the tokens file `{path}` is {kind}, not a regular file; name a regular file (`toolcat token add --file F` creates one)")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// `toolcat token add` of a name outside the allowed characters.
+    #[error("`{name}` is not a token name: {NAME_RULE}")]
+    BadName { name: String },
     /// The file is not valid TOML of the tokens shape.
     #[error("the tokens file `{path}` is not valid: {message}; each entry is `[[token]]` with `name`, `sha256`, `profile` and `scope` (recreate entries with `toolcat token add`)")]
     Parse { path: PathBuf, message: String },
@@ -162,6 +169,45 @@ pub struct TokensFile {
     pub tokens: Vec<TokenEntry>,
 }
 
+/// What a token name may be (checked by [`TokensFile::add`] and [`TokensFile::check_entries`]),
+/// so names print safely in listings, logs and messages.
+pub const NAME_RULE: &str = "a name is 1 to 64 characters of `A-Z a-z 0-9 . _ @ -`";
+
+/// Whether `name` follows [`NAME_RULE`].
+pub fn is_token_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
+}
+
+/// `name` as messages show it: control and non-ASCII characters escaped (`\n`, `\u{1b}`).
+fn shown(name: &str) -> String {
+    name.escape_default().to_string()
+}
+
+/// What kind of file `meta` describes, for [`AuthError::NotAFile`].
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    "not a regular file"
+}
+
 /// The first lines of a file written by [`TokensFile::to_toml`].
 const HEADER: &str = "# toolcat bearer tokens (`toolcat serve --tokens FILE`): SHA-256 hashes only, never the tokens.\n# Edit with `toolcat token add`, `toolcat token list` and `toolcat token revoke`.\n\n";
 
@@ -187,12 +233,38 @@ impl TokensFile {
     /// Reads and parses `path` (not checked against a catalog: see [`TokensFile::check`]).
     ///
     /// # Errors
-    /// [`AuthError::Read`], [`AuthError::Parse`].
+    /// [`AuthError::Read`], [`AuthError::Parse`]; [`AuthError::NotAFile`] for a directory, a
+    /// FIFO or a device (checked before opening, and opened without blocking on Unix, so a FIFO
+    /// never hangs the caller).
     pub fn read(path: &Path) -> Result<TokensFile, AuthError> {
-        let text = std::fs::read_to_string(path).map_err(|source| AuthError::Read {
+        use std::io::Read as _;
+        let io = |source| AuthError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let not_a_file = |meta: &std::fs::Metadata| {
+            (!meta.is_file()).then(|| AuthError::NotAFile {
+                path: path.to_path_buf(),
+                kind: file_kind(meta),
+            })
+        };
+        if let Some(e) = not_a_file(&std::fs::metadata(path).map_err(io)?) {
+            return Err(e);
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let mut file = options.open(path).map_err(io)?;
+        // The path may have been replaced between the check and the open.
+        if let Some(e) = not_a_file(&file.metadata().map_err(io)?) {
+            return Err(e);
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(io)?;
         TokensFile::parse(&text, path)
     }
 
@@ -213,28 +285,64 @@ impl TokensFile {
         format!("{HEADER}{body}")
     }
 
-    /// Checks every entry: a unique, non-empty name; a 64-digit lower-case hex hash; a profile
-    /// `catalog` declares; a scope other than `excluded`.
+    /// Checks every entry against `catalog`: [`TokensFile::check_entries`], then a profile
+    /// `catalog` declares and a scope other than `excluded`.
     ///
     /// # Errors
     /// [`AuthError::Entry`] for the first wrong entry, naming it, the cause and the fix.
     pub fn check(&self, catalog: &Catalog, path: &Path) -> Result<(), AuthError> {
+        self.check_entries(path)?;
         let entry = |name: &str, message: String| AuthError::Entry {
             path: path.to_path_buf(),
             name: name.to_string(),
             message,
         };
-        for (i, t) in self.tokens.iter().enumerate() {
-            if t.name.trim().is_empty() {
+        for t in &self.tokens {
+            if let Err(e) = catalog.profile(&t.profile) {
                 return Err(entry(
                     &t.name,
-                    "the name is empty; give each token a name".into(),
+                    format!("{e}; set `profile` to one of: {}", profile_names(catalog)),
+                ));
+            }
+            if t.scope == Exposure::Excluded {
+                return Err(entry(
+                    &t.name,
+                    "`excluded` is not an exposure scope; set `scope` to `read-only`, `staging` or `full`".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what needs no catalog: each name follows [`NAME_RULE`] and is unique; each hash
+    /// is 64 lower-case hex digits and unique (two entries with one hash would make one token
+    /// two clients, and revoking one would leave it working).
+    ///
+    /// # Errors
+    /// [`AuthError::Entry`] for the first wrong entry, naming it (escaped), the cause and the fix.
+    pub fn check_entries(&self, path: &Path) -> Result<(), AuthError> {
+        let entry = |name: &str, message: String| AuthError::Entry {
+            path: path.to_path_buf(),
+            name: shown(name),
+            message,
+        };
+        for (i, t) in self.tokens.iter().enumerate() {
+            if !is_token_name(&t.name) {
+                return Err(entry(
+                    &t.name,
+                    format!("{NAME_RULE}; rename the entry in the file"),
                 ));
             }
             if self.tokens[..i].iter().any(|o| o.name == t.name) {
                 return Err(entry(
                     &t.name,
-                    "the name appears twice; names are unique (revoke one)".into(),
+                    "the name appears twice; names are unique (remove one entry)".into(),
+                ));
+            }
+            if self.tokens[..i].iter().any(|o| o.sha256 == t.sha256) {
+                return Err(entry(
+                    &t.name,
+                    "its `sha256` is another entry's too; each token has one entry (remove the duplicate)".into(),
                 ));
             }
             if t.sha256.len() != 64
@@ -246,18 +354,6 @@ impl TokensFile {
                 return Err(entry(
                     &t.name,
                     "`sha256` is not 64 lower-case hex digits; store the token's SHA-256 (`toolcat token add` does)".into(),
-                ));
-            }
-            if let Err(e) = catalog.profile(&t.profile) {
-                return Err(entry(
-                    &t.name,
-                    format!("{e}; set `profile` to one of: {}", profile_names(catalog)),
-                ));
-            }
-            if t.scope == Exposure::Excluded {
-                return Err(entry(
-                    &t.name,
-                    "`excluded` is not an exposure scope; set `scope` to `read-only`, `staging` or `full`".into(),
                 ));
             }
         }
@@ -280,7 +376,8 @@ impl TokensFile {
     /// Adds an entry for a new token and returns the token (to show once).
     ///
     /// # Errors
-    /// [`AuthError::Duplicate`] when the name is taken, [`AuthError::Random`].
+    /// [`AuthError::BadName`] for a name outside [`NAME_RULE`], [`AuthError::Duplicate`] when
+    /// the name is taken, [`AuthError::Random`].
     pub fn add(
         &mut self,
         path: &Path,
@@ -288,6 +385,9 @@ impl TokensFile {
         profile: &str,
         scope: Exposure,
     ) -> Result<String, AuthError> {
+        if !is_token_name(name) {
+            return Err(AuthError::BadName { name: shown(name) });
+        }
         if self.tokens.iter().any(|t| t.name == name) {
             return Err(AuthError::Duplicate {
                 path: path.to_path_buf(),
@@ -313,8 +413,8 @@ impl TokensFile {
             Some(i) => Ok(self.tokens.remove(i)),
             None => Err(AuthError::NotFound {
                 path: path.to_path_buf(),
-                name: name.to_string(),
-                names: self.tokens.iter().map(|t| t.name.clone()).collect(),
+                name: shown(name),
+                names: self.tokens.iter().map(|t| shown(&t.name)).collect(),
             }),
         }
     }
@@ -593,6 +693,71 @@ mod tests {
         assert!(e.contains("64 lower-case hex digits"), "{e}");
         let e = check("[[token]]\nname = \"ci\"\ntoken = \"x\"\n".into());
         assert!(e.contains("is not valid") && e.contains("[[token]]"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_hashes_and_unsafe_names_are_refused_without_a_catalog() {
+        let path = Path::new("t.toml");
+        let hash = token_hash("x");
+        let two = format!(
+            "[[token]]\nname = \"a\"\nsha256 = \"{hash}\"\nprofile = \"coder\"\nscope = \"full\"\n[[token]]\nname = \"b\"\nsha256 = \"{hash}\"\nprofile = \"coder\"\nscope = \"read-only\"\n"
+        );
+        let e = TokensFile::parse(&two, path)
+            .unwrap()
+            .check_entries(path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("token `b`") && e.contains("another entry's"),
+            "{e}"
+        );
+        let mut file = TokensFile::default();
+        for bad in ["", "a b", "x\n", "\u{1b}[2J", &"n".repeat(65)] {
+            let e = file
+                .add(path, bad, "coder", Exposure::Full)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(NAME_RULE) && !e.contains('\n') && !e.contains('\u{1b}'),
+                "{e}"
+            );
+        }
+        file.add(path, "ci-bot_1.x@host", "coder", Exposure::Full)
+            .unwrap();
+        file.check_entries(path).unwrap();
+    }
+
+    #[test]
+    fn a_directory_or_fifo_is_refused_without_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = TokensFile::read(dir.path()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AuthError::NotAFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            if !std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                println!("skipped the FIFO case: `mkfifo` is not available");
+                return;
+            }
+            let e = TokensFile::read(&fifo).unwrap_err();
+            assert!(
+                matches!(e, AuthError::NotAFile { kind: "a FIFO", .. }),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -83,8 +83,17 @@ pub struct OAuthConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     /// A URL that is not `https://` (or `http://` on loopback).
-    #[error("`{what}` `{url}` is not an https URL (http is accepted on loopback hosts only); pass the issuer's https URL")]
-    Insecure { what: &'static str, url: String },
+    #[error(
+        "`{what}` `{url}` is not an https URL (http is accepted on loopback hosts only); {fix}"
+    )]
+    Insecure {
+        /// Where the URL came from: `--oauth-issuer`, `--oauth-jwks`, or the metadata's
+        /// `jwks_uri`.
+        what: &'static str,
+        url: String,
+        /// What to change.
+        fix: &'static str,
+    },
     /// The issuer's metadata or JWKS could not be fetched or read.
     #[error("{0}")]
     Fetch(String),
@@ -161,6 +170,7 @@ impl OAuth {
             return Err(OAuthError::Insecure {
                 what: "--oauth-issuer",
                 url: config.issuer.clone(),
+                fix: "pass the issuer's https URL",
             });
         }
         let client = reqwest::Client::builder()
@@ -172,9 +182,18 @@ impl OAuth {
             None => discover(&client, &config.issuer).await?,
         };
         if !secure(&jwks) {
-            return Err(OAuthError::Insecure {
-                what: "jwks_uri",
-                url: jwks,
+            return Err(match config.jwks {
+                Some(_) => OAuthError::Insecure {
+                    what: "--oauth-jwks",
+                    url: jwks,
+                    fix: "pass the issuer's https JWKS URL to `--oauth-jwks`",
+                },
+                None => OAuthError::Insecure {
+                    what: "jwks_uri",
+                    url: jwks,
+                    fix:
+                        "the issuer's metadata names it; pass an https JWKS URL with `--oauth-jwks`",
+                },
             });
         }
         let by_kid = fetch_keys(&client, &jwks).await?;
@@ -278,13 +297,15 @@ impl OAuth {
         validation.set_audience(&[&self.config.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
-            .map_err(|e| Refused::Invalid(refusal_text(&e)))?;
+            .map_err(|e| Refused::Invalid(refusal_text(&e, token)))?;
         identity(&self.config, &data.claims)
     }
 }
 
-/// The words of a failed check (never the token or the key).
-fn refusal_text(e: &jsonwebtoken::errors::Error) -> String {
+/// The words of a failed check (never the token or the key). `token` tells a claim that is
+/// absent from one that is present but not a whole number of seconds (`exp: 1e30`), which the
+/// decoder reports alike.
+fn refusal_text(e: &jsonwebtoken::errors::Error, token: &str) -> String {
     use jsonwebtoken::errors::ErrorKind as K;
     match e.kind() {
         K::InvalidSignature => "the signature does not verify".into(),
@@ -292,10 +313,25 @@ fn refusal_text(e: &jsonwebtoken::errors::Error) -> String {
         K::ImmatureSignature => "the token is not valid yet (`nbf`)".into(),
         K::InvalidAudience => "the token is not for this server (`aud`)".into(),
         K::InvalidIssuer => "the token is not of the configured issuer (`iss`)".into(),
+        K::MissingRequiredClaim(c) if unverified_claim(token, c).is_some() => format!(
+            "the token's `{c}` claim is not a time in whole seconds since 1970 (a NumericDate that fits 64 bits)"
+        ),
         K::MissingRequiredClaim(c) => format!("the token has no `{c}` claim"),
         K::InvalidAlgorithm => "the token's algorithm does not match its key".into(),
         other => format!("the token is not valid: {other:?}"),
     }
+}
+
+/// The claim `name` of `token`'s payload, read without any check (for refusal messages only).
+fn unverified_claim(token: &str, name: &str) -> Option<Value> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = data_encoding::BASE64URL_NOPAD
+        .decode(payload.trim_end_matches('=').as_bytes())
+        .ok()?;
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()?
+        .get(name)
+        .cloned()
 }
 
 /// The identity of valid `claims`: the widest `toolcat:` scope, the profile claim when one is
@@ -355,7 +391,16 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, String> 
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|e| format!("`{url}` cannot be fetched: {e}"))?;
+        .map_err(|e| {
+            if e.is_timeout() {
+                format!(
+                    "`{url}` did not answer within {} s (timed out)",
+                    FETCH_TIMEOUT.as_secs()
+                )
+            } else {
+                format!("`{url}` cannot be fetched: {e}")
+            }
+        })?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("`{url}` answered HTTP {status}"));
@@ -374,8 +419,9 @@ async fn discover(client: &reqwest::Client, issuer: &str) -> Result<String, OAut
             Ok(meta) => {
                 let named = meta.get("issuer").and_then(Value::as_str);
                 if named.map(|i| i.trim_end_matches('/')) != Some(issuer.trim_end_matches('/')) {
+                    let named = named.map_or("no issuer".to_string(), |i| format!("issuer `{i}`"));
                     return Err(OAuthError::Fetch(format!(
-                        "the metadata at `{url}` names issuer {named:?}, not `{issuer}`; pass the issuer exactly as the authorization server names it"
+                        "the metadata at `{url}` names {named}, not `{issuer}`; pass the issuer exactly as the authorization server names it"
                     )));
                 }
                 return meta

@@ -125,6 +125,11 @@ impl PgStore {
     /// Connects, migrates and takes the lease (see [`super::CallStore::connect`]).
     pub(crate) fn connect(url: &str, lease: LeaseTimes) -> Result<Arc<PgStore>, StoreError> {
         let label = redact_url(url);
+        // URL schemes are case-insensitive; `tokio_postgres` reads only lower-case ones.
+        let url = match url.split_once("://") {
+            Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+            None => url.to_string(),
+        };
         let mut config: tokio_postgres::Config =
             url.parse()
                 .map_err(|e: tokio_postgres::Error| StoreError::BadUrl {
