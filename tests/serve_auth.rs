@@ -571,6 +571,34 @@ fn a_non_loopback_bind_needs_authentication() {
             && stderr.contains("--oauth-issuer URL"),
         "{stderr}"
     );
+    // A loopback address no `Host` can name would answer every request 403: refused at start.
+    for (flag, addr) in [("--http", "127.0.0.2:0"), ("--metrics", "127.0.0.2:0")] {
+        let mut args = vec![
+            "serve",
+            "--profile",
+            "minimal",
+            "--exposure",
+            "full",
+            flag,
+            addr,
+        ];
+        if flag == "--metrics" {
+            args.extend(["--http", "127.0.0.1:0"]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`{flag}`: `127.0.0.2:0` is a loopback address no request can name"
+            )) && stderr.contains("bind `127.0.0.1` or `[::1]`"),
+            "{flag}: {stderr}"
+        );
+    }
     let file = ws.path().join("tokens.toml");
     let token = add_token(&file, "ci", "minimal", "read-only");
     let (mut child, addr) = spawn(
