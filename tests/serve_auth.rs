@@ -334,6 +334,146 @@ async fn each_token_is_served_its_profile_and_scope_and_a_revoked_one_is_refused
     child.wait().ok();
 }
 
+/// The `Mcp-Session-Id` of a header block.
+fn session_id(head: &str) -> String {
+    head.lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id: {head}"))
+}
+
+/// A session belongs to the identity whose `initialize` opened it (not to the first request
+/// after it), on every method (POST, GET, DELETE); one identity holds at most 64 sessions
+/// (429 past it, others can still open theirs); revoking a token closes its sessions and
+/// ends their open event streams.
+#[test]
+fn a_session_is_its_openers_on_every_method_and_each_identity_has_a_quota() {
+    let ws = workspace();
+    let file = ws.path().join("tokens.toml");
+    let alice = add_token(&file, "alice", "coding", "read-only");
+    let bob = add_token(&file, "bob", "coding", "read-only");
+    let (mut child, addr) = spawn(
+        "127.0.0.1:0",
+        &[
+            "--tokens",
+            file.to_str().unwrap(),
+            "--profile",
+            "coding",
+            "--exposure",
+            "read-only",
+            "--workspace",
+            ws.path().to_str().unwrap(),
+        ],
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    // The `initialize` binds: bob's first request in alice's fresh session is refused, and
+    // alice keeps her session.
+    let (status, head, _) = rpc(&addr, Some(&alice), &init);
+    assert_eq!(status, 200, "{head}");
+    let session = session_id(&head);
+    let in_session = format!("Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
+    let (status, _, other) = rpc_with(&addr, Some(&bob), &in_session, &list);
+    assert_eq!(status, 403, "{other}");
+    let message = other["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("opened by token `alice`, not token `bob`"),
+        "{other}"
+    );
+    let (status, _, _) = rpc_with(&addr, Some(&alice), &in_session, &initialized);
+    assert!(status == 200 || status == 202, "{status}");
+    let (status, _, own) = rpc_with(&addr, Some(&alice), &in_session, &list);
+    assert_eq!(status, 200, "{own}");
+    assert!(own["result"]["tools"].is_array(), "{own}");
+
+    // GET (the event stream) and DELETE are checked as POST is.
+    let as_bob = format!("Authorization: Bearer {bob}\r\n{in_session}");
+    for method in ["GET", "DELETE"] {
+        let (status, _, body) = http(&addr, method, "/mcp", &as_bob, "");
+        assert_eq!(status, 403, "{method}: {body}");
+        assert!(body.contains("opened by token `alice`"), "{method}: {body}");
+    }
+    let (status, _, own) = rpc_with(&addr, Some(&alice), &in_session, &list);
+    assert_eq!(status, 200, "the session survived bob's DELETE: {own}");
+
+    // One identity holds at most a quarter of the sessions; others still open theirs.
+    let mut opened = 0;
+    let refusal = loop {
+        let (status, _, answer) = rpc(&addr, Some(&bob), &init);
+        match status {
+            200 => opened += 1,
+            429 => break answer,
+            other => panic!("initialize #{opened}: HTTP {other}: {answer}"),
+        }
+        assert!(opened <= 64, "more than 64 sessions for one token");
+    };
+    assert_eq!(opened, 64);
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("token `bob` has 64 MCP sessions open, the limit per identity is 64"),
+        "{refusal}"
+    );
+    let (status, head, _) = rpc(&addr, Some(&alice), &init);
+    assert_eq!(status, 200, "{head}");
+
+    // Revoking alice ends her open event stream (at the next tokens-file check, 1 s).
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {alice}\r\n{in_session}Accept: text/event-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let started = std::time::Instant::now();
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no stream head"
+        );
+        if let Ok(n) = stream.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+        }
+    }
+    let head = String::from_utf8_lossy(&seen).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    toolcat(&["token", "revoke", "--file", file.to_str().unwrap(), "alice"]);
+    let revoked = std::time::Instant::now();
+    let ended = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) if String::from_utf8_lossy(&buf[..n]).ends_with("0\r\n\r\n") => break true,
+            _ if revoked.elapsed() > Duration::from_secs(20) => break false,
+            _ => {}
+        }
+    };
+    assert!(
+        ended,
+        "the revoked token's event stream is still open after 20 s"
+    );
+    let (status, _, answer) = rpc_with(&addr, Some(&bob), &in_session, &list);
+    assert_eq!(
+        status, 404,
+        "the revoked token's session is closed: {answer}"
+    );
+
+    child.kill().ok();
+    child.wait().ok();
+}
+
 #[test]
 fn stateless_requests_need_no_session_and_archived_results_stay_with_their_token() {
     let ws = workspace();
@@ -431,6 +571,34 @@ fn a_non_loopback_bind_needs_authentication() {
             && stderr.contains("--oauth-issuer URL"),
         "{stderr}"
     );
+    // A loopback address no `Host` can name would answer every request 403: refused at start.
+    for (flag, addr) in [("--http", "127.0.0.2:0"), ("--metrics", "127.0.0.2:0")] {
+        let mut args = vec![
+            "serve",
+            "--profile",
+            "minimal",
+            "--exposure",
+            "full",
+            flag,
+            addr,
+        ];
+        if flag == "--metrics" {
+            args.extend(["--http", "127.0.0.1:0"]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`{flag}`: `127.0.0.2:0` is a loopback address no request can name"
+            )) && stderr.contains("bind `127.0.0.1` or `[::1]`"),
+            "{flag}: {stderr}"
+        );
+    }
     let file = ws.path().join("tokens.toml");
     let token = add_token(&file, "ci", "minimal", "read-only");
     let (mut child, addr) = spawn(
@@ -545,6 +713,8 @@ async fn jwt_access_tokens_are_checked_against_the_issuers_jwks() {
             &base,
             "--oauth-audience",
             "toolcat-test",
+            "--oauth-profile-claim",
+            "toolcat_profile",
             "--profile",
             "coding",
             "--exposure",
@@ -557,7 +727,8 @@ async fn jwt_access_tokens_are_checked_against_the_issuers_jwks() {
     );
     let claims = |f: &dyn Fn(&mut Map<String, Value>)| {
         let Value::Object(mut c) = json!({"iss": base, "aud": "toolcat-test", "sub": "alice",
-            "exp": now() + 300, "iat": now(), "scope": "openid toolcat:read-only"})
+            "exp": now() + 300, "iat": now(), "scope": "openid toolcat:read-only",
+            "toolcat_profile": "coding"})
         else {
             unreachable!()
         };
@@ -673,6 +844,22 @@ async fn jwt_access_tokens_are_checked_against_the_issuers_jwks() {
         "{head}"
     );
     assert!(challenge(&head).contains("toolcat:read-only"), "{head}");
+
+    // Valid, its profile claim naming no profile of the catalog: refused at authentication.
+    let no_profile = jwt(
+        &key,
+        "k1",
+        &claims(&|c| {
+            c.insert("toolcat_profile".into(), json!("nosuch"));
+        }),
+    );
+    let (status, head, answer) = rpc(&addr, Some(&no_profile), &init);
+    assert_eq!(status, 403, "{head}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("profile claim names no profile") && message.contains("nosuch"),
+        "{answer}"
+    );
 
     // A good token: its `toolcat:read-only` scope decides, on a `full` server.
     let c = client(&addr, &good).await;

@@ -129,12 +129,20 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
                 "`--http {addr}` is not a loopback address, and no authentication is configured: any host that reaches it could run tools; configure `--tokens FILE` (`toolcat token add`) or `--oauth-issuer URL --oauth-audience AUD`, or bind `127.0.0.1` or `[::1]`"
             );
         }
+        if a.tokens.is_none() && a.oauth_issuer.is_none() {
+            if let Err(message) = toolcat::mcp::loopback::check_bind(addr) {
+                anyhow::bail!("`--http`: {message}");
+            }
+        }
     }
     if let Some(addr) = a.metrics {
         if !addr.ip().is_loopback() {
             anyhow::bail!(
                 "`--metrics {addr}` is not a loopback address: the metrics name the catalog's tools and their traffic, and the listener has no authentication; bind `127.0.0.1` or `[::1]`, and scrape from other hosts through a proxy of your own"
             );
+        }
+        if let Err(message) = toolcat::mcp::loopback::check_bind(addr) {
+            anyhow::bail!("`--metrics`: {message}");
         }
     }
     let exposure = Exposure::from(a.exposure);

@@ -53,6 +53,8 @@ pub struct Identity {
     /// A stable secret-free key of the principal (SHA-256 of the token's hash, or of issuer and
     /// subject): what archived results are bound to.
     key: [u8; 32],
+    /// Whether a tokens-file entry granted it (so revoking the entry ends its sessions).
+    from_tokens: bool,
 }
 
 impl std::fmt::Debug for Identity {
@@ -85,6 +87,7 @@ impl Identity {
             profile,
             exposure,
             key: h.finalize().into(),
+            from_tokens: false,
         }
     }
 
@@ -469,6 +472,34 @@ impl Tokens {
     /// # Errors
     /// The message of a file that stopped loading (every request is refused until it is fixed).
     pub fn verify(&self, presented: &str, catalog: &Catalog) -> Result<Option<Identity>, String> {
+        let loaded = self.current(catalog);
+        let file = loaded.1.as_ref().map_err(Clone::clone)?;
+        Ok(file.find(presented).map(entry_identity))
+    }
+
+    /// Whether `identity`, granted by an entry of this file, is no longer granted: its entry
+    /// was revoked or replaced. `false` for an identity the file did not grant, and while the
+    /// file does not load (every request is refused then anyway). The file is re-read first
+    /// when it changed.
+    pub fn revoked(&self, identity: &Identity, catalog: &Catalog) -> bool {
+        if !identity.from_tokens {
+            return false;
+        }
+        let loaded = self.current(catalog);
+        match &loaded.1 {
+            Ok(file) => !file
+                .tokens
+                .iter()
+                .any(|t| entry_identity(t).same_principal(identity)),
+            Err(_) => false,
+        }
+    }
+
+    /// The file as loaded, re-read first when it changed and checked against `catalog`.
+    fn current(
+        &self,
+        catalog: &Catalog,
+    ) -> std::sync::MutexGuard<'_, (Stamp, Result<TokensFile, String>)> {
         let now = stamp(&self.path);
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if loaded.0 != now || now.is_none() {
@@ -485,15 +516,20 @@ impl Tokens {
             }
             *loaded = (now, file);
         }
-        let file = loaded.1.as_ref().map_err(Clone::clone)?;
-        Ok(file.find(presented).map(|t| {
-            Identity::new(
-                format!("token `{}`", t.name),
-                Some(t.profile.clone()),
-                t.scope,
-                &[b"token", t.sha256.as_bytes()],
-            )
-        }))
+        loaded
+    }
+}
+
+/// The identity a tokens-file entry grants.
+fn entry_identity(t: &TokenEntry) -> Identity {
+    Identity {
+        from_tokens: true,
+        ..Identity::new(
+            format!("token `{}`", t.name),
+            Some(t.profile.clone()),
+            t.scope,
+            &[b"token", t.sha256.as_bytes()],
+        )
     }
 }
 
@@ -534,6 +570,19 @@ impl Authenticator {
     pub fn with_oauth(mut self, oauth: super::oauth::OAuth) -> Authenticator {
         self.oauth = Some(oauth);
         self
+    }
+
+    /// Whether `identity` was granted by the tokens file and its entry is gone
+    /// ([`Tokens::revoked`]).
+    pub fn revoked(&self, identity: &Identity, catalog: &Catalog) -> bool {
+        self.tokens
+            .as_ref()
+            .is_some_and(|t| t.revoked(identity, catalog))
+    }
+
+    /// Whether a tokens file is configured (whose revocations end sessions).
+    pub fn has_tokens(&self) -> bool {
+        self.tokens.is_some()
     }
 
     /// Whether any way of authenticating is configured.
@@ -593,7 +642,13 @@ impl Authenticator {
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &self.oauth {
             return match oauth.validate(token).await {
-                Ok(identity) => Verdict::Allowed(identity),
+                Ok(identity) => match identity.profile.as_deref().map(|p| catalog.profile(p)) {
+                    Some(Err(e)) => Verdict::Insufficient(format!(
+                        "the token's profile claim names no profile of this catalog ({e}); the issuer must grant one of: {}",
+                        profile_names(catalog)
+                    )),
+                    _ => Verdict::Allowed(identity),
+                },
                 Err(super::oauth::Refused::Invalid(m)) => Verdict::Invalid(m),
                 Err(super::oauth::Refused::InsufficientScope(m)) => Verdict::Insufficient(m),
             };

@@ -18,6 +18,21 @@
 /// The loopback hosts a `Host` or `Origin` may name, as written there (IPv6 in brackets).
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
+/// Checks that requests to `addr`, a loopback address about to be bound, can pass the `Host`
+/// check: a loopback address other than `127.0.0.1` and `[::1]` (say `127.0.0.2`) would be
+/// bound and then answer every request 403. `Err` is the message naming the fix.
+pub fn check_bind(addr: std::net::SocketAddr) -> Result<(), String> {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_loopback() && ip != std::net::Ipv4Addr::LOCALHOST => {
+            Err(format!(
+                "`{addr}` is a loopback address no request can name: the `Host` check (against DNS rebinding) accepts only {}; bind `127.0.0.1` or `[::1]`",
+                LOOPBACK_HOSTS.map(|h| format!("`{h}`")).join(", ")
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether `host` (as written in a header, IPv6 in brackets) is one of [`LOOPBACK_HOSTS`].
 fn is_loopback_host(host: &str) -> bool {
     LOOPBACK_HOSTS.iter().any(|h| h.eq_ignore_ascii_case(host))

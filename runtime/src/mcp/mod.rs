@@ -140,6 +140,7 @@ use rmcp::service::{
     ElicitationMode, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
 };
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
 use rmcp::{Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
@@ -742,9 +743,6 @@ pub struct McpServer {
     /// Whether this handler answers one stateless HTTP request (no session): an authenticated
     /// request's results are then archived for its identity alone.
     stateless: bool,
-    /// The principal of the first authenticated request of this session: a later request of
-    /// another one is refused (a session id is not a credential).
-    principal: Arc<Mutex<Option<auth::Identity>>>,
 }
 
 impl McpServer {
@@ -757,12 +755,11 @@ impl McpServer {
             joined: Arc::default(),
             session_generation: Arc::default(),
             stateless: false,
-            principal: Arc::default(),
         }
     }
 
-    /// The table a request of `identity` is served ([`Shared::table_for`]); refused when this
-    /// session was opened by another principal.
+    /// The table a request of `identity` is served ([`Shared::table_for`]). Over HTTP the
+    /// session's owner was checked before the request got here ([`Owners`]).
     fn request_table(
         &self,
         identity: Option<&auth::Identity>,
@@ -770,22 +767,6 @@ impl McpServer {
         let Some(id) = identity else {
             return Ok(self.shared.table());
         };
-        if !self.stateless {
-            let mut first = self.principal.lock().unwrap_or_else(|p| p.into_inner());
-            match &*first {
-                None => *first = Some(id.clone()),
-                Some(opened) if opened.same_principal(id) => {}
-                Some(opened) => {
-                    return Err(ErrorData::invalid_request(
-                        format!(
-                            "this MCP session was opened by {}, not {}; open a session of your own (`initialize` without `Mcp-Session-Id`)",
-                            opened.principal, id.principal
-                        ),
-                        None,
-                    ))
-                }
-            }
-        }
         self.shared
             .table_for(Some(id))
             .map_err(|e| unservable(id, &e))
@@ -1606,6 +1587,13 @@ fn json_response(status: StatusCode, body: &Value) -> Response<HttpBody> {
 /// and JSON-RPC `-32600` (close a session with DELETE, or wait for an idle one to expire); a
 /// session idle for [`SESSION_IDLE_TIMEOUT`] is closed by the SDK.
 pub const MAX_SESSIONS: usize = 256;
+/// The most live MCP sessions one identity (token, or OAuth issuer and subject) may hold over
+/// HTTP: a quarter of [`MAX_SESSIONS`] (64), so no one token can use up the server. An
+/// `initialize` beyond it is refused with HTTP 429 and JSON-RPC `-32600` naming the cause.
+pub const MAX_SESSIONS_PER_IDENTITY: usize = MAX_SESSIONS / 4;
+/// How often the sessions of revoked tokens are looked for: every second (the tokens file is
+/// re-read only when its modification time or length changed).
+pub const REVOCATION_CHECK: Duration = Duration::from_secs(1);
 /// How long an HTTP session may stay idle before it is closed: 5 minutes (the SDK's keep-alive).
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a client may take to send the request line and headers of a request: 10 seconds;
@@ -1669,8 +1657,10 @@ fn foreign(request: &Request<Incoming>, port: u16) -> Option<Response<HttpBody>>
 /// a body must arrive within [`BODY_READ_TIMEOUT`] (408); it then passes the size limit and
 /// [`guard::check`] before the SDK's streamable HTTP service sees it; refusals are JSON-RPC
 /// error responses (HTTP 413 over the limit, 400 otherwise). A POST that opens a session
-/// (no `Mcp-Session-Id`) is refused with 503 while [`MAX_SESSIONS`] are live. A DELETE that ended
-/// the session answers 204.
+/// (no `Mcp-Session-Id`) is refused with 503 while [`MAX_SESSIONS`] are live, and with 429 while
+/// its identity holds [`MAX_SESSIONS_PER_IDENTITY`]. With authentication, a request in a session
+/// opened by another identity is refused with 403 whatever its method ([`Owners`]). A DELETE
+/// that ended the session answers 204.
 async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Response<HttpBody> {
     let Http {
         service,
@@ -1679,6 +1669,7 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
         auth,
         stateless,
         shared,
+        owners,
     } = &*http;
     let port = *port;
     let auth = auth.as_deref();
@@ -1736,12 +1727,39 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
             None,
         );
     }
+    let identity = request.extensions().get::<auth::Identity>().cloned();
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| Arc::<str>::from(String::from_utf8_lossy(v.as_bytes())));
+    if let (Some(id), Some(session)) = (&identity, &session) {
+        let opened = owners.lock().get(session).cloned();
+        match opened {
+            Some(opened) if opened.same_principal(id) => {}
+            Some(opened) => return not_the_owner(&opened, id),
+            // Every session of an authenticated server has its opener recorded: a live one
+            // without is refused (none is expected); an unknown id is the SDK's 404.
+            None if sessions.sessions.read().await.contains_key(session) => {
+                return http_refusal(
+                    StatusCode::FORBIDDEN,
+                    "this MCP session has no recorded owner; open a session of your own (`initialize` without `Mcp-Session-Id`)".into(),
+                    None,
+                )
+            }
+            None => {}
+        }
+    }
     if request.method() == hyper::Method::DELETE {
         // The SDK ends the session with 202 Accepted; clients (the Python SDK among them) expect
         // the 200/204 of a completed DELETE, and the session is indeed closed by then.
         let mut response = service.handle(request).await;
         if response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        if let Some(session) = &session {
+            if response.status().is_success() {
+                owners.lock().remove(session);
+            }
         }
         return response;
     }
@@ -1770,6 +1788,20 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
                 ),
                 Some(json!({"maxSessions": MAX_SESSIONS})),
             );
+        }
+        if let Some(id) = &identity {
+            let held = owners.held_by(id, &*sessions.sessions.read().await);
+            if held >= MAX_SESSIONS_PER_IDENTITY {
+                return http_refusal(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "{} has {held} MCP sessions open, the limit per identity is {MAX_SESSIONS_PER_IDENTITY}; close unused ones (HTTP DELETE with their `Mcp-Session-Id`) or retry after idle ones expire ({} s)",
+                        id.principal,
+                        SESSION_IDLE_TIMEOUT.as_secs()
+                    ),
+                    Some(json!({"maxSessionsPerIdentity": MAX_SESSIONS_PER_IDENTITY})),
+                );
+            }
         }
     }
     let (parts, body) = request.into_parts();
@@ -1816,9 +1848,17 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
     }) {
         return json_response(StatusCode::BAD_REQUEST, &refusal.response);
     }
-    service
+    let response = service
         .handle(Request::from_parts(parts, Full::new(bytes)))
-        .await
+        .await;
+    // The answer to `initialize` issues the session id: its opener owns the session.
+    if let (true, Some(id)) = (opens_session, identity) {
+        if let Some(issued) = response.headers().get("mcp-session-id") {
+            let issued = Arc::<str>::from(String::from_utf8_lossy(issued.as_bytes()));
+            owners.lock().insert(issued, id);
+        }
+    }
+    response
 }
 
 /// The refusal of an unauthenticated request: 401 with a `WWW-Authenticate: Bearer` challenge
@@ -1894,6 +1934,78 @@ struct Http {
     auth: Option<Arc<auth::Authenticator>>,
     stateless: bool,
     shared: Arc<Shared>,
+    owners: Owners,
+}
+
+/// Who opened each live HTTP session, with authentication: recorded from the response to the
+/// `initialize` that issued its `Mcp-Session-Id`, and checked on every later request of that
+/// session, whatever its method (POST, GET, DELETE): a session id is not a credential.
+#[derive(Default)]
+struct Owners(Mutex<HashMap<Arc<str>, auth::Identity>>);
+
+impl Owners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, auth::Identity>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many of the `live` sessions `identity` opened; forgets the sessions no longer live.
+    fn held_by<V>(&self, identity: &auth::Identity, live: &HashMap<Arc<str>, V>) -> usize {
+        let mut owners = self.lock();
+        owners.retain(|session, _| live.contains_key(session));
+        owners
+            .values()
+            .filter(|o| o.same_principal(identity))
+            .count()
+    }
+}
+
+/// The refusal of a request of `identity` in a session `opened` by another principal.
+fn not_the_owner(opened: &auth::Identity, identity: &auth::Identity) -> Response<HttpBody> {
+    // A token revoked and added again under its name is another principal with the same name.
+    let opener = if opened.principal == identity.principal {
+        format!("another credential of the same name ({})", opened.principal)
+    } else {
+        opened.principal.clone()
+    };
+    http_refusal(
+        StatusCode::FORBIDDEN,
+        format!(
+            "this MCP session was opened by {opener}, not {}; open a session of your own (`initialize` without `Mcp-Session-Id`)",
+            identity.principal
+        ),
+        None,
+    )
+}
+
+/// Every [`REVOCATION_CHECK`], closes the sessions (and their streams) whose token was revoked
+/// from the tokens file; ends with the server.
+async fn close_revoked(http: std::sync::Weak<Http>) {
+    loop {
+        tokio::time::sleep(REVOCATION_CHECK).await;
+        let Some(http) = http.upgrade() else { return };
+        let Some(auth) = http.auth.as_deref() else {
+            return;
+        };
+        let catalog = http.shared.table().catalog();
+        let revoked: Vec<(Arc<str>, String)> = {
+            let mut owners = http.owners.lock();
+            let gone: Vec<(Arc<str>, String)> = owners
+                .iter()
+                .filter(|(_, id)| auth.revoked(id, catalog))
+                .map(|(s, id)| (Arc::clone(s), id.principal.clone()))
+                .collect();
+            for (s, _) in &gone {
+                owners.remove(s);
+            }
+            gone
+        };
+        for (session, principal) in revoked {
+            tracing::info!("mcp: {principal} was revoked; closing its session {session}");
+            if let Err(e) = http.sessions.close_session(&session).await {
+                tracing::warn!("mcp: closing the session {session} of revoked {principal}: {e}");
+            }
+        }
+    }
 }
 
 /// How [`serve_http_with`] serves: authentication and sessions.
@@ -1942,8 +2054,9 @@ pub async fn serve_http(
 /// [`auth::WELL_KNOWN`] and `WELL_KNOWN/mcp`), and stateless mode ([`HttpOptions`]).
 ///
 /// # Errors
-/// When `addr` is not a loopback address and no authentication is configured
-/// (`InvalidInput`, naming the fix), or cannot be bound.
+/// When `addr` is not a loopback address, or a loopback one other than `127.0.0.1` and `[::1]`
+/// ([`loopback::check_bind`]), and no authentication is configured (`InvalidInput`, naming the
+/// fix), or cannot be bound.
 pub async fn serve_http_with(
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -1956,6 +2069,10 @@ pub async fn serve_http_with(
             std::io::ErrorKind::InvalidInput,
             format!("`{addr}` is not a loopback address and no authentication is configured: any host that reaches it could run tools; bind `127.0.0.1` or `[::1]`, or configure authentication (`toolcat serve --tokens FILE` or `--oauth-issuer URL`)"),
         ));
+    }
+    if auth.is_none() {
+        loopback::check_bind(addr)
+            .map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidInput, m))?;
     }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
@@ -1993,7 +2110,11 @@ pub async fn serve_http_with(
         auth,
         stateless,
         shared,
+        owners: Owners::default(),
     });
+    if !stateless && http.auth.as_ref().is_some_and(|a| a.has_tokens()) {
+        tokio::spawn(close_revoked(Arc::downgrade(&http)));
+    }
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,

@@ -26,7 +26,9 @@
 //! issuer. A token with none of them is valid but insufficient: HTTP 403 `insufficient_scope`.
 //! The profile is the server's (`--profile`), unless `--oauth-profile-claim NAME` names a claim
 //! whose string value is a profile of the catalog (the served tools are then that profile's ∩
-//! the server's). Archived results are bound to `iss` and `sub`.
+//! the server's); a claim naming no profile of the catalog is refused at authentication
+//! (HTTP 403 `insufficient_scope`, naming the profiles). Archived results are bound to `iss`
+//! and `sub`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
