@@ -2148,18 +2148,31 @@ pub async fn serve_http_with(
                     Ok::<_, Infallible>(response)
                 }
             });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(io, handler)
-                .await
-            {
-                if !e.is_incomplete_message() && !e.is_timeout() {
-                    tracing::warn!("mcp: an HTTP connection failed: {e}");
-                }
-            }
+            serve_connection(stream, handler, "mcp").await;
         });
+    }
+}
+
+/// Serves one accepted HTTP/1 connection with `handler` until it closes (the MCP endpoint's and
+/// the metrics listener's): a client has [`HEADER_READ_TIMEOUT`] to send a request's headers; a
+/// failure other than the client leaving or timing out is logged as a warning prefixed `what`.
+async fn serve_connection<S>(stream: tokio::net::TcpStream, handler: S, what: &str)
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let io = hyper_util::rt::TokioIo::new(stream);
+    if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(io, handler)
+        .await
+    {
+        if !e.is_incomplete_message() && !e.is_timeout() {
+            tracing::warn!("{what}: an HTTP connection failed: {e}");
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 
-use super::{loopback, HEADER_READ_TIMEOUT};
+use super::loopback;
 
 /// The one path the metrics listener serves.
 pub const METRICS_PATH: &str = "/metrics";
@@ -70,7 +70,8 @@ fn answer(
 /// (bound by the caller, so a bad address is its error at once) until the process ends.
 /// Requests must name a loopback host with the listener's port in their `Host` header (403
 /// otherwise), as on the MCP endpoint: callers bind loopback addresses (`toolcat serve
-/// --metrics` refuses others). A client has [`HEADER_READ_TIMEOUT`] to send its headers.
+/// --metrics` refuses others). A client has
+/// [`HEADER_READ_TIMEOUT`](super::HEADER_READ_TIMEOUT) to send its headers.
 ///
 /// # Errors
 /// When the listener's address cannot be read.
@@ -95,17 +96,7 @@ pub async fn serve_metrics(
                 let response = answer(&request, port, render.as_ref());
                 async move { Ok::<_, Infallible>(response) }
             });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(io, handler)
-                .await
-            {
-                if !e.is_incomplete_message() && !e.is_timeout() {
-                    tracing::warn!("metrics: an HTTP connection failed: {e}");
-                }
-            }
+            super::serve_connection(stream, handler, "metrics").await;
         });
     }
 }
