@@ -16,7 +16,10 @@
 //! Clients share sessions when `--sessions` is below `--clients` (client `i` uses session
 //! `i % sessions`; MCP allows concurrent requests in one session): a `toolcat serve` process keeps
 //! at most `toolcat::mcp::MAX_SESSIONS` (256) sessions open, so a thousand clients each with a
-//! session of its own would be refused with 503 on one replica by design.
+//! session of its own would be refused with 503 on one replica by design. A server with
+//! authentication also caps the sessions of one identity (`toolcat::mcp::MAX_SESSIONS_PER_IDENTITY`,
+//! 64): give several `--token`s and the sessions are opened with them in turn (session `j` with
+//! token `j % tokens`), as many users would.
 
 #![forbid(unsafe_code)]
 
@@ -61,9 +64,10 @@ struct Args {
     /// names its protocol version in `params._meta` (`io.modelcontextprotocol/protocolVersion`).
     #[arg(long)]
     stateless: bool,
-    /// Sends `Authorization: Bearer TOKEN` with every request.
-    #[arg(long, value_name = "TOKEN", env = "SERVE_LOAD_TOKEN")]
-    token: Option<String>,
+    /// Sends `Authorization: Bearer TOKEN` with the requests of a session; repeat it (or give a
+    /// comma-separated list in the environment) and the sessions take the tokens in turn.
+    #[arg(long, value_name = "TOKEN", env = "SERVE_LOAD_TOKEN", value_delimiter = ',')]
+    token: Vec<String>,
 }
 
 /// One open MCP session: its id (none when the server keeps no sessions) and protocol version.
@@ -71,20 +75,22 @@ struct Args {
 struct Session {
     id: Option<String>,
     version: String,
+    /// The bearer token its requests carry.
+    token: Option<String>,
 }
 
 struct Client {
     http: reqwest::Client,
     url: String,
-    token: Option<String>,
 }
 
 impl Client {
-    /// POSTs `message` within `session`; returns the HTTP status, the session id header of the
+    /// POSTs `message` within `session` (or, with none, with `token`); returns the HTTP status, the session id header of the
     /// answer, and the JSON-RPC response to `id` when the message is a request.
     async fn post(
         &self,
         session: Option<&Session>,
+        token: Option<&str>,
         message: &Value,
     ) -> Result<(u16, Option<String>, Option<Value>)> {
         let mut request = self
@@ -99,7 +105,7 @@ impl Client {
             }
             request = request.header("mcp-protocol-version", &s.version);
         }
-        if let Some(token) = &self.token {
+        if let Some(token) = session.and_then(|s| s.token.as_deref()).or(token) {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         let response = request.send().await.context("the request failed")?;
@@ -118,23 +124,24 @@ impl Client {
         Ok((status, session_id, answer))
     }
 
-    async fn open(&self) -> Result<Session> {
+    async fn open(&self, token: Option<String>) -> Result<Session> {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": {"name": "serve-load", "version": env!("CARGO_PKG_VERSION")},
         }});
-        let (status, id, answer) = self.post(None, &init).await?;
+        let (status, id, answer) = self.post(None, token.as_deref(), &init).await?;
         let answer =
             answer.with_context(|| format!("`initialize` got HTTP {status} and no answer"))?;
         let version = answer["result"]["protocolVersion"]
             .as_str()
             .with_context(|| format!("`initialize` was refused: {answer}"))?
             .to_string();
-        let session = Session { id, version };
+        let session = Session { id, version, token };
         let (status, _, _) = self
             .post(
                 Some(&session),
+                None,
                 &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             )
             .await?;
@@ -147,7 +154,7 @@ impl Client {
     async fn close(&self, session: &Session) {
         if let Some(id) = &session.id {
             let mut request = self.http.delete(&self.url).header("mcp-session-id", id);
-            if let Some(token) = &self.token {
+            if let Some(token) = &session.token {
                 request = request.header("authorization", format!("Bearer {token}"));
             }
             let _ = request.send().await;
@@ -200,8 +207,8 @@ async fn run(a: Args) -> Result<bool> {
     let client = Arc::new(Client {
         http,
         url: a.url.clone(),
-        token: a.token.clone(),
     });
+    let token_for = |j: usize| (!a.token.is_empty()).then(|| a.token[j % a.token.len()].clone());
 
     // Sessions are opened 32 at a time, as clients arriving over a moment would.
     let opening = Instant::now();
@@ -211,15 +218,17 @@ async fn run(a: Args) -> Result<bool> {
         sessions.push(Session {
             id: None,
             version: PROTOCOL_VERSION.to_string(),
+            token: token_for(0),
         });
     }
     for chunk in (0..if a.stateless { 0 } else { sessions_wanted })
         .collect::<Vec<_>>()
         .chunks(32)
     {
-        let opened = futures_join(chunk.iter().map(|_| {
+        let opened = futures_join(chunk.iter().map(|&j| {
             let client = Arc::clone(&client);
-            async move { client.open().await }
+            let token = token_for(j);
+            async move { client.open(token).await }
         }))
         .await;
         for r in opened {
@@ -261,7 +270,7 @@ async fn run(a: Args) -> Result<bool> {
                         json!({"io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION});
                 }
                 let sent = Instant::now();
-                let outcome = client.post(Some(&session), &message).await;
+                let outcome = client.post(Some(&session), None, &message).await;
                 latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
                 match outcome {
                     Err(e) => errors.push(format!("{e:#}")),
