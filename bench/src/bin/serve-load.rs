@@ -66,7 +66,12 @@ struct Args {
     stateless: bool,
     /// Sends `Authorization: Bearer TOKEN` with the requests of a session; repeat it (or give a
     /// comma-separated list in the environment) and the sessions take the tokens in turn.
-    #[arg(long, value_name = "TOKEN", env = "SERVE_LOAD_TOKEN", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "SERVE_LOAD_TOKEN",
+        value_delimiter = ','
+    )]
     token: Vec<String>,
 }
 
