@@ -8,20 +8,22 @@
 //! `--allow-deprecated`); allowed = listed minus tier `loop`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
+use rmcp::model::{CallToolResult, PaginatedRequestParams};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt as _};
 use serde_json::{json, Map, Value};
 use toolcat::mcp::{self, ScopeTable, Shared};
 use toolcat_catalog::model::Exposure;
+
+use crate::served::{body, call, workspace};
 
 const SCOPES: [(Exposure, &str); 3] = [
     (Exposure::ReadOnly, "read-only"),
@@ -163,24 +165,6 @@ fn error_kind(result: &CallToolResult) -> Option<String> {
             .unwrap_or("<not a JSON error>")
             .to_string(),
     )
-}
-
-fn body(result: &CallToolResult) -> Value {
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
-}
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    let map = match arguments {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    CallToolRequestParams::new(name.to_string()).with_arguments(map)
 }
 
 /// Arguments that fit the required part of `schema` and would leave a trace if the tool ran:
@@ -463,12 +447,6 @@ fn toolcat_command(args: &[&str]) -> tokio::process::Command {
 /// A call store inside the test's workspace directory (never `.toolcat/` of the repository).
 fn store_in(ws: &tempfile::TempDir) -> String {
     ws.path().join("calls.sqlite").display().to_string()
-}
-
-fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
-    ws
 }
 
 fn list_json(args: &[&str]) -> Vec<Value> {
@@ -1055,31 +1033,8 @@ fn a_stdio_client_that_does_not_read_blocks_its_own_writes_and_loses_no_answer()
 
 /// Starts `toolcat serve --http 127.0.0.1:0 ARGS` and returns it with the bound address.
 fn spawn_http(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
-        .args(["serve", "--http", "127.0.0.1:0", "--servers", "none"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line
-                .split("listening on http://")
-                .nth(1)
-                .and_then(|rest| rest.strip_suffix("/mcp"))
-            {
-                let _ = tx.send(addr.to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("`toolcat serve --http` prints the bound address");
-    (child, addr)
+    let served = crate::served::start("127.0.0.1:0", args);
+    (served.child, served.mcp)
 }
 
 /// One raw HTTP/1.1 POST to `/mcp`; returns the status code and the body.
@@ -1103,25 +1058,7 @@ fn raw_post(addr: &str, path: &str, extra: &str, length: usize, body: &[u8]) -> 
 /// [`raw_post`] with exactly the header lines `headers` (the `Host` header included, or left
 /// out) besides the content and connection headers.
 fn raw_http(addr: &str, path: &str, headers: &str, length: usize, body: &[u8]) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n",
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    // The server may answer (413) before reading the whole body; a reset then is fine.
-    let _ = stream.write_all(body);
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    let (status, _, body) = crate::served::http(addr, "POST", path, headers, length, body);
     (status, body)
 }
 

@@ -11,12 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
 use serde_json::{json, Map, Value};
+
+use crate::served::{body, call, workspace};
 
 /// Runs `toolcat ARGS`, asserting success; returns stdout.
 fn toolcat(args: &[&str]) -> String {
@@ -54,59 +55,14 @@ fn add_token(file: &Path, name: &str, profile: &str, scope: &str) -> String {
 
 /// Starts `toolcat serve --http ADDR ARGS`; returns it and the address it printed.
 fn spawn(addr: &str, args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
-        .args(["serve", "--http", addr, "--servers", "none"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let bound = line
-                .split("listening on http://")
-                .nth(1)
-                .and_then(|rest| rest.strip_suffix("/mcp"));
-            let _ = tx.send(match bound {
-                Some(addr) => Ok(addr.to_string()),
-                None => Err(line),
-            });
-        }
-    });
-    let mut lines = Vec::new();
-    loop {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Ok(addr)) => return (child, addr),
-            Ok(Err(line)) => lines.push(line),
-            Err(_) => panic!("`toolcat serve` printed no address: {}", lines.join("\n")),
-        }
-    }
+    let served = crate::served::start(addr, args);
+    (served.child, served.mcp)
 }
 
 /// One raw HTTP/1.1 request; returns the status, the header block and the body.
 fn http(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (status, head.to_string(), body.to_string())
+    let headers = format!("Host: {addr}\r\n{headers}");
+    crate::served::http(addr, method, path, &headers, body.len(), body.as_bytes())
 }
 
 /// The `WWW-Authenticate` value of a header block.
@@ -161,28 +117,6 @@ async fn names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
         .into_iter()
         .map(|t| t.name.to_string())
         .collect()
-}
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    let Value::Object(arguments) = arguments else {
-        unreachable!()
-    };
-    CallToolRequestParams::new(name.to_string()).with_arguments(arguments)
-}
-
-/// The JSON body of a result's one text content (`Null` when it is not JSON).
-fn body(result: &CallToolResult) -> Value {
-    let text = result.content[0]
-        .as_text()
-        .map(|t| t.text.clone())
-        .unwrap_or_default();
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
-}
-
-fn workspace() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
-    ws
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,51 +2,19 @@
 //! rate-limit refusal), their help lines and buckets, no argument value in them, and the
 //! listener's refusals (foreign `Host`, another path, a non-loopback address).
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::json;
 
 /// `toolcat serve --http 127.0.0.1:0 --metrics 127.0.0.1:0 ARGS`, with the MCP and metrics
 /// addresses it printed.
 fn spawn(args: &[&str]) -> (Child, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolcat"))
-        .args(["serve", "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
-        .args(["--servers", "none"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            for (key, prefix) in [
-                ("mcp", "listening on http://"),
-                ("metrics", "metrics on http://"),
-            ] {
-                if let Some(rest) = line.split(prefix).nth(1) {
-                    let addr = rest.split('/').next().unwrap_or_default().to_string();
-                    let _ = tx.send((key, addr));
-                }
-            }
-        }
-    });
-    let (mut mcp, mut metrics) = (None, None);
-    while mcp.is_none() || metrics.is_none() {
-        let (key, addr) = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("`toolcat serve` prints both addresses");
-        if key == "mcp" {
-            mcp = Some(addr);
-        } else {
-            metrics = Some(addr);
-        }
-    }
-    (child, mcp.unwrap(), metrics.unwrap())
+    let args: Vec<&str> = ["--metrics", "127.0.0.1:0"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let served = crate::served::start("127.0.0.1:0", &args);
+    (served.child, served.mcp, served.metrics.unwrap_or_default())
 }
 
 /// One HTTP/1.1 request to `addr` with `Host: host`; returns the status, the head and the body.
@@ -58,25 +26,8 @@ fn http(
     extra: &str,
     body: &str,
 ) -> (u16, String, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    let headers = format!("Host: {host}\r\n{extra}");
+    crate::served::http(addr, method, path, &headers, body.len(), body.as_bytes())
 }
 
 /// The value of the sample of `name` whose labels are exactly `labels` (in any order).

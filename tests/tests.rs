@@ -78,6 +78,8 @@ mod serve;
 mod serve_auth;
 /// `toolcat serve --metrics`: calls, refusals and HTTP statuses scraped as Prometheus text, never an argument value; loopback only.
 mod serve_metrics;
+/// What the `toolcat serve --http` tests share: a started server, raw HTTP/1.1 requests, MCP call helpers.
+mod served;
 /// `toolcat check --target`: each export target's documented result on its fixtures and on the reference catalog.
 mod targets;
 /// Text-level invariants of tools.toml: the legend matches the model; every row has owner and description.
