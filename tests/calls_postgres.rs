@@ -6,60 +6,13 @@
 //! (`toolcat calls`) judges it `outcome_unknown`, naming the replica, once the lease expired;
 //! nothing runs again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::calls::{Reaped, ShellGroup};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/services/postgres")
-}
-
-/// A PostgreSQL server for one test: the given one, or one this test started and stops on drop.
-struct Server {
-    url: String,
-    started: Option<PathBuf>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.started {
-            let _ = Command::new(script()).arg("stop").arg(dir).status();
-        }
-    }
-}
-
-/// The server, or `None` after printing why there is none (a failure when required).
-fn server(name: &str) -> Option<Server> {
-    if let Some(url) = std::env::var("TOOLCAT_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    {
-        return Some(Server { url, started: None });
-    }
-    let dir = std::env::temp_dir().join(format!("toolcat-cli-pg-{name}-{}", std::process::id()));
-    let started = Command::new(script()).arg("start").arg(&dir).output();
-    let why = match started {
-        Ok(o) if o.status.success() => {
-            return Some(Server {
-                url: String::from_utf8_lossy(&o.stdout).trim().to_string(),
-                started: Some(dir),
-            })
-        }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-        Err(e) => e.to_string(),
-    };
-    let _ = Command::new(script()).arg("stop").arg(&dir).status();
-    assert!(
-        std::env::var_os("TOOLCAT_REQUIRE_POSTGRES").is_none_or(|v| v != "1"),
-        "TOOLCAT_REQUIRE_POSTGRES=1 but there is no PostgreSQL: {why}"
-    );
-    println!("skipped: no PostgreSQL ({why})");
-    None
-}
 
 fn toolcat(args: &[&str], cwd: &Path, lease_ms: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolcat"))
@@ -134,7 +87,7 @@ fn a_bad_or_unreachable_postgres_store_is_named_without_its_password() {
 #[cfg(unix)]
 #[test]
 fn toolcat_call_killed_on_a_postgres_store_is_judged_by_another_process_once_its_lease_expired() {
-    let Some(server) = server("sigkill") else {
+    let Some(server) = crate::pg::Server::or_skip("cli-sigkill") else {
         return;
     };
     let url = server.url.as_str();

@@ -59,6 +59,9 @@ mod init;
 mod invalid_catalogs;
 /// The workspace layout: no import circles, `unsafe` only in the encoder, optional parts behind traits.
 mod layout;
+/// The PostgreSQL server of a test (shared with the `toolcat` crate's tests).
+#[path = "services/postgres.rs"]
+mod pg;
 /// A session told its provider: OpenAI strict-mode nulls accepted for every reference tool; one recorded exchange per provider replayed.
 mod providers;
 /// The README's quick start shows the tested fixture crate, verbatim.

@@ -6,16 +6,14 @@
 //!
 //! `cargo test -p toolcat --features postgres --test limits`
 
-/// Whether a missing PostgreSQL (or feature) fails the test rather than skipping it.
-fn required() -> bool {
-    std::env::var_os("TOOLCAT_REQUIRE_POSTGRES").is_some_and(|v| v == "1")
-}
+#[path = "../../tests/services/postgres.rs"]
+mod pg;
 
 #[cfg(not(feature = "postgres"))]
 #[test]
 fn replicas_sharing_postgres_grant_a_limit_once_between_them() {
     assert!(
-        !required(),
+        !pg::required(),
         "TOOLCAT_REQUIRE_POSTGRES=1 but this test was built without feature `postgres`; run `cargo test -p toolcat --features postgres --test limits`"
     );
     eprintln!("skipped: built without feature `postgres` (cargo test -p toolcat --features postgres --test limits)");
@@ -23,7 +21,6 @@ fn replicas_sharing_postgres_grant_a_limit_once_between_them() {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use std::process::Command;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -32,60 +29,6 @@ mod postgres {
 
     fn limit(calls: u32, window_secs: u32) -> RateLimit {
         RateLimit { calls, window_secs }
-    }
-
-    /// A PostgreSQL server for the test: `TOOLCAT_TEST_POSTGRES_URL`, else one started by
-    /// `tests/services/postgres` (stopped on drop); `None` (after printing `skipped: ...`) when
-    /// none can be had, unless `TOOLCAT_REQUIRE_POSTGRES=1`, which fails instead.
-    struct Server {
-        url: String,
-        dir: Option<tempfile::TempDir>,
-    }
-
-    const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/services/postgres");
-
-    impl Server {
-        fn get() -> Option<Server> {
-            if let Ok(url) = std::env::var("TOOLCAT_TEST_POSTGRES_URL") {
-                return Some(Server { url, dir: None });
-            }
-            let dir = tempfile::tempdir().unwrap();
-            // As root the server runs as the unprivileged `postgres` user, which must reach DIR.
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-            let started = Command::new(SCRIPT)
-                .arg("start")
-                .arg(dir.path().join("pg"))
-                .output();
-            let why = match started {
-                Ok(o) if o.status.success() => {
-                    let url = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                    return Some(Server {
-                        url,
-                        dir: Some(dir),
-                    });
-                }
-                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-                Err(e) => format!("{SCRIPT}: {e}"),
-            };
-            assert!(
-                !super::required(),
-                "no PostgreSQL and TOOLCAT_REQUIRE_POSTGRES=1 requires one: {why}; set TOOLCAT_TEST_POSTGRES_URL or install PostgreSQL's server"
-            );
-            eprintln!("skipped: no PostgreSQL ({why}); set TOOLCAT_TEST_POSTGRES_URL, or TOOLCAT_REQUIRE_POSTGRES=1 to fail instead");
-            None
-        }
-    }
-
-    impl Drop for Server {
-        fn drop(&mut self) {
-            if let Some(dir) = &self.dir {
-                let _ = Command::new(SCRIPT)
-                    .arg("stop")
-                    .arg(dir.path().join("pg"))
-                    .output();
-            }
-        }
     }
 
     /// A tool name no earlier run against the same server used.
@@ -105,7 +48,7 @@ mod postgres {
     /// server's clock decides, so a refused caller that waits its answer is granted.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn replicas_sharing_postgres_grant_a_limit_once_between_them() {
-        let Some(server) = Server::get() else {
+        let Some(server) = crate::pg::Server::or_skip("limits") else {
             return;
         };
         let mut replicas = Vec::new();

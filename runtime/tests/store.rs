@@ -10,7 +10,6 @@
 //! `TOOLCAT_REQUIRE_POSTGRES=1` (CI), which makes it a failure. Built without the `postgres`
 //! feature, the PostgreSQL half is skipped the same way.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -21,11 +20,10 @@ use toolcat::{
     NewCall, ResultArchive, StoreError, StoreLocation,
 };
 
-/// A test PostgreSQL server: its admin URL, and the directory of the one this binary started.
-struct Server {
-    url: String,
-    started: Option<PathBuf>,
-}
+#[path = "../../tests/services/postgres.rs"]
+mod pg;
+
+use pg::{required, Server};
 
 /// Stops the server this binary started when dropped, also when a case fails (a `static` is
 /// never dropped by itself).
@@ -33,24 +31,10 @@ struct StopServer;
 
 impl Drop for StopServer {
     fn drop(&mut self) {
-        if let Some(Ok(Server {
-            started: Some(dir), ..
-        })) = SERVER.get()
-        {
-            let _ = std::process::Command::new(script())
-                .arg("stop")
-                .arg(dir)
-                .status();
+        if let Some(Ok(server)) = SERVER.get() {
+            server.stop();
         }
     }
-}
-
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/services/postgres")
-}
-
-fn required() -> bool {
-    std::env::var("TOOLCAT_REQUIRE_POSTGRES").is_ok_and(|v| v == "1")
 }
 
 /// The server, or why there is none.
@@ -58,32 +42,7 @@ fn start_server() -> Result<Server, String> {
     if !cfg!(feature = "postgres") {
         return Err("this build has no `postgres` feature".into());
     }
-    if let Ok(url) = std::env::var("TOOLCAT_TEST_POSTGRES_URL") {
-        if !url.is_empty() {
-            return Ok(Server { url, started: None });
-        }
-    }
-    let dir = std::env::temp_dir().join(format!("toolcat-store-test-pg-{}", std::process::id()));
-    let out = std::process::Command::new(script())
-        .arg("start")
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
-    if !out.status.success() {
-        let _ = std::process::Command::new(script())
-            .arg("stop")
-            .arg(&dir)
-            .status();
-        return Err(format!(
-            "tests/services/postgres start failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    Ok(Server {
-        url,
-        started: Some(dir),
-    })
+    Server::start("store")
 }
 
 /// The two backends a case runs on.
