@@ -17,7 +17,8 @@
 //! [`TOOL_KEY`]; a per-client limit (a token's identity) is another key of the same tool.
 //!
 //! # Where the state lives
-//! - **SQLite** ([`CallStore`], a store file): table `rate_limits` in the call store's file,
+//! - **SQLite** ([`CallStore`], a store file): table `rate_limits` in the call store's file
+//!   (version 5 of its schema, [`crate::records::SCHEMA_VERSION`]),
 //!   read and written inside one `BEGIN IMMEDIATE` transaction, so processes on one machine take
 //!   turns; the clock is the machine's (every process reads the same one).
 //! - **PostgreSQL** ([`CallStore`] on a `postgres://` URL, feature `postgres`): table
@@ -139,17 +140,6 @@ pub(crate) fn now_ns() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// The table of rate-limit state in the call store's SQLite file. Created here, `IF NOT
-/// EXISTS`, on first use; it becomes part of the store's versioned schema
-/// ([`crate::records::SCHEMA_VERSION`]) when the store's migrations take it over.
-const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS rate_limits (
-    tool TEXT NOT NULL,
-    key TEXT NOT NULL,
-    -- the theoretical arrival time, nanoseconds since the Unix epoch
-    tat_ns INTEGER NOT NULL,
-    PRIMARY KEY (tool, key)
-) WITHOUT ROWID";
-
 /// Takes one call from `limit` of (`tool`, `key`) at `now_ns` (nanoseconds since the Unix epoch)
 /// in the SQLite store `conn` (named `label` in errors): read, decide and write in one
 /// `BEGIN IMMEDIATE` transaction, so concurrent processes on the file take turns. `conn` must
@@ -171,7 +161,6 @@ pub(crate) fn acquire_sqlite(
     };
     let err = |e| sqlite_error(label, e);
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(err)?;
-    tx.execute_batch(SQLITE_TABLE).map_err(err)?;
     let tat: Option<i64> = tx
         .query_row(
             "SELECT tat_ns FROM rate_limits WHERE tool = ?1 AND key = ?2",

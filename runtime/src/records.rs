@@ -93,7 +93,9 @@ pub const APPLICATION_ID: i32 = 0x746f_6f6c;
 /// ([`crate::archive::ArchiveOwner`]); version-1 rows, whose references were sequential and
 /// bound to no one, are evicted by the migration. Version 3: `calls` gains `changes` (a JSON
 /// array of [`Change`]s, `[]` for the records migrated) and `changes_omitted` (an integer, 0).
-pub const SCHEMA_VERSION: i32 = 4;
+/// Version 4: `calls` gains `parent` (the call of a Code Mode program that made this one).
+/// Version 5: table `rate_limits`, the state of each tool's `rate_limit` ([`crate::limits`]).
+pub const SCHEMA_VERSION: i32 = 5;
 /// How long one attempt to connect to a PostgreSQL store may take before it is an error
 /// ([`StoreError::Unreachable`]): 5 s.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -812,6 +814,19 @@ const MIGRATION_V4: &str = "
 ALTER TABLE calls ADD COLUMN parent INTEGER;
 ";
 
+/// From version 4 to 5 (see [`SCHEMA_VERSION`]): the rate-limit state of [`crate::limits`]. A
+/// file of version 4 may hold the table already (builds before version 5 created it on first
+/// use), hence `IF NOT EXISTS`.
+const MIGRATION_V5: &str = "
+CREATE TABLE IF NOT EXISTS rate_limits (
+    tool TEXT NOT NULL,
+    key TEXT NOT NULL,
+    -- the theoretical arrival time, nanoseconds since the Unix epoch
+    tat_ns INTEGER NOT NULL,
+    PRIMARY KEY (tool, key)
+) WITHOUT ROWID;
+";
+
 /// The path SQLite opens for the store at `path`, with `SQLITE_OPEN_NOFOLLOW`, which refuses a
 /// symbolic link at any part of the path it is given. A relative path is given as it is (SQLite
 /// puts it under the current directory's physical path), so no part of it may be a link: the
@@ -949,6 +964,9 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
         }
         if version < 4 {
             conn.execute_batch(MIGRATION_V4).map_err(err)?;
+        }
+        if version < 5 {
+            conn.execute_batch(MIGRATION_V5).map_err(err)?;
         }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(err)?;
@@ -2395,6 +2413,52 @@ mod tests {
         store.set_state(bad, CallState::Running, None).unwrap();
         let e = store.add_change(bad, &change("a", "")).unwrap_err();
         assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_store_of_schema_4_gets_the_rate_limits_table_and_keeps_one_made_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let version_4 = |path: &Path, with_table: bool| {
+            let conn = Connection::open(path).unwrap();
+            for sql in [SCHEMA_V1, MIGRATION_V2, MIGRATION_V3, MIGRATION_V4] {
+                conn.execute_batch(sql).unwrap();
+            }
+            if with_table {
+                // As builds before version 5 made it on a limited tool's first call.
+                conn.execute_batch(MIGRATION_V5).unwrap();
+                conn.execute(
+                    "INSERT INTO rate_limits (tool, key, tat_ns) VALUES ('send', '', 42)",
+                    [],
+                )
+                .unwrap();
+            }
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 4).unwrap();
+        };
+        for with_table in [false, true] {
+            let path = dir.path().join(format!("calls-{with_table}.sqlite"));
+            version_4(&path, with_table);
+            drop(CallStore::open(&path).unwrap());
+            let conn = Connection::open(&path).unwrap();
+            let version: i32 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(version, SCHEMA_VERSION);
+            let rows: Vec<(String, i64)> = conn
+                .prepare("SELECT tool, tat_ns FROM rate_limits")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let expected = if with_table {
+                vec![("send".to_string(), 42)]
+            } else {
+                vec![]
+            };
+            assert_eq!(rows, expected);
+        }
     }
 
     #[test]
