@@ -159,6 +159,11 @@ pub(crate) fn acquire_sqlite(
     let Some(gcra) = Gcra::of(limit) else {
         return Ok(Acquire::Granted);
     };
+    if conn.is_readonly("main").unwrap_or(false) {
+        return Err(StoreError::ReadOnly {
+            path: label.to_string(),
+        });
+    }
     let err = |e| sqlite_error(label, e);
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(err)?;
     let tat: Option<i64> = tx

@@ -172,3 +172,29 @@ fn stores_on_one_file_share_each_limit() {
     CallStore::open(&path).expect("the store opens again with its rate_limits table");
     CallStore::open_read_only(&path).expect("and read-only");
 }
+
+/// A store opened read-only (as `toolcat calls` opens one) refuses to take a call from a limit,
+/// naming the store, on a file of the current schema and on one of version 4, which has no
+/// `rate_limits` table until a writer migrates it.
+#[test]
+fn a_read_only_store_refuses_to_take_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.sqlite");
+    drop(CallStore::open(&path).unwrap());
+    for version in [crate::records::SCHEMA_VERSION, 4] {
+        if version == 4 {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("DROP TABLE rate_limits; PRAGMA user_version = 4")
+                .unwrap();
+        }
+        let ro = CallStore::open_read_only(&path).unwrap();
+        let e = ro
+            .acquire_rate("t", TOOL_KEY, limit(3, 60), BASE_NS)
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::ReadOnly { .. }),
+            "version {version}: {e}"
+        );
+    }
+}
