@@ -100,8 +100,14 @@ impl Gcra {
 
     /// The answer to a call at `now_ns` given the stored `tat` (`None`: no row yet), and the
     /// new `tat` to store when it is granted.
+    ///
+    /// A stored `tat` is first clamped to `now_ns ..= now_ns + tau + T` ([`Gcra::clamp`]): a
+    /// state this limit could have written is inside it, so this changes no decision of the
+    /// limit alone; a state written under a stricter limit (the row's `rate_limit` was loosened
+    /// since) or by a clock that ran ahead makes a call wait one window at most, not until that
+    /// state's time.
     pub(crate) fn decide(self, tat: Option<i64>, now_ns: i64) -> (Acquire, Option<i64>) {
-        let tat = tat.unwrap_or(now_ns);
+        let tat = tat.map_or(now_ns, |t| self.clamp(t, now_ns));
         let earliest = tat.saturating_sub(self.tau_ns);
         if now_ns < earliest {
             (
@@ -116,6 +122,15 @@ impl Gcra {
                 Some(tat.max(now_ns).saturating_add(self.t_ns)),
             )
         }
+    }
+
+    /// `tat` clamped to `now_ns ..= now_ns + tau + T`: the states this limit can write, a
+    /// window at most ahead of now (see [`Gcra::decide`]).
+    pub(crate) fn clamp(self, tat: i64, now_ns: i64) -> i64 {
+        tat.clamp(
+            now_ns,
+            now_ns.saturating_add(self.tau_ns.saturating_add(self.t_ns)),
+        )
     }
 }
 
@@ -245,17 +260,21 @@ mod postgres {
     /// `$3` is `T`, `$4` is `tau` (nanoseconds). A row comes back when the call is granted;
     /// none when it is refused (the `WHERE` kept the row as it was, locked until the statement
     /// ends).
+    /// `EXCLUDED.tat_ns` is `now + T`; the stored state is clamped to `now ..= now + tau + T`
+    /// first, as [`Gcra::decide`] does.
     const ACQUIRE: &str = "INSERT INTO toolcat_rate_limits AS r (tool, key, tat_ns)
         SELECT $1, $2, (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint + $3
         ON CONFLICT (tool, key) DO UPDATE
-            SET tat_ns = greatest(r.tat_ns, EXCLUDED.tat_ns - $3) + $3
-            WHERE r.tat_ns - $4 <= EXCLUDED.tat_ns - $3
+            SET tat_ns = greatest(least(r.tat_ns, EXCLUDED.tat_ns + $4), EXCLUDED.tat_ns - $3) + $3
+            WHERE greatest(least(r.tat_ns, EXCLUDED.tat_ns + $4), EXCLUDED.tat_ns - $3) - $4
+                <= EXCLUDED.tat_ns - $3
         RETURNING tat_ns";
 
     /// After a refusal: how long until the state lets a call through, in nanoseconds, by the
-    /// server's clock (read after the refusal, so never shorter than the wait it decided on).
+    /// server's clock (read after the refusal, so never shorter than the wait it decided on), at
+    /// most `T` (`$4`): the clamped state is at most `now + tau + T`.
     const WAIT: &str =
-        "SELECT tat_ns - $3 - (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint
+        "SELECT least(tat_ns - $3 - (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint, $4)
         FROM toolcat_rate_limits WHERE tool = $1 AND key = $2";
 
     /// Takes one call from `limit` of (`tool`, `key`) now, by the server's clock, in one
@@ -283,7 +302,7 @@ mod postgres {
             return Ok(Acquire::Granted);
         }
         let wait_ns: Option<i64> = client
-            .query_opt(WAIT, &[&tool, &key, &gcra.tau_ns])
+            .query_opt(WAIT, &[&tool, &key, &gcra.tau_ns, &gcra.t_ns])
             .await
             .map_err(err)?
             .map(|row| row.get(0));

@@ -100,6 +100,45 @@ mod postgres {
             limits.acquire(&tool, TOOL_KEY, limit(5, 1)).await.unwrap(),
             Acquire::Granted
         );
+
+        // A loosened limit, or a state far ahead or far behind (a clock that ran ahead, a row
+        // edited by hand), waits one window of the current limit at most and never errs.
+        let tool = fresh_tool("loosened");
+        assert_eq!(
+            limits
+                .acquire(&tool, TOOL_KEY, limit(1, 3600))
+                .await
+                .unwrap(),
+            Acquire::Granted
+        );
+        let fast = limit(100, 1);
+        let within_a_window = |a: Acquire| match a {
+            Acquire::Granted => true,
+            Acquire::Refused { retry_after_ms } => retry_after_ms <= 1_000,
+        };
+        let a = limits.acquire(&tool, TOOL_KEY, fast).await.unwrap();
+        assert!(within_a_window(a), "after loosening 1/hour to 100/s: {a:?}");
+        let (client, connection) = tokio_postgres::connect(&server.url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        for stored in [i64::MAX, i64::MIN, i64::MIN + 1] {
+            client
+                .execute(
+                    "UPDATE toolcat_rate_limits SET tat_ns = $1 WHERE tool = $2",
+                    &[&stored, &tool],
+                )
+                .await
+                .unwrap();
+            let a = limits
+                .acquire(&tool, TOOL_KEY, fast)
+                .await
+                .unwrap_or_else(|e| panic!("stored {stored}: {e}"));
+            assert!(within_a_window(a), "stored {stored}: {a:?}");
+            if stored < 0 {
+                assert_eq!(a, Acquire::Granted, "a state far behind counts as now");
+            }
+        }
         drop(server);
     }
 }

@@ -198,3 +198,63 @@ fn a_read_only_store_refuses_to_take_a_call() {
         );
     }
 }
+
+/// A state written under a stricter limit (the row's `rate_limit` was loosened since) or by a
+/// clock that ran ahead makes a call wait one window of the current limit at most; a state far
+/// behind counts as now.
+#[test]
+fn a_loosened_limit_or_a_state_far_ahead_waits_one_window_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.sqlite");
+    let store = CallStore::open(&path).unwrap();
+    // 1/hour: one call, then the state is an hour ahead.
+    assert_eq!(
+        store
+            .acquire_rate("t", TOOL_KEY, limit(1, 3600), BASE_NS)
+            .unwrap()
+            .unwrap(),
+        Acquire::Granted
+    );
+    // Loosened to 100 per second: the old state waits a second at most, not an hour.
+    let fast = limit(100, 1);
+    let answer = store
+        .acquire_rate("t", TOOL_KEY, fast, BASE_NS + 1)
+        .unwrap()
+        .unwrap();
+    match answer {
+        Acquire::Granted => {}
+        Acquire::Refused { retry_after_ms } => assert!(retry_after_ms <= 1_000, "{answer:?}"),
+    }
+    for stored in [i64::MAX, i64::MIN, BASE_NS + 10 * 3_600_000_000_000] {
+        drop(store.with_sqlite(|conn| {
+            conn.execute(
+                "UPDATE rate_limits SET tat_ns = ?1 WHERE tool = 't'",
+                [stored],
+            )
+            .unwrap();
+        }));
+        let answer = store
+            .acquire_rate("t", TOOL_KEY, fast, BASE_NS + 2)
+            .unwrap()
+            .unwrap();
+        match answer {
+            Acquire::Granted => assert_eq!(stored, i64::MIN, "{answer:?}"),
+            Acquire::Refused { retry_after_ms } => {
+                assert!(retry_after_ms <= 1_000, "stored {stored}: {answer:?}");
+            }
+        }
+    }
+    // With the limit alone nothing changes: the governor comparison above still holds, and a
+    // burst of 100 takes 100 calls before the first refusal.
+    let fresh = limit(100, 1);
+    let granted = (0..101)
+        .filter(|i| {
+            store
+                .acquire_rate("u", TOOL_KEY, fresh, BASE_NS + i)
+                .unwrap()
+                .unwrap()
+                == Acquire::Granted
+        })
+        .count();
+    assert_eq!(granted, 100);
+}
