@@ -226,13 +226,13 @@ fn a_loosened_limit_or_a_state_far_ahead_waits_one_window_at_most() {
         Acquire::Refused { retry_after_ms } => assert!(retry_after_ms <= 1_000, "{answer:?}"),
     }
     for stored in [i64::MAX, i64::MIN, BASE_NS + 10 * 3_600_000_000_000] {
-        drop(store.with_sqlite(|conn| {
+        let updated = store.with_sqlite(|conn| {
             conn.execute(
                 "UPDATE rate_limits SET tat_ns = ?1 WHERE tool = 't'",
                 [stored],
             )
-            .unwrap();
-        }));
+        });
+        assert_eq!(updated.map(Result::unwrap), Some(1));
         let answer = store
             .acquire_rate("t", TOOL_KEY, fast, BASE_NS + 2)
             .unwrap()
