@@ -181,14 +181,20 @@ pub(crate) fn acquire_sqlite(
     }
     let err = |e| sqlite_error(label, e);
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(err)?;
+    // A state that is not an integer (a row edited outside toolcat) counts as no state: the
+    // call is decided afresh and, when granted, its state replaces the row.
     let tat: Option<i64> = tx
         .query_row(
             "SELECT tat_ns FROM rate_limits WHERE tool = ?1 AND key = ?2",
             params![tool, key],
-            |r| r.get(0),
+            |r| r.get::<_, rusqlite::types::Value>(0),
         )
         .optional()
-        .map_err(err)?;
+        .map_err(err)?
+        .and_then(|v| match v {
+            rusqlite::types::Value::Integer(i) => Some(i),
+            _ => None,
+        });
     let (answer, next) = gcra.decide(tat, now_ns);
     if let Some(next) = next {
         tx.execute(

@@ -758,6 +758,47 @@ fn open_error(path: &str, e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Refuses a store whose file, or one of SQLite's files beside it (`-wal`, `-shm`, `-journal`),
+/// exists and is neither a regular file nor a symbolic link (which SQLite's `NOFOLLOW` refuses
+/// by itself): a directory, a FIFO, a socket or a device. SQLite would fail on most of them with
+/// a bare I/O error, and a FIFO would block the open until someone writes to it, so a FIFO
+/// planted at `.toolcat/calls.sqlite` in a workspace could hang `toolcat calls`.
+fn refuse_special_files(path: &Path, label: &str) -> Result<(), StoreError> {
+    let mut sidecars = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        sidecars.push(name.into());
+    }
+    for file in sidecars {
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        let kind = meta.file_type();
+        if kind.is_file() || kind.is_symlink() {
+            continue;
+        }
+        let what = if kind.is_dir() {
+            "a directory"
+        } else {
+            "a FIFO, socket or device"
+        };
+        let reason = if file == path {
+            format!("it is {what}, not a regular file")
+        } else {
+            format!(
+                "`{}` beside it is {what}, not a regular file; remove it",
+                file.display()
+            )
+        };
+        return Err(StoreError::Open {
+            path: label.to_string(),
+            source: std::io::Error::other(reason),
+        });
+    }
+    Ok(())
+}
+
 /// The current time as SQLite writes it: RFC 3339, UTC, milliseconds.
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -865,12 +906,7 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
                     source,
                 })?;
             }
-            if path.is_dir() {
-                return Err(StoreError::Open {
-                    path: label,
-                    source: std::io::Error::other("it is a directory, not a file"),
-                });
-            }
+            refuse_special_files(path, &label)?;
             let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
             let conn = Connection::open_with_flags(store_open_path(path), flags)
                 .map_err(|e| open_error(&label, e))?;
@@ -899,6 +935,20 @@ fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Checks that the store's `rate_limits` table has the columns [`MIGRATION_V5`] makes: a file of
+/// version 4 that held a table of that name made elsewhere keeps it through the migration's `IF
+/// NOT EXISTS`, and every rate-limited call would then fail on it.
+fn check_rate_limits(conn: &Connection, label: &str) -> Result<(), StoreError> {
+    conn.prepare("SELECT tool, key, tat_ns FROM rate_limits WHERE tool = ?1 AND key = ?2")
+        .map(drop)
+        .map_err(|e| StoreError::Corrupt {
+            path: label.to_string(),
+            reason: format!(
+                "its table `rate_limits` is not toolcat's (columns tool, key, tat_ns): {e}"
+            ),
+        })
+}
+
 /// Checks the schema of the store; a `writable` one of version 0 (empty) is created, an older one
 /// migrated to [`SCHEMA_VERSION`]. A read-only store of an older version is left as it is.
 /// Returns the version the store has now.
@@ -915,6 +965,12 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
             return Err(StoreError::Corrupt {
                 path: label.to_string(),
                 reason: format!("its application id is {app:#x}, not toolcat's"),
+            });
+        }
+        if version < 0 {
+            return Err(StoreError::Corrupt {
+                path: label.to_string(),
+                reason: format!("its schema version is {version}, which toolcat never writes"),
             });
         }
         if version > SCHEMA_VERSION {
@@ -942,6 +998,9 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
         Ok(version)
     };
     match check(conn)? {
+        SCHEMA_VERSION if writable => {
+            return check_rate_limits(conn, label).map(|()| SCHEMA_VERSION)
+        }
         SCHEMA_VERSION => return Ok(SCHEMA_VERSION),
         v @ 1.. if !writable => return Ok(v),
         _ => {}
@@ -972,6 +1031,7 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
             .map_err(err)?;
         Ok(())
     })();
+    let created = created.and_then(|()| check_rate_limits(conn, label));
     match created {
         Ok(()) => conn
             .execute_batch("COMMIT")
@@ -1080,6 +1140,7 @@ impl CallStore {
             conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i32>(0))?;
             Ok::<_, rusqlite::Error>(conn)
         };
+        refuse_special_files(path, &label)?;
         let open_path = store_open_path(path);
         let conn = match Connection::open_with_flags(read_only_uri(&open_path, false), flags)
             .and_then(readable)
@@ -2459,6 +2520,107 @@ mod tests {
             };
             assert_eq!(rows, expected);
         }
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_as_the_store_or_beside_it_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.sqlite");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: `mkfifo` is not available here, so no FIFO can be made");
+            return;
+        }
+        for e in [
+            CallStore::open(&fifo).err(),
+            CallStore::open_read_only(&fifo).err(),
+        ] {
+            let e = e.expect("a FIFO is refused");
+            assert!(matches!(e, StoreError::Open { .. }), "{e}");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        // A store whose `-shm` is a FIFO, and one whose `-wal` is a directory.
+        for (suffix, make) in [("-shm", "fifo"), ("-wal", "dir")] {
+            let path = dir.path().join(format!("calls{suffix}.sqlite"));
+            drop(CallStore::open(&path).unwrap());
+            let side = dir.path().join(format!("calls{suffix}.sqlite{suffix}"));
+            let _ = std::fs::remove_file(&side);
+            if make == "fifo" {
+                std::process::Command::new("mkfifo")
+                    .arg(&side)
+                    .status()
+                    .unwrap();
+            } else {
+                std::fs::create_dir(&side).unwrap();
+            }
+            for e in [
+                CallStore::open(&path).err(),
+                CallStore::open_read_only(&path).err(),
+            ] {
+                let e = e.expect("a special file beside the store is refused");
+                assert!(
+                    e.to_string().contains(&format!("{suffix}` beside it")),
+                    "{e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_negative_schema_version_or_a_foreign_rate_limits_table_is_refused_as_corrupt() {
+        let refused = |r: Result<CallStore, StoreError>| match r {
+            Err(e) => e,
+            Ok(_) => panic!("the store was opened"),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("negative.sqlite");
+        drop(CallStore::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", -1)
+            .unwrap();
+        let e = refused(CallStore::open(&path));
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("schema version is -1"), "{e}");
+
+        // Version 4 with a `rate_limits` table of another shape: refused, left at version 4.
+        let path = dir.path().join("foreign.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in [SCHEMA_V1, MIGRATION_V2, MIGRATION_V3, MIGRATION_V4] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch("CREATE TABLE rate_limits (tool TEXT, tat_ns TEXT)")
+                .unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", 4).unwrap();
+        }
+        let e = refused(CallStore::open(&path));
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(
+            e.to_string().contains("`rate_limits` is not toolcat's"),
+            "{e}"
+        );
+        let version: i32 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 4, "the failed migration was rolled back");
+
+        // Version 5 whose table was dropped: refused for writing, still listed read-only.
+        let path = dir.path().join("dropped.sqlite");
+        drop(CallStore::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("DROP TABLE rate_limits")
+            .unwrap();
+        let e = refused(CallStore::open(&path));
+        assert!(
+            e.to_string().contains("`rate_limits` is not toolcat's"),
+            "{e}"
+        );
+        assert!(CallStore::open_read_only(&path).is_ok());
     }
 
     #[test]

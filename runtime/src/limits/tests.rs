@@ -258,3 +258,39 @@ fn a_loosened_limit_or_a_state_far_ahead_waits_one_window_at_most() {
         .count();
     assert_eq!(granted, 100);
 }
+
+/// A state that is not an integer (a row edited outside toolcat) is decided afresh and replaced,
+/// instead of failing every call of the tool.
+#[test]
+fn a_state_that_is_not_an_integer_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = CallStore::open(&dir.path().join("calls.sqlite")).unwrap();
+    let l = limit(2, 60);
+    assert_eq!(
+        store
+            .acquire_rate("t", TOOL_KEY, l, BASE_NS)
+            .unwrap()
+            .unwrap(),
+        Acquire::Granted
+    );
+    for bad in ["'abc'", "1.5", "x'00'"] {
+        let updated = store.with_sqlite(|conn| {
+            conn.execute(&format!("UPDATE rate_limits SET tat_ns = {bad}"), [])
+        });
+        assert_eq!(updated.map(Result::unwrap), Some(1));
+        assert_eq!(
+            store
+                .acquire_rate("t", TOOL_KEY, l, BASE_NS + 1)
+                .unwrap()
+                .unwrap(),
+            Acquire::Granted,
+            "state {bad}"
+        );
+        let kind = store.with_sqlite(|conn| {
+            conn.query_row("SELECT typeof(tat_ns) FROM rate_limits", [], |r| {
+                r.get::<_, String>(0)
+            })
+        });
+        assert_eq!(kind.map(Result::unwrap).as_deref(), Some("integer"));
+    }
+}
