@@ -17,8 +17,8 @@
 //!
 //! Tokens are `tcat_` and 43 base64url characters (256 random bits from the operating system,
 //! [`new_token`]). A presented token is hashed and compared with every entry's hash in constant
-//! time ([`TokensFile::find`]). [`Tokens`] re-reads the file when its modification time or
-//! length changed, checked on every request (one `stat`), so a revoked token is refused at the
+//! time ([`TokensFile::find`]). [`Tokens`] re-reads the file when its inode, status-change
+//! time, modification time or length changed, checked on every request (one `stat`), so a revoked token is refused at the
 //! next request without a restart. A file that stops loading (a syntax error, an unknown
 //! profile) refuses every request (HTTP 503 naming the file and the cause) until it is fixed:
 //! a broken file never keeps a revoked token alive.
@@ -432,12 +432,23 @@ fn profile_names(catalog: &Catalog) -> String {
         .join(", ")
 }
 
-/// What identifies a version of a file cheaply: modification time and length.
-type Stamp = Option<(SystemTime, u64)>;
+/// What identifies a version of a file cheaply: its device and inode (a file renamed into place
+/// is another inode), its status-change time (any write or rename changes it, and unlike the
+/// modification time no one can set it back: `cp -p`, `rsync -a` and `touch -r` keep the
+/// modification time and length of a rotated file, not this), modification time and length.
+type Stamp = Option<(u64, u64, i64, i64, SystemTime, u64)>;
 
 fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+    Some((
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.modified().ok()?,
+        meta.len(),
+    ))
 }
 
 /// The tokens file as served: re-read whenever it changed (see the module docs).
@@ -780,6 +791,40 @@ mod tests {
         file.add(path, "ci-bot_1.x@host", "coder", Exposure::Full)
             .unwrap();
         file.check_entries(path).unwrap();
+    }
+
+    #[test]
+    fn a_file_rewritten_with_its_length_and_modification_time_kept_is_seen_to_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        std::fs::write(&path, "aaaa").unwrap();
+        let before = stamp(&path);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // Rotated in place, as `cp -p` does: same length, modification time set back.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, "bbbb").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+        assert_ne!(stamp(&path), before);
+        // Renamed into place, as `rsync -a` and `install -p` do.
+        let before = stamp(&path);
+        let next = dir.path().join("next.toml");
+        std::fs::write(&next, "cccc").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&next)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        assert_ne!(stamp(&path), before);
+        // Unchanged, it stays the same.
+        assert_eq!(stamp(&path), stamp(&path));
     }
 
     #[test]

@@ -1592,7 +1592,7 @@ pub const MAX_SESSIONS: usize = 256;
 /// `initialize` beyond it is refused with HTTP 429 and JSON-RPC `-32600` naming the cause.
 pub const MAX_SESSIONS_PER_IDENTITY: usize = MAX_SESSIONS / 4;
 /// How often the sessions of revoked tokens are looked for: every second (the tokens file is
-/// re-read only when its modification time or length changed).
+/// re-read only when its `stat` changed: inode, status-change or modification time, length).
 pub const REVOCATION_CHECK: Duration = Duration::from_secs(1);
 /// How long an HTTP session may stay idle before it is closed: 5 minutes (the SDK's keep-alive).
 pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
