@@ -90,14 +90,15 @@ struct Client {
 }
 
 impl Client {
-    /// POSTs `message` within `session` (or, with none, with `token`); returns the HTTP status, the session id header of the
-    /// answer, and the JSON-RPC response to `id` when the message is a request.
+    /// POSTs `message` within `session` (or, with none, with `token`); returns the HTTP status,
+    /// the session id header of the answer, and the JSON-RPC response to `id` when the message
+    /// is a request, else the start of the body (what an HTTP refusal says).
     async fn post(
         &self,
         session: Option<&Session>,
         token: Option<&str>,
         message: &Value,
-    ) -> Result<(u16, Option<String>, Option<Value>)> {
+    ) -> Result<(u16, Option<String>, std::result::Result<Value, String>)> {
         let mut request = self
             .http
             .post(&self.url)
@@ -125,7 +126,10 @@ impl Client {
             .await
             .context("the body could not be read")?;
         let body = String::from_utf8_lossy(&body);
-        let answer = message.get("id").and_then(|id| response_to(&body, id));
+        let answer = message
+            .get("id")
+            .and_then(|id| response_to(&body, id))
+            .ok_or_else(|| body.chars().take(300).collect::<String>());
         Ok((status, session_id, answer))
     }
 
@@ -136,8 +140,9 @@ impl Client {
             "clientInfo": {"name": "serve-load", "version": env!("CARGO_PKG_VERSION")},
         }});
         let (status, id, answer) = self.post(None, token.as_deref(), &init).await?;
-        let answer =
-            answer.with_context(|| format!("`initialize` got HTTP {status} and no answer"))?;
+        let answer = answer.map_err(|body| {
+            anyhow::anyhow!("`initialize` got HTTP {status} and no answer to it: {body}")
+        })?;
         let version = answer["result"]["protocolVersion"]
             .as_str()
             .with_context(|| format!("`initialize` was refused: {answer}"))?
@@ -199,8 +204,11 @@ async fn run(a: Args) -> Result<bool> {
     if !arguments.is_object() {
         bail!("`--args` must be a JSON object, e.g. '{{\"path\": \"a.txt\"}}'");
     }
-    if a.clients == 0 || a.calls == 0 {
-        bail!("`--clients` and `--calls` must be at least 1");
+    if a.clients == 0 || a.calls == 0 || a.sessions == Some(0) || a.timeout_ms == 0 {
+        bail!("`--clients`, `--calls`, `--sessions` and `--timeout-ms` must be at least 1");
+    }
+    if a.token.iter().any(|t| t.trim().is_empty()) {
+        bail!("a `--token` (or an entry of SERVE_LOAD_TOKEN) is empty; give each token, comma-separated in the environment");
     }
     let sessions_wanted = a.sessions.unwrap_or(a.clients).clamp(1, a.clients);
     let http = reqwest::Client::builder()
@@ -281,18 +289,18 @@ async fn run(a: Args) -> Result<bool> {
                     Err(e) => errors.push(format!("{e:#}")),
                     Ok((status, _, answer)) => match answer {
                         _ if status != 200 => errors.push(format!("HTTP {status}")),
-                        None => errors.push("no JSON-RPC response in the body".to_string()),
-                        Some(v) if v.get("error").is_some() => {
+                        Err(_) => errors.push("no JSON-RPC response in the body".to_string()),
+                        Ok(v) if v.get("error").is_some() => {
                             errors.push(format!("JSON-RPC error {}", v["error"]))
                         }
-                        Some(v) if v["result"]["isError"] == json!(true) => {
+                        Ok(v) if v["result"]["isError"] == json!(true) => {
                             let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
                             errors.push(format!(
                                 "tool error: {}",
                                 text.chars().take(200).collect::<String>()
                             ))
                         }
-                        Some(_) => {}
+                        Ok(_) => {}
                     },
                 }
             }
