@@ -608,7 +608,8 @@ fn a_store_this_user_cannot_write_is_listed_read_only_and_runs_no_call() {
         r#"{"path": "tools.toml"}"#,
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    // A store that cannot be written is a runtime failure (3), as an unreachable one is.
+    assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(
         err.contains("is read-only") && err.contains("none is run") && err.contains("--store"),
         "{err}"

@@ -637,7 +637,7 @@ pub enum StoreError {
     #[error("`{path}` is not a toolcat call store or is damaged ({reason}); move it aside and a new store is created, or pass another path with `--store`")]
     Corrupt { path: String, reason: String },
     /// The file was written by a newer toolcat.
-    #[error("the call store `{path}` has schema version {found} but this toolcat reads version {supported}; use the newer toolcat, or pass another path with `--store`")]
+    #[error("the call store `{path}` has schema version {found} but this toolcat reads version {supported}; use the newer toolcat, or pass another store with `--store`")]
     NewerSchema {
         path: String,
         found: i32,
@@ -1142,10 +1142,33 @@ impl CallStore {
         };
         refuse_special_files(path, &label)?;
         let open_path = store_open_path(path);
-        let conn = match Connection::open_with_flags(read_only_uri(&open_path, false), flags)
-            .and_then(readable)
-        {
+        let open = || {
+            Connection::open_with_flags(read_only_uri(&open_path, false), flags).and_then(readable)
+        };
+        // A store being created or written this moment can be busy or locked for a moment:
+        // open it again, a few times over a second, and never read it as immutable then, which
+        // takes no lock and could see it half written.
+        let busy = |e: &rusqlite::Error| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+            )
+        };
+        let mut attempt = open();
+        for wait_ms in [50, 100, 200, 400] {
+            match &attempt {
+                Err(e) if busy(e) => {
+                    std::thread::sleep(Duration::from_millis(wait_ms));
+                    attempt = open();
+                }
+                _ => break,
+            }
+        }
+        let conn = match attempt {
             Ok(conn) => conn,
+            Err(e) if busy(&e) => return Err(sqlite_error(&label, e)),
+            // Most often no `-shm` can be made beside the file (a directory this user may not
+            // write): read the file as immutable.
             Err(_) => Connection::open_with_flags(read_only_uri(&open_path, true), flags)
                 .and_then(readable)
                 .map_err(|e| open_error(&label, e))?,

@@ -153,7 +153,8 @@ fn exit_of(e: &anyhow::Error) -> Exit {
         return Exit::CheckFailed;
     }
     // A store that cannot be reached or written is a runtime failure, as an unreachable MCP
-    // server is; a bad store URL stays bad input.
+    // server is (an `Open` failure is one through its I/O error); a bad store URL, or a file
+    // that is not a toolcat store (a link, damaged, a newer schema), stays bad input.
     let store_down = e.chain().any(|c| {
         matches!(
             c.downcast_ref::<toolcat::StoreError>(),
@@ -161,6 +162,7 @@ fn exit_of(e: &anyhow::Error) -> Exit {
                 toolcat::StoreError::Unreachable { .. }
                     | toolcat::StoreError::Postgres { .. }
                     | toolcat::StoreError::Busy { .. }
+                    | toolcat::StoreError::ReadOnly { .. }
             )
         )
     });

@@ -192,8 +192,8 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<Exit> {
     .selection(selection.clone())
     .shared()?;
     let location = a.store.location(true)?;
-    let store = super::args::open_store(&location)
-        .with_context(|| format!("cannot open the call store `{location}`"))?;
+    // Its errors name the store and the fix.
+    let store = super::args::open_store(&location)?;
     // The archive in the same store: the same file, or the same database and lease.
     let archive = ResultArchive::beside(&store, toolcat::ArchiveLimits::default())
         .with_context(|| format!("cannot open the result archive `{location}`"))?;

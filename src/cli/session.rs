@@ -155,8 +155,8 @@ pub fn run(a: &SessionArgs) -> anyhow::Result<Exit> {
             coordinator = coordinator.with_servers(std::sync::Arc::clone(pool));
         }
         if let Some(location) = &a.store {
-            let store = super::args::open_store(location)
-                .with_context(|| format!("cannot open the call store `{location}`"))?;
+            // Its errors name the store and the fix.
+            let store = super::args::open_store(location)?;
             let archive = toolcat::ResultArchive::beside(&store, toolcat::ArchiveLimits::default())
                 .with_context(|| format!("cannot open the result archive `{location}`"))?;
             coordinator = coordinator

@@ -81,7 +81,7 @@ pub fn check_host(value: Option<&str>, port: u16) -> Result<(), String> {
     match split_authority(value, 80) {
         Some((host, p)) if is_loopback_host(host) && p == port => Ok(()),
         _ => Err(format!(
-            "`Host: {value}` does not name this server: it answers only to {}, so that a web page on another name (DNS rebinding) cannot reach it; connect to http://127.0.0.1:{port}/mcp",
+            "`Host: {value}` does not name this server: it answers only to {}, so that a web page on another name (DNS rebinding) cannot reach it; connect to http://127.0.0.1:{port}/",
             accepted(port)
         )),
     }
