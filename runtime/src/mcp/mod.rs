@@ -1203,7 +1203,7 @@ impl ServerHandler for McpServer {
         )
         .with_server_info(Implementation::new("toolcat", env!("CARGO_PKG_VERSION")))
         .with_instructions(format!(
-            "toolcat serves the tools of profile `{}` within MCP exposure scope `{}`. Tools of tier `gated` need approval: the server asks the client over elicitation when it declared that capability, otherwise calling them is refused.",
+            "toolcat serves at most the tools of profile `{}` within MCP exposure scope `{}`; with authentication, each request gets the part of those its token's profile and scope allow (`tools/list` shows it). Tools of tier `gated` need approval: the server asks the client over elicitation when it declared that capability, otherwise calling them is refused.",
             catalog.profile_name(table.profile()),
             table.exposure().as_str()
         ))
@@ -1777,6 +1777,8 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
             return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal.response);
         }
     }
+    // Held until the answer to an `initialize` has recorded the session's owner (below).
+    let mut _opening = None;
     if !*stateless && !request.headers().contains_key("mcp-session-id") {
         let live = sessions.sessions.read().await.len();
         if live >= MAX_SESSIONS {
@@ -1790,12 +1792,19 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
             );
         }
         if let Some(id) = &identity {
-            let held = owners.held_by(id, &*sessions.sessions.read().await);
-            if held >= MAX_SESSIONS_PER_IDENTITY {
+            let reserved = owners.reserve(id, &*sessions.sessions.read().await);
+            let held = match reserved {
+                Ok(opening) => {
+                    _opening = Some(opening);
+                    None
+                }
+                Err(held) => Some(held),
+            };
+            if let Some(held) = held {
                 return http_refusal(
                     StatusCode::TOO_MANY_REQUESTS,
                     format!(
-                        "{} has {held} MCP sessions open, the limit per identity is {MAX_SESSIONS_PER_IDENTITY}; close unused ones (HTTP DELETE with their `Mcp-Session-Id`) or retry after idle ones expire ({} s)",
+                        "{} has {held} MCP sessions open or opening, the limit per identity is {MAX_SESSIONS_PER_IDENTITY}; close unused ones (HTTP DELETE with their `Mcp-Session-Id`) or retry after idle ones expire ({} s)",
                         id.principal,
                         SESSION_IDLE_TIMEOUT.as_secs()
                     ),
@@ -1940,22 +1949,72 @@ struct Http {
 /// Who opened each live HTTP session, with authentication: recorded from the response to the
 /// `initialize` that issued its `Mcp-Session-Id`, and checked on every later request of that
 /// session, whatever its method (POST, GET, DELETE): a session id is not a credential.
+///
+/// The second map holds the identities of the `initialize` requests in flight, so that the
+/// sessions an identity holds and those it is opening are counted together, in one step:
+/// concurrent `initialize`s cannot pass [`MAX_SESSIONS_PER_IDENTITY`] between them.
 #[derive(Default)]
-struct Owners(Mutex<HashMap<Arc<str>, auth::Identity>>);
+struct Owners(
+    Mutex<HashMap<Arc<str>, auth::Identity>>,
+    Mutex<Vec<auth::Identity>>,
+);
 
 impl Owners {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, auth::Identity>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// How many of the `live` sessions `identity` opened; forgets the sessions no longer live.
-    fn held_by<V>(&self, identity: &auth::Identity, live: &HashMap<Arc<str>, V>) -> usize {
+    fn opening(&self) -> std::sync::MutexGuard<'_, Vec<auth::Identity>> {
+        self.1.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves a session for an `initialize` of `identity` until the returned [`Opening`] is
+    /// dropped (after its answer recorded the owner); `Err(n)` when the `live` sessions
+    /// `identity` opened and those it is opening are already `n` ≥
+    /// [`MAX_SESSIONS_PER_IDENTITY`]. Forgets the sessions no longer live.
+    fn reserve<'a, V>(
+        &'a self,
+        identity: &auth::Identity,
+        live: &HashMap<Arc<str>, V>,
+    ) -> Result<Opening<'a>, usize> {
         let mut owners = self.lock();
         owners.retain(|session, _| live.contains_key(session));
-        owners
+        let held = owners
             .values()
             .filter(|o| o.same_principal(identity))
-            .count()
+            .count();
+        let mut opening = self.opening();
+        let held = held
+            + opening
+                .iter()
+                .filter(|o| o.same_principal(identity))
+                .count();
+        if held >= MAX_SESSIONS_PER_IDENTITY {
+            return Err(held);
+        }
+        opening.push(identity.clone());
+        Ok(Opening {
+            owners: self,
+            identity: identity.clone(),
+        })
+    }
+}
+
+/// A session reserved by [`Owners::reserve`] for an `initialize` in flight; released on drop.
+struct Opening<'a> {
+    owners: &'a Owners,
+    identity: auth::Identity,
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        let mut opening = self.owners.opening();
+        if let Some(i) = opening
+            .iter()
+            .position(|o| o.same_principal(&self.identity))
+        {
+            opening.swap_remove(i);
+        }
     }
 }
 
