@@ -1277,6 +1277,32 @@ fn http_checks_host_and_origin_exactly() {
 }
 
 #[test]
+fn dynamic_discovery_needs_sessions_so_stateless_refuses_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--stateless",
+            "--dynamic",
+            "--profile",
+            "minimal",
+            "--exposure",
+            "full",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--dynamic") && stderr.contains("--stateless"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("listening"), "{stderr}");
+}
+
+#[test]
 fn http_on_a_non_loopback_address_is_refused_naming_the_fix() {
     for addr in ["0.0.0.0:0", "[::]:0"] {
         let out = Command::new(env!("CARGO_BIN_EXE_toolcat"))

@@ -74,8 +74,8 @@ pub struct ServeArgs {
     /// no `initialize` needed), so any replica behind a balancer answers any request. Without
     /// it (the default) clients open sessions, which a balancer must keep on one replica
     /// (affinity on the `Mcp-Session-Id` header); stateless requests get no `list_changed`
-    /// notifications, no elicitation for `gated` tools, and `--dynamic` discoveries do not
-    /// persist between requests.
+    /// notifications and no elicitation for `gated` tools (they answer `needs-approval`), and
+    /// `--dynamic`, whose discoveries live in a session, cannot be used with it.
     #[arg(long, requires = "http")]
     pub stateless: bool,
     /// Serve Prometheus metrics at `http://ADDR/metrics` on a listener of their own (e.g.
@@ -110,8 +110,8 @@ pub struct ServeArgs {
     /// discovery meta-tools (`tool_search`, `tool_describe`, `tool_call`, ...); tools a
     /// `tool_search` or `tool_describe` answers join that session's list
     /// (`notifications/tools/list_changed` is sent) and are callable by name, up to the
-    /// profile's `max_tools`.
-    #[arg(long)]
+    /// profile's `max_tools`. Needs sessions, so not with `--stateless`.
+    #[arg(long, conflicts_with = "stateless")]
     pub dynamic: bool,
     /// How the catalog's MCP servers are connected: in the background from the start; serving
     /// begins after at most `--wait`, and calls of a server still connecting answer that it is

@@ -519,7 +519,7 @@ impl Tokens {
                 .map_err(|e| e.to_string());
             match &file {
                 Ok(f) => tracing::info!(
-                    "mcp: reloaded the tokens file `{}`: {} tokens",
+                    "mcp: reloaded the tokens file `{}`: {} token(s)",
                     self.path.display(),
                     f.tokens.len()
                 ),

@@ -2021,10 +2021,11 @@ impl Drop for Opening<'_> {
 /// The refusal of a request of `identity` in a session `opened` by another principal.
 fn not_the_owner(opened: &auth::Identity, identity: &auth::Identity) -> Response<HttpBody> {
     // A token revoked and added again under its name is another principal with the same name.
+    // The opener is not named: a session id must not tell who else uses the server.
     let opener = if opened.principal == identity.principal {
-        format!("another credential of the same name ({})", opened.principal)
+        "another credential of the same name"
     } else {
-        opened.principal.clone()
+        "another credential"
     };
     http_refusal(
         StatusCode::FORBIDDEN,
