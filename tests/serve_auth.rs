@@ -455,6 +455,28 @@ fn stateless_requests_need_no_session_and_archived_results_stay_with_their_token
             .unwrap_or_default()
             .to_string()
     };
+    // An `initialize` is answered, but promises no list notifications and no approval prompts:
+    // without a session there is no stream for them.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    let (status, _, answer) = rpc(&addr, Some(&mine), &init);
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["result"]["capabilities"]["tools"].is_object(),
+        "{answer}"
+    );
+    assert!(
+        answer["result"]["capabilities"]["tools"]["listChanged"].is_null(),
+        "{answer}"
+    );
+    let instructions = answer["result"]["instructions"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        instructions.contains("keeps no session") && !instructions.contains("elicitation"),
+        "{instructions}"
+    );
     // No `initialize`, no session: each request on its own.
     let (status, head, answer) = rpc(
         &addr,

@@ -1195,15 +1195,24 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let table = self.shared.table();
         let catalog = table.catalog();
-        ServerConfig::new(
+        // Without a session there is no stream to notify on and no one to ask for approval.
+        let capabilities = if self.stateless {
+            ServerCapabilities::builder().enable_tools().build()
+        } else {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
-                .build(),
-        )
+                .build()
+        };
+        let gated = if self.stateless {
+            "Tools of tier `gated` answer `needs-approval`: this server keeps no session, so it cannot ask for approval."
+        } else {
+            "Tools of tier `gated` need approval: the server asks the client over elicitation when it declared that capability, otherwise calling them is refused."
+        };
+        ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("toolcat", env!("CARGO_PKG_VERSION")))
         .with_instructions(format!(
-            "toolcat serves at most the tools of profile `{}` within MCP exposure scope `{}`; with authentication, each request gets the part of those its token's profile and scope allow (`tools/list` shows it). Tools of tier `gated` need approval: the server asks the client over elicitation when it declared that capability, otherwise calling them is refused.",
+            "toolcat serves at most the tools of profile `{}` within MCP exposure scope `{}`; with authentication, each request gets the part of those its token's profile and scope allow (`tools/list` shows it). {gated}",
             catalog.profile_name(table.profile()),
             table.exposure().as_str()
         ))
