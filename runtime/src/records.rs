@@ -758,6 +758,30 @@ fn open_error(path: &str, e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// What kind of file `meta` describes, for messages refusing it: `a directory`, `a FIFO`, `a
+/// socket`, `a device`, or `a special file` (the call store here, the tokens file in
+/// `crate::mcp::auth`).
+pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    "a special file"
+}
+
 /// Refuses a store whose file, or one of SQLite's files beside it (`-wal`, `-shm`, `-journal`),
 /// exists and is neither a regular file nor a symbolic link (which SQLite's `NOFOLLOW` refuses
 /// by itself): a directory, a FIFO, a socket or a device. SQLite would fail on most of them with
@@ -778,11 +802,7 @@ fn refuse_special_files(path: &Path, label: &str) -> Result<(), StoreError> {
         if kind.is_file() || kind.is_symlink() {
             continue;
         }
-        let what = if kind.is_dir() {
-            "a directory"
-        } else {
-            "a FIFO, socket or device"
-        };
+        let what = file_kind(&meta);
         let reason = if file == path {
             format!("it is {what}, not a regular file")
         } else {

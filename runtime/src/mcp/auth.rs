@@ -189,28 +189,6 @@ fn shown(name: &str) -> String {
     name.escape_default().to_string()
 }
 
-/// What kind of file `meta` describes, for [`AuthError::NotAFile`].
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    let kind = meta.file_type();
-    if kind.is_dir() {
-        return "a directory";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_block_device() || kind.is_char_device() {
-            return "a device";
-        }
-    }
-    "not a regular file"
-}
-
 /// The first lines of a file written by [`TokensFile::to_toml`].
 const HEADER: &str = "# toolcat bearer tokens (`toolcat serve --tokens FILE`): SHA-256 hashes only, never the tokens.\n# Edit with `toolcat token add`, `toolcat token list` and `toolcat token revoke`.\n\n";
 
@@ -248,7 +226,7 @@ impl TokensFile {
         let not_a_file = |meta: &std::fs::Metadata| {
             (!meta.is_file()).then(|| AuthError::NotAFile {
                 path: path.to_path_buf(),
-                kind: file_kind(meta),
+                kind: crate::records::file_kind(meta),
             })
         };
         if let Some(e) = not_a_file(&std::fs::metadata(path).map_err(io)?) {
