@@ -717,6 +717,15 @@ pub enum StoreError {
 const IN_MEMORY: &str = "<in-memory call store>";
 
 /// Maps an SQLite error on the store `path` to a [`StoreError`] that says what to do.
+/// Whether `e` is SQLite's `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection holds a lock
+/// this one needs, and the same step may succeed a moment later.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
 pub(crate) fn sqlite_error(path: &str, e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
@@ -947,9 +956,22 @@ fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
     let err = |e| sqlite_error(label, e);
     conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
     // `journal_mode` answers with the mode in force (`memory` for an in-memory database).
-    let _mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .map_err(err)?;
+    // Switching a new file to WAL upgrades this connection's read lock to a write lock, and
+    // SQLite answers that upgrade `SQLITE_BUSY` at once, without its busy handler (waiting could
+    // deadlock), when another process is switching or writing the same file: the step is tried
+    // again here, a little later each time, for up to [`BUSY_TIMEOUT`].
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_mode) => break,
+            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(err(e)),
+        }
+    }
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(err)?;
     Ok(())
@@ -1017,7 +1039,13 @@ fn migrate(conn: &Connection, label: &str, writable: bool) -> Result<i32, StoreE
         }
         Ok(version)
     };
-    match check(conn)? {
+    // The look before the lock reads the version and the tables in one read transaction: read
+    // one by one, they could straddle another process's creation of the schema (version 0, yet
+    // tables) and a store being made would be judged foreign.
+    conn.execute_batch("BEGIN").map_err(err)?;
+    let seen = check(conn);
+    conn.execute_batch("COMMIT").map_err(err)?;
+    match seen? {
         SCHEMA_VERSION if writable => {
             return check_rate_limits(conn, label).map(|()| SCHEMA_VERSION)
         }
@@ -1168,16 +1196,10 @@ impl CallStore {
         // A store being created or written this moment can be busy or locked for a moment:
         // open it again, a few times over a second, and never read it as immutable then, which
         // takes no lock and could see it half written.
-        let busy = |e: &rusqlite::Error| {
-            matches!(
-                e.sqlite_error_code(),
-                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-            )
-        };
         let mut attempt = open();
         for wait_ms in [50, 100, 200, 400] {
             match &attempt {
-                Err(e) if busy(e) => {
+                Err(e) if is_busy(e) => {
                     std::thread::sleep(Duration::from_millis(wait_ms));
                     attempt = open();
                 }
@@ -1186,7 +1208,7 @@ impl CallStore {
         }
         let conn = match attempt {
             Ok(conn) => conn,
-            Err(e) if busy(&e) => return Err(sqlite_error(&label, e)),
+            Err(e) if is_busy(&e) => return Err(sqlite_error(&label, e)),
             // Most often no `-shm` can be made beside the file (a directory this user may not
             // write): read the file as immutable.
             Err(_) => Connection::open_with_flags(read_only_uri(&open_path, true), flags)
@@ -1976,6 +1998,31 @@ mod tests {
             idempotent: false,
             retry_of: None,
             parent: None,
+        }
+    }
+
+    /// Processes that create one store at the same moment each open it: switching a new file to
+    /// WAL upgrades a read lock to a write lock, where SQLite answers `SQLITE_BUSY` at once rather
+    /// than wait (it could deadlock), so `open_database` retries that step itself.
+    #[test]
+    fn connections_creating_one_store_at_once_all_open_it() {
+        for _round in 0..40 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("calls.sqlite");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        open_database(Some(&path)).map(drop)
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().expect("an opener does not panic");
+                assert!(opened.is_ok(), "{}", opened.unwrap_err());
+            }
         }
     }
 
