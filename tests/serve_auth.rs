@@ -515,6 +515,50 @@ fn stateless_requests_need_no_session_and_archived_results_stay_with_their_token
     child.wait().ok();
 }
 
+/// A `gated` tool called without a session is refused as needing approval, and the refusal
+/// says why no one was asked (no session under `--stateless`), not that the client lacks
+/// elicitation.
+#[test]
+fn a_stateless_gated_call_says_there_is_no_session_to_ask_over() {
+    let ws = workspace();
+    let file = ws.path().join("tokens.toml");
+    let writer = add_token(&file, "writer", "coding", "staging");
+    let (mut child, addr) = spawn(
+        "127.0.0.1:0",
+        &[
+            "--tokens",
+            file.to_str().unwrap(),
+            "--stateless",
+            "--profile",
+            "coding",
+            "--exposure",
+            "staging",
+            "--store",
+            ws.path().join("calls.sqlite").to_str().unwrap(),
+            "--workspace",
+            ws.path().to_str().unwrap(),
+        ],
+    );
+    let todo = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "todo_write",
+        "arguments": {"todos": [{"content": "a", "status": "pending"}]}}});
+    let (status, head, answer) = rpc(&addr, Some(&writer), &todo);
+    assert_eq!(status, 200, "{head}\n{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("needs approval")
+            && text.contains("no MCP session")
+            && text.contains("--stateless")
+            && !text.contains("did not declare"),
+        "{text}"
+    );
+    child.kill().ok();
+    child.wait().ok();
+}
+
 #[test]
 fn a_non_loopback_bind_needs_authentication() {
     let ws = workspace();

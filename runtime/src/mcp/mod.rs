@@ -903,8 +903,9 @@ impl McpServer {
         approver: Option<Approver>,
     ) -> CallToolResult {
         let table = self.shared.table();
+        let approval = approver.map_or(Approval::NotDeclared, Approval::Ask);
         self.call_in(
-            &table, self.owner, name, arguments, cancel, caller, approver,
+            &table, self.owner, name, arguments, cancel, caller, approval,
         )
         .await
     }
@@ -919,7 +920,7 @@ impl McpServer {
         arguments: Value,
         cancel: Option<tokio_util::sync::CancellationToken>,
         caller: Caller,
-        approver: Option<Approver>,
+        approval: Approval,
     ) -> CallToolResult {
         let caller = Caller {
             profile: Some(table.catalog().profile_name(table.profile()).to_string()),
@@ -933,7 +934,7 @@ impl McpServer {
             Err(_) => return unlisted(table, &scope, name),
         };
         let Some(m) = MetaTool::of(table.catalog(), t) else {
-            return run(table, t, arguments, owner, cancel, caller, approver).await;
+            return run(table, t, arguments, owner, cancel, caller, approval).await;
         };
         // `tool_call` lists no output schema: its answer is the named tool's text alone.
         let unstructured = |mut result: CallToolResult| {
@@ -950,7 +951,7 @@ impl McpServer {
                 Err(_) => unlisted(table, &scope, &name),
                 Ok(d) => match MetaTool::of(table.catalog(), d) {
                     None => unstructured(
-                        run(table, d, arguments, owner, cancel, caller, approver).await,
+                        run(table, d, arguments, owner, cancel, caller, approval).await,
                     ),
                     Some(m) => {
                         let result = meta::answer_nested(&scope, m, d, &arguments, None);
@@ -1024,6 +1025,34 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
         version: info.as_ref().map(|i| i.version.clone()),
         session,
         ..Caller::default()
+    }
+}
+
+/// How a `gated` call of one request is approved.
+enum Approval {
+    /// By this approver (the session client's elicitation, or a host's).
+    Ask(Approver),
+    /// Not at all: the client did not declare the `elicitation` capability.
+    NotDeclared,
+    /// Not at all: a stateless request has no session to ask over.
+    NoSession,
+}
+
+impl Approval {
+    /// Why a call refused as needing approval was not asked, and what to do instead, for its
+    /// message. (The coordinator asks an approver when it has one, so a refusal comes with the
+    /// other two.)
+    fn unasked(&self) -> (&'static str, &'static str) {
+        match self {
+            Approval::Ask(_) | Approval::NotDeclared => (
+                "this client did not declare the `elicitation` capability",
+                "connect with a client that supports elicitation",
+            ),
+            Approval::NoSession => (
+                "this request has no MCP session to ask over (the server runs `--stateless`)",
+                "call it through a server that keeps sessions (`toolcat serve` without `--stateless`) with a client that supports elicitation",
+            ),
+        }
     }
 }
 
@@ -1121,7 +1150,7 @@ async fn run(
     owner: ArchiveOwner,
     cancel: Option<tokio_util::sync::CancellationToken>,
     caller: Caller,
-    approver: Option<Approver>,
+    approval: Approval,
 ) -> CallToolResult {
     let mut request = CallRequest::new(t, arguments, table.allowed())
         .with_owner(owner)
@@ -1129,7 +1158,8 @@ async fn run(
     if let Some(token) = cancel {
         request = request.with_cancellation(token);
     }
-    if let Some(approver) = approver {
+    let (why_not, fix) = approval.unasked();
+    if let Approval::Ask(approver) = approval {
         request = request.with_approver(approver);
     }
     let outcome = table.coordinator().call(request).await;
@@ -1147,7 +1177,7 @@ async fn run(
             let mut body = e.to_json();
             body["tier"] = json!("gated");
             body["message"] = json!(format!(
-                "tool `{name}` is of tier `gated`: each call needs approval, which this server asks over elicitation, and this client did not declare the `elicitation` capability, so nothing ran; to run it, connect with a client that supports elicitation, or call it from a host that sets an authorization hook (`toolcat::Coordinator::with_approval`)"
+                "tool `{name}` is of tier `gated`: each call needs approval, which this server asks over elicitation, and {why_not}, so nothing ran; to run it, {fix}, or call it from a host that sets an authorization hook (`toolcat::Coordinator::with_approval`)"
             ));
             refusal(body)
         }
@@ -1243,11 +1273,17 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let approver = context
+        let approval = if self.stateless {
+            Approval::NoSession
+        } else if context
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)
-            .then(|| elicitation_approver(context.peer.clone()));
+        {
+            Approval::Ask(elicitation_approver(context.peer.clone()))
+        } else {
+            Approval::NotDeclared
+        };
         let before = self.session_generation.load(Ordering::SeqCst);
         let identity = identity_of(&context);
         let table = self.request_table(identity.as_ref())?;
@@ -1259,7 +1295,7 @@ impl ServerHandler for McpServer {
                 arguments,
                 Some(context.ct.clone()),
                 caller_of(&context),
-                approver,
+                approval,
             )
             .await;
         if self.session_generation.load(Ordering::SeqCst) != before {
