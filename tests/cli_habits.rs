@@ -293,11 +293,28 @@ fn json_output_parses_on_every_data_command() {
         "openai",
     ]));
     assert!(plan.is_array() || plan.is_object(), "{plan}");
-    let export = json_of(&toolcat(&["export", "--format", "openai"]));
+    let exported = toolcat(&["export", "--format", "openai"]);
+    let export = json_of(&exported);
     assert!(export.to_string().contains("read_file"), "{export}");
+    // Every local tool of the embedded catalog has its handler here: no schema is missing.
+    assert!(
+        !stderr(&exported).contains("without a handler"),
+        "{}",
+        stderr(&exported)
+    );
     let old = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/valid/small.toml"
+    );
+    // A project's catalog: its local tools have no handler in the CLI, and export says so.
+    let project = toolcat(&["export", "--catalog", old, "--format", "openai"]);
+    assert!(json_of(&project).is_array(), "{}", stdout(&project));
+    assert!(
+        stderr(&project).contains(
+            "2 local tools (apply_edit, delete_file) declared in the catalog but without a handler"
+        ) && stderr(&project).contains("toolcat::export::export_tools"),
+        "{}",
+        stderr(&project)
     );
     let diff = json_of(&toolcat(&["diff", old, old, "--json"]));
     assert_eq!(diff["widening"], false, "{diff}");

@@ -605,6 +605,14 @@ impl Catalog {
         &self.schemas[t.index()]
     }
 
+    /// Whether this binary knows the tool's arguments: false for a local tool without a handler
+    /// (a catalog loaded from a file, such as the toolcat CLI's), whose [`Catalog::input_schema`]
+    /// is only [`minimal_input_schema`]; true for every other tool (a server tool's schema is
+    /// its row's, a meta-tool's is fixed).
+    pub fn input_schema_known(&self, t: ToolIndex) -> bool {
+        !matches!(self.source(t), ToolSource::Local) || self.handler(t).is_some()
+    }
+
     /// The output JSON Schema of the tool's result, without a top-level `$schema` (as
     /// [`crate::export::exported_schema`] writes input schemas):
     /// - a server tool: its declared `output_schema` (an object schema, `toolcat-catalog`

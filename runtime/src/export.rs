@@ -57,7 +57,7 @@ use serde_json::Value;
 
 use toolcat_catalog::targets::{self, Finding, FindingKind, Report, Target, ToolInput};
 
-use crate::catalog::{Catalog, ToolIndex, ToolSource};
+use crate::catalog::{Catalog, ToolIndex};
 use crate::plan::{Plan, TurnInput, TurnPlanner};
 use wire::{
     AnthropicCustomTool, AnthropicTool, AnthropicToolSearch, AnthropicToolSearchKind, ChatFunction,
@@ -744,9 +744,9 @@ pub fn target_report(catalog: &Catalog, targets: &[Target]) -> Report {
     let schemas: Vec<Option<Value>> = catalog
         .tools()
         .map(|t| {
-            let known =
-                !matches!(catalog.source(t), ToolSource::Local) || catalog.handler(t).is_some();
-            known.then(|| exported_schema(catalog, t))
+            catalog
+                .input_schema_known(t)
+                .then(|| exported_schema(catalog, t))
         })
         .collect();
     let inputs: Vec<ToolInput<'_>> = catalog
@@ -1349,7 +1349,7 @@ mod tests {
             .count();
         let local = c
             .tools()
-            .filter(|&t| matches!(c.source(t), ToolSource::Local))
+            .filter(|&t| matches!(c.source(t), crate::catalog::ToolSource::Local))
             .count();
         assert_eq!(unchecked, local);
         // A server tool is rewritten for strict mode, and the report says so.
