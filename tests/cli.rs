@@ -511,6 +511,26 @@ fn special_files_as_catalog_fail_at_once_naming_the_path() {
     }
 }
 
+/// A FIFO as the call store: `toolcat call` and `toolcat calls` both refuse it with the runtime
+/// class (3), as the README's exit table says, and `calls` says so once.
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_the_call_store_is_refused_alike_by_call_and_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("calls.sqlite");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    for args in [
+        vec!["calls", "--store", fifo],
+        vec!["call", "list_directory", "--args", "{}", "--store", fifo],
+    ] {
+        let out = toolcat_bounded(&args, None);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert_eq!(err.matches("it is a FIFO").count(), 1, "{args:?}: {err}");
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn generate_check_with_a_fifo_in_dir_reports_it_stale_without_hanging() {

@@ -795,8 +795,19 @@ pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 /// exists and is neither a regular file nor a symbolic link (which SQLite's `NOFOLLOW` refuses
 /// by itself): a directory, a FIFO, a socket or a device. SQLite would fail on most of them with
 /// a bare I/O error, and a FIFO would block the open until someone writes to it, so a FIFO
-/// planted at `.toolcat/calls.sqlite` in a workspace could hang `toolcat calls`.
+/// planted at `.toolcat/calls.sqlite` in a workspace could hang `toolcat calls`. A path ending
+/// in `/` that is no directory is refused too: it names a directory, and SQLite would create a
+/// file under the name without the slash.
 fn refuse_special_files(path: &Path, label: &str) -> Result<(), StoreError> {
+    // `DIR/` names a directory: SQLite would create the file `DIR` instead.
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") && !path.is_dir() {
+        return Err(StoreError::Open {
+            path: label.to_string(),
+            source: std::io::Error::other(
+                "the path ends in `/`, so it names a directory, but a call store is a file: pass a file path such as `DIR/calls.sqlite`",
+            ),
+        });
+    }
     let mut sidecars = vec![path.to_path_buf()];
     for suffix in ["-wal", "-shm", "-journal"] {
         let mut name = path.as_os_str().to_owned();
@@ -929,13 +940,22 @@ pub(crate) fn open_database(path: Option<&Path>) -> Result<(Connection, String),
         }
         Some(path) => {
             let label = path.display().to_string();
+            refuse_special_files(path, &label)?;
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| StoreError::Open {
                     path: label.clone(),
-                    source,
+                    // `create_dir_all` says only "File exists" when a part of the path is a file.
+                    source: dir
+                        .ancestors()
+                        .find(|a| a.is_file())
+                        .map_or(source, |file| {
+                            std::io::Error::other(format!(
+                                "`{}` is a file, not a directory",
+                                file.display()
+                            ))
+                        }),
                 })?;
             }
-            refuse_special_files(path, &label)?;
             let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW;
             let conn = Connection::open_with_flags(store_open_path(path), flags)
                 .map_err(|e| open_error(&label, e))?;
@@ -2610,6 +2630,27 @@ mod tests {
             };
             assert_eq!(rows, expected);
         }
+    }
+
+    /// A store path ending in `/` names a directory and creates no file; a path through a file
+    /// names that file as the cause.
+    #[test]
+    fn a_directory_path_or_a_path_through_a_file_is_refused_naming_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let trailing = PathBuf::from(format!("{}/store/", dir.path().display()));
+        let e = CallStore::open(&trailing).expect_err("a path ending in `/` is refused");
+        assert!(matches!(e, StoreError::Open { .. }), "{e}");
+        assert!(e.to_string().contains("ends in `/`"), "{e}");
+        assert!(!dir.path().join("store").exists(), "nothing is created");
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "a note").unwrap();
+        let e = CallStore::open(&file.join("sub").join("calls.sqlite"))
+            .expect_err("a path through a file is refused");
+        assert!(
+            e.to_string()
+                .contains(&format!("`{}` is a file, not a directory", file.display())),
+            "{e}"
+        );
     }
 
     #[test]

@@ -62,8 +62,14 @@ fn open_for_listing(path: &Path) -> anyhow::Result<CallStore> {
         Err(
             e @ (StoreError::Open { .. } | StoreError::ReadOnly { .. } | StoreError::Sqlite { .. }),
         ) if !path.is_dir() => {
-            let store = CallStore::open_read_only(path)
-                .map_err(|ro| anyhow::anyhow!("{e}; reading it read-only failed too: {ro}"))?;
+            let store = CallStore::open_read_only(path).map_err(|ro| {
+                // The same refusal both ways (a FIFO, a device) is said once, as itself.
+                if ro.to_string() == e.to_string() {
+                    anyhow::Error::new(ro)
+                } else {
+                    anyhow::Error::new(ro).context(format!("{e}; reading it read-only failed too"))
+                }
+            })?;
             eprintln!(
                 "warning: the call store `{}` cannot be written ({}); listed read-only, so calls of processes that ended are shown as they were left",
                 path.display(),
