@@ -726,6 +726,26 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// Runs `step` until it succeeds, fails other than [`is_busy`], or `budget` has passed since the
+/// first try, pausing between tries from 2 ms, doubled each time up to 100 ms. For the steps
+/// SQLite answers `SQLITE_BUSY` at once, without its busy handler ([`BUSY_TIMEOUT`]).
+fn retry_while_busy<T>(
+    budget: Duration,
+    mut step: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match step() {
+            Err(e) if is_busy(&e) && started.elapsed() < budget => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            answer => return answer,
+        }
+    }
+}
+
 pub(crate) fn sqlite_error(path: &str, e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
@@ -980,18 +1000,10 @@ fn configure(conn: &Connection, label: &str) -> Result<(), StoreError> {
     // SQLite answers that upgrade `SQLITE_BUSY` at once, without its busy handler (waiting could
     // deadlock), when another process is switching or writing the same file: the step is tried
     // again here, a little later each time, for up to [`BUSY_TIMEOUT`].
-    let started = std::time::Instant::now();
-    let mut pause = Duration::from_millis(2);
-    loop {
-        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
-            Ok(_mode) => break,
-            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(100));
-            }
-            Err(e) => return Err(err(e)),
-        }
-    }
+    let _mode: String = retry_while_busy(BUSY_TIMEOUT, || {
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+    })
+    .map_err(err)?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(err)?;
     Ok(())
@@ -1214,19 +1226,9 @@ impl CallStore {
             Connection::open_with_flags(read_only_uri(&open_path, false), flags).and_then(readable)
         };
         // A store being created or written this moment can be busy or locked for a moment:
-        // open it again, a few times over a second, and never read it as immutable then, which
-        // takes no lock and could see it half written.
-        let mut attempt = open();
-        for wait_ms in [50, 100, 200, 400] {
-            match &attempt {
-                Err(e) if is_busy(e) => {
-                    std::thread::sleep(Duration::from_millis(wait_ms));
-                    attempt = open();
-                }
-                _ => break,
-            }
-        }
-        let conn = match attempt {
+        // open it again for up to a second, and never read it as immutable then, which takes no
+        // lock and could see it half written.
+        let conn = match retry_while_busy(Duration::from_secs(1), open) {
             Ok(conn) => conn,
             Err(e) if is_busy(&e) => return Err(sqlite_error(&label, e)),
             // Most often no `-shm` can be made beside the file (a directory this user may not

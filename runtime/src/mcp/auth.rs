@@ -778,27 +778,25 @@ mod tests {
         std::fs::write(&path, "aaaa").unwrap();
         let before = stamp(&path);
         let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // Writes `text` to `file` and sets its modification time back to `mtime`.
+        let write_dated = |file: &Path, text: &str| {
+            std::fs::write(file, text).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(file)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+        };
         // Rotated in place, as `cp -p` does: same length, modification time set back.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(&path, "bbbb").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        write_dated(&path, "bbbb");
         assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
         assert_ne!(stamp(&path), before);
         // Renamed into place, as `rsync -a` and `install -p` do.
         let before = stamp(&path);
         let next = dir.path().join("next.toml");
-        std::fs::write(&next, "cccc").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&next)
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        write_dated(&next, "cccc");
         std::fs::rename(&next, &path).unwrap();
         assert_ne!(stamp(&path), before);
         // Unchanged, it stays the same.

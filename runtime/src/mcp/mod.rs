@@ -1837,16 +1837,9 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
             );
         }
         if let Some(id) = &identity {
-            let reserved = owners.reserve(id, &*sessions.sessions.read().await);
-            let held = match reserved {
-                Ok(opening) => {
-                    _opening = Some(opening);
-                    None
-                }
-                Err(held) => Some(held),
-            };
-            if let Some(held) = held {
-                return http_refusal(
+            match owners.reserve(id, &*sessions.sessions.read().await) {
+                Ok(opening) => _opening = Some(opening),
+                Err(held) => return http_refusal(
                     StatusCode::TOO_MANY_REQUESTS,
                     format!(
                         "{} has {held} MCP sessions open or opening, the limit per identity is {MAX_SESSIONS_PER_IDENTITY}; close unused ones (HTTP DELETE with their `Mcp-Session-Id`) or retry after idle ones expire ({} s)",
@@ -1854,7 +1847,7 @@ async fn handle_http(http: Arc<Http>, mut request: Request<Incoming>) -> Respons
                         SESSION_IDLE_TIMEOUT.as_secs()
                     ),
                     Some(json!({"maxSessionsPerIdentity": MAX_SESSIONS_PER_IDENTITY})),
-                );
+                ),
             }
         }
     }
